@@ -1,0 +1,203 @@
+// Package ipvs is the project's one boundary to the kernel's IP Virtual Server.
+//
+// It defines the values the kernel stores (services, destinations, sync
+// daemons, timeouts), the Client interface every caller programs against, and
+// the requests a Client executes. Two implementations exist: the generic
+// netlink client in this package (Open) that talks to the running kernel, and
+// the in-memory fake in package ipvs/ipvstest. Package ipvs/conformance holds
+// the suite that proves both answer alike: same results, same errnos, same
+// order.
+//
+// Errors from the kernel are returned as unix.Errno values (wrapped in
+// *OpError), so callers match them with errors.Is(err, unix.EEXIST) and map
+// them to their own messages. The package never logs, exits or loads modules.
+package ipvs
+
+import (
+	"net/netip"
+)
+
+// Address families as the kernel numbers them.
+const (
+	AFInet  uint16 = 2  // AF_INET
+	AFInet6 uint16 = 10 // AF_INET6
+)
+
+// IP protocols a virtual service can match.
+const (
+	ProtoTCP  uint16 = 6
+	ProtoUDP  uint16 = 17
+	ProtoSCTP uint16 = 132
+)
+
+// Service flag bits (IP_VS_SVC_F_*).
+const (
+	FlagPersistent uint32 = 0x01
+	FlagHashed     uint32 = 0x02 // kernel-internal; reported, never meaningful to callers
+	FlagOnePacket  uint32 = 0x04
+	FlagSched1     uint32 = 0x08
+	FlagSched2     uint32 = 0x10
+	FlagSched3     uint32 = 0x20
+)
+
+// Forwarding methods (IP_VS_CONN_F_FWD_MASK values).
+const (
+	FwdMasq   uint32 = 0
+	FwdLocal  uint32 = 1
+	FwdTunnel uint32 = 2
+	FwdRoute  uint32 = 3
+)
+
+// Tunnel types for FwdTunnel destinations.
+const (
+	TunIPIP uint8 = 0
+	TunGUE  uint8 = 1
+	TunGRE  uint8 = 2
+)
+
+// Tunnel checksum flags.
+const (
+	TunFlagNoCsum  uint16 = 0
+	TunFlagCsum    uint16 = 1
+	TunFlagRemCsum uint16 = 2
+)
+
+// Sync daemon states.
+const (
+	DaemonMaster uint32 = 1
+	DaemonBackup uint32 = 2
+)
+
+// Stats are a service's or destination's counters and estimated rates, as the
+// kernel's 64-bit statistics report them.
+type Stats struct {
+	Conns, InPkts, OutPkts, InBytes, OutBytes uint64
+	CPS, InPPS, OutPPS, InBPS, OutBPS         uint64
+}
+
+// Service is a virtual service. A service is identified either by FWMark
+// (non-zero) and Family, or by Family, Protocol, Addr and Port.
+type Service struct {
+	Family    uint16
+	Protocol  uint16     // 0 for fwmark services
+	Addr      netip.Addr // invalid (zero) for fwmark services
+	Port      uint16
+	FWMark    uint32
+	Scheduler string
+	PEName    string
+	Flags     uint32 // Flag* bits; FlagHashed is stripped when reading
+	Timeout   uint32 // persistence timeout in seconds
+	// Netmask is the persistence granularity: for IPv4 the mask as a
+	// big-endian number (255.255.255.0 is 0xffffff00), for IPv6 a prefix length.
+	Netmask uint32
+	Stats   Stats
+}
+
+// Destination is a real server of a service.
+type Destination struct {
+	Family       uint16 // may differ from the service's for tunnelled servers
+	Addr         netip.Addr
+	Port         uint16
+	FwdMethod    uint32 // Fwd* value
+	Weight       uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
+	TunType      uint8
+	TunPort      uint16
+	TunFlags     uint16
+	UThreshold   uint32
+	LThreshold   uint32
+	ActiveConns  uint32
+	InactConns   uint32
+	PersistConns uint32
+	Stats        Stats
+}
+
+// Info is what GET_INFO reports: the IPVS version (0x010201 is 1.2.1) and the
+// size of the connection hash table.
+type Info struct {
+	Version     uint32
+	ConnTabSize uint32
+}
+
+// Timeouts are the connection timeouts in seconds; 0 in a request means
+// "leave unchanged".
+type Timeouts struct {
+	TCP, TCPFin, UDP uint32
+}
+
+// Daemon is a connection-synchronisation daemon. Zero MaxLen, Port, TTL and
+// an invalid Group mean "kernel default" in a start request.
+type Daemon struct {
+	State     uint32 // DaemonMaster or DaemonBackup
+	Interface string
+	SyncID    uint32
+	MaxLen    uint16
+	Group     netip.Addr
+	Port      uint16
+	TTL       uint8
+}
+
+// Command is a request's kind; the values are the kernel's IPVS_CMD_* numbers.
+type Command uint8
+
+// The commands a Request can carry.
+const (
+	CmdNewService Command = 1
+	CmdSetService Command = 2
+	CmdDelService Command = 3
+	CmdNewDest    Command = 5
+	CmdSetDest    Command = 6
+	CmdDelDest    Command = 7
+	CmdNewDaemon  Command = 9
+	CmdDelDaemon  Command = 10
+	CmdSetConfig  Command = 12
+	CmdZero       Command = 16
+	CmdFlush      Command = 17
+)
+
+// Request is one change to the kernel's tables. Which fields matter depends
+// on Cmd: Service for service and destination commands and for Zero (nil
+// zeroes every counter), Dest for destination commands, Daemon for daemon
+// commands, Timeouts for CmdSetConfig.
+type Request struct {
+	Cmd      Command
+	Service  *Service
+	Dest     *Destination
+	Daemon   *Daemon
+	Timeouts *Timeouts
+}
+
+// Client reads and changes one network namespace's IPVS tables. A Client is
+// not safe for concurrent use.
+type Client interface {
+	// Info reports the IPVS version and connection table size.
+	Info() (Info, error)
+	// Services lists every service in the kernel's dump order.
+	Services() ([]Service, error)
+	// Service fetches the one service identified by key (ESRCH if absent).
+	Service(key Service) (Service, error)
+	// Destinations lists a service's destinations in the kernel's dump order.
+	Destinations(svc Service) ([]Destination, error)
+	// Timeouts reports the tcp, tcpfin and udp timeouts.
+	Timeouts() (Timeouts, error)
+	// Daemons lists the running sync daemons, master first.
+	Daemons() ([]Daemon, error)
+	// Exec performs one change and waits for the kernel's answer.
+	Exec(req Request) error
+	// Pipeline returns a way to send many changes without waiting for each
+	// answer, with at most window requests in flight.
+	Pipeline(window int) Pipeline
+	// Close releases the connection.
+	Close() error
+}
+
+// Pipeline sends changes ahead of their answers. Answers are delivered in
+// submission order, each to the done function given with its request, from
+// within Submit or Flush.
+type Pipeline interface {
+	// Submit queues req; it blocks while window requests are unanswered,
+	// delivering answers as they arrive. The returned error is a transport
+	// failure, after which the pipeline is unusable.
+	Submit(req Request, done func(error)) error
+	// Flush waits until every submitted request has been answered.
+	Flush() error
+}
