@@ -1,0 +1,513 @@
+// Command labrun runs things inside the lab, a QEMU VM booting Debian 12's
+// cloud kernel (with IPVS) from an initramfs built from Debian packages.
+//
+//	go run ./lab/labrun -tests [-run REGEX] [-count N] [packages]
+//	go run ./lab/labrun -- 'shell command'
+//
+// With -tests it compiles every package (default ./...) that has test files
+// with the "lab" build tag into a static test binary, packs them with bin/*
+// and the source tree into one initramfs, runs them all in one boot (or in
+// -vms parallel boots), streams their output and prints a summary. With --
+// it runs one shell command in the lab with our bin/ first on PATH and exits
+// with the command's status. See docs/lab.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"go/build/constraint"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lvskit/lvskit/lab/internal/wire"
+	"github.com/lvskit/lvskit/lab/vm"
+)
+
+// Exit statuses of the harness itself (in -- mode the command's own status
+// is returned otherwise).
+const (
+	exitFail    = 1   // a test package failed
+	exitUsage   = 2   // bad invocation
+	exitHarness = 125 // the lab itself failed: packages, build, boot
+)
+
+const (
+	guestBin   = "/opt/lvskit/bin"
+	guestTests = "/opt/lvskit/tests"
+	guestSrc   = "/src"
+	guestPath  = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+type options struct {
+	tests       bool
+	run         string
+	count       int
+	vms         int
+	timeout     time.Duration
+	testTimeout time.Duration
+	verbose     bool
+}
+
+func main() {
+	os.Exit(mainErr())
+}
+
+func mainErr() int {
+	var o options
+	fs := flag.NewFlagSet("labrun", flag.ContinueOnError)
+	fs.BoolVar(&o.tests, "tests", false, "run the lab tests of the given packages (default ./...)")
+	fs.StringVar(&o.run, "run", "", "run only tests matching `REGEX` (passed to the test binaries as -test.run)")
+	fs.IntVar(&o.count, "count", 0, "run each test `N` times (-test.count)")
+	fs.IntVar(&o.vms, "vms", 1, "split the test packages over `N` VMs booted in parallel")
+	fs.DurationVar(&o.timeout, "timeout", 25*time.Minute, "limit for each VM boot")
+	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
+	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return exitUsage
+	}
+	dashdash := len(os.Args) > 1 && fs.NArg() < len(os.Args)-1 && os.Args[len(os.Args)-fs.NArg()-1] == "--"
+	if o.tests == dashdash {
+		fs.Usage()
+		return exitUsage
+	}
+	if o.vms < 1 {
+		o.vms = 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if dashdash {
+		if fs.NArg() == 0 {
+			fmt.Fprintln(os.Stderr, "labrun: nothing to run after --")
+			return exitUsage
+		}
+		return runCommand(ctx, o, fs.Args())
+	}
+	return runTests(ctx, o, fs.Args())
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command(goCmd(), "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside a Go module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func goCmd() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
+
+// setup prepares the lab and the files every run carries: our binaries,
+// the source tree and the golden /etc/hosts.
+func setup(o options) (*vm.Lab, []vm.Entry, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	lab, err := vm.New(root, os.Stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.verbose {
+		fmt.Fprintf(os.Stderr, "lab: base %s (%s, cached=%v, %.1fs)\n", lab.Base.Path, lab.Base.KVer, lab.Base.Cached, lab.Base.BuildTime.Seconds())
+	}
+	files, err := treeFiles(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lab, files, nil
+}
+
+// treeFiles lists the overlay files taken from the tree: bin/* at
+// /opt/lvskit/bin, the source tree (tracked and untracked-but-not-ignored
+// files) at /src, and testscripts/golden/hosts as /etc/hosts.
+func treeFiles(root string) ([]vm.Entry, error) {
+	var files []vm.Entry
+	files = append(files, vm.Entry{Path: guestBin, Dir: true, Mode: 0o755})
+	bins, _ := os.ReadDir(filepath.Join(root, "bin"))
+	for _, b := range bins {
+		if b.Type().IsRegular() {
+			files = append(files, vm.Entry{Path: guestBin + "/" + b.Name(), HostPath: filepath.Join(root, "bin", b.Name()), Mode: 0o755})
+		}
+	}
+	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("git ls-files: %w", err)
+	}
+	for _, rel := range strings.Split(string(out), "\x00") {
+		if rel == "" {
+			continue
+		}
+		p := filepath.Join(root, rel)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			files = append(files, vm.Entry{Path: guestSrc + "/" + rel, HostPath: p, Mode: fi.Mode().Perm()})
+		case fi.Mode()&os.ModeSymlink != 0:
+			if target, err := os.Readlink(p); err == nil {
+				files = append(files, vm.Entry{Path: guestSrc + "/" + rel, Link: target})
+			}
+		}
+	}
+	hosts := filepath.Join(root, "testscripts", "golden", "hosts")
+	if _, err := os.Stat(hosts); err != nil {
+		return nil, fmt.Errorf("the lab's /etc/hosts: %w", err)
+	}
+	files = append(files, vm.Entry{Path: "/etc/hosts", HostPath: hosts, Mode: 0o644})
+	return files, nil
+}
+
+// runCommand runs one shell command in the lab, with our binaries first on
+// PATH, and returns its exit status.
+func runCommand(ctx context.Context, o options, args []string) int {
+	start := time.Now()
+	lab, files, err := setup(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+		return exitHarness
+	}
+	script := args[0]
+	if len(args) > 1 {
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = shellQuote(a)
+		}
+		script = strings.Join(quoted, " ")
+	}
+	run := vm.Run{
+		Plan: wire.Plan{Steps: []wire.Step{{
+			Name: script,
+			Argv: []string{"/bin/sh", "-c", script},
+			Dir:  guestSrc,
+			Env:  []string{"PATH=" + guestBin + ":" + guestPath},
+		}}},
+		Files:   files,
+		Timeout: o.timeout,
+		OnOutput: func(_ int, stderr bool, p []byte) {
+			if stderr {
+				os.Stderr.Write(p)
+			} else {
+				os.Stdout.Write(p)
+			}
+		},
+	}
+	rep, err := lab.Boot(ctx, run)
+	fmt.Fprintf(os.Stderr, "lab: %d boot(s), %.1fs in the VM, %.1fs in all\n", rep.Boots, rep.Wall.Seconds(), time.Since(start).Seconds())
+	if o.verbose {
+		printTimings(rep)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+		return exitHarness
+	}
+	st := rep.Steps[0]
+	if st.TimedOut {
+		fmt.Fprintf(os.Stderr, "labrun: command timed out\n")
+	}
+	return st.Code
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func printTimings(rep *vm.Report) {
+	fmt.Fprintf(os.Stderr, "lab: initrd %.1f MB (overlay %.1f MB); kernel reached /init at %.2fs uptime; modules loaded in %.2fs; plan started at %.2fs uptime\n",
+		float64(rep.InitrdBytes)/1e6, float64(rep.OverlayBytes)/1e6, rep.InitUptime, rep.ModulesTime.Seconds(), rep.ReadyUptime)
+	for _, n := range rep.Notes {
+		fmt.Fprintf(os.Stderr, "lab: guest: %s\n", n)
+	}
+}
+
+// testPkg is a package with lab tests and its compiled test binary.
+type testPkg struct {
+	ImportPath string
+	Dir        string
+	rel        string // directory relative to the module root
+	binary     string // host path of the test binary
+	buildErr   error
+	result     vm.StepResult
+	ran        bool
+	output     bytes.Buffer // when output is not streamed live
+}
+
+func runTests(ctx context.Context, o options, patterns []string) int {
+	start := time.Now()
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	lab, files, err := setup(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+		return exitHarness
+	}
+	pkgs, err := findLabPackages(lab.Root, patterns)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+		return exitHarness
+	}
+	if len(pkgs) == 0 {
+		fmt.Fprintf(os.Stderr, "labrun: no package in %s has lab tests (files with //go:build lab)\n", strings.Join(patterns, " "))
+		return exitFail
+	}
+	buildStart := time.Now()
+	buildTests(lab, pkgs)
+	buildTime := time.Since(buildStart)
+
+	var runnable []*testPkg
+	for _, p := range pkgs {
+		if p.buildErr == nil {
+			runnable = append(runnable, p)
+		} else {
+			fmt.Printf("--- lab: %s: build failed\n%v\n", p.ImportPath, p.buildErr)
+		}
+	}
+	groups := split(runnable, o.vms)
+	var (
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		boots  int
+		errs   []error
+		vmTime time.Duration
+	)
+	live := len(groups) == 1
+	for _, g := range groups {
+		wg.Add(1)
+		go func(g []*testPkg) {
+			defer wg.Done()
+			rep, err := bootGroup(ctx, lab, files, o, g, live, &mu)
+			mu.Lock()
+			defer mu.Unlock()
+			if rep != nil {
+				boots += rep.Boots
+				vmTime = max(vmTime, rep.Wall)
+				if o.verbose {
+					printTimings(rep)
+				}
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}(g)
+	}
+	wg.Wait()
+
+	failed := 0
+	fmt.Println("--- lab summary")
+	for _, p := range pkgs {
+		status := "ok  "
+		switch {
+		case p.buildErr != nil:
+			status = "FAIL (build)"
+		case !p.ran || !p.result.Finished:
+			status = "FAIL (did not finish)"
+		case p.result.TimedOut:
+			status = "FAIL (timeout)"
+		case p.result.Code != 0:
+			status = fmt.Sprintf("FAIL (exit %d)", p.result.Code)
+		}
+		if status != "ok  " {
+			failed++
+		}
+		fmt.Printf("%s\t%s\t%.2fs\n", status, p.ImportPath, p.result.Duration.Seconds())
+	}
+	for _, err := range errs {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+	}
+	fmt.Printf("lab: %d package(s), %d failed; %d boot(s); build %.1fs, VM %.1fs, total %.1fs\n",
+		len(pkgs), failed, boots, buildTime.Seconds(), vmTime.Seconds(), time.Since(start).Seconds())
+	switch {
+	case len(errs) > 0:
+		return exitHarness
+	case failed > 0:
+		return exitFail
+	}
+	return 0
+}
+
+// split deals packages round-robin into at most n groups.
+func split(pkgs []*testPkg, n int) [][]*testPkg {
+	if n > len(pkgs) {
+		n = len(pkgs)
+	}
+	groups := make([][]*testPkg, n)
+	for i, p := range pkgs {
+		groups[i%n] = append(groups[i%n], p)
+	}
+	return groups
+}
+
+// bootGroup runs the test binaries of g in one VM. With live set, output
+// streams to stdout as it comes; otherwise each package's output is printed
+// whole when it ends, under mu.
+func bootGroup(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, g []*testPkg, live bool, mu *sync.Mutex) (*vm.Report, error) {
+	run := vm.Run{Files: append([]vm.Entry(nil), files...), Timeout: o.timeout}
+	run.Files = append(run.Files, vm.Entry{Path: guestTests, Dir: true, Mode: 0o755})
+	for _, p := range g {
+		guest := guestTests + "/" + filepath.Base(p.binary)
+		run.Files = append(run.Files, vm.Entry{Path: guest, HostPath: p.binary, Mode: 0o755})
+		argv := []string{guest, "-test.v", "-test.timeout=" + o.testTimeout.String()}
+		if o.run != "" {
+			argv = append(argv, "-test.run="+o.run)
+		}
+		if o.count > 0 {
+			argv = append(argv, fmt.Sprintf("-test.count=%d", o.count))
+		}
+		dir := guestSrc
+		if p.rel != "." {
+			dir += "/" + p.rel
+		}
+		run.Plan.Steps = append(run.Plan.Steps, wire.Step{
+			Name:       p.ImportPath,
+			Argv:       argv,
+			Dir:        dir,
+			TimeoutSec: int(o.testTimeout.Seconds()) + 30,
+		})
+	}
+	var out io.Writer = os.Stdout
+	run.OnBegin = func(i int) {
+		g[i].ran = true
+		if live {
+			fmt.Fprintf(out, "=== lab: %s\n", g[i].ImportPath)
+		}
+	}
+	run.OnOutput = func(i int, _ bool, p []byte) {
+		if live {
+			out.Write(p)
+		} else {
+			g[i].output.Write(p)
+		}
+	}
+	run.OnEnd = func(i int, r vm.StepResult) {
+		g[i].result = r
+		if !live {
+			mu.Lock()
+			fmt.Fprintf(out, "=== lab: %s\n", g[i].ImportPath)
+			out.Write(g[i].output.Bytes())
+			mu.Unlock()
+		}
+	}
+	return lab.Boot(ctx, run)
+}
+
+// findLabPackages lists the packages matching patterns that have test files
+// built only with the lab tag.
+func findLabPackages(root string, patterns []string) ([]*testPkg, error) {
+	cmd := exec.Command(goCmd(), append([]string{"list", "-e", "-tags", "lab", "-json=ImportPath,Dir,TestGoFiles,XTestGoFiles,Module"}, patterns...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var pkgs []*testPkg
+	for dec.More() {
+		var p struct {
+			ImportPath, Dir           string
+			TestGoFiles, XTestGoFiles []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("go list output: %w", err)
+		}
+		lab := false
+		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
+			if isLabFile(filepath.Join(p.Dir, f)) {
+				lab = true
+				break
+			}
+		}
+		if !lab {
+			continue
+		}
+		rel, err := filepath.Rel(root, p.Dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		pkgs = append(pkgs, &testPkg{ImportPath: p.ImportPath, Dir: p.Dir, rel: filepath.ToSlash(rel)})
+	}
+	return pkgs, nil
+}
+
+// isLabFile reports whether a Go file's build constraint requires the lab
+// tag (it is built with "lab" and not without it).
+func isLabFile(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "package ") {
+			break
+		}
+		if !constraint.IsGoBuild(line) {
+			continue
+		}
+		expr, err := constraint.Parse(line)
+		if err != nil {
+			return false
+		}
+		with := expr.Eval(func(tag string) bool { return tag == "lab" || tag == "linux" || tag == "amd64" || tag == "unix" })
+		without := expr.Eval(func(tag string) bool { return tag == "linux" || tag == "amd64" || tag == "unix" })
+		return with && !without
+	}
+	return false
+}
+
+// buildTests compiles each package's lab test binary (static), two at a
+// time.
+func buildTests(lab *vm.Lab, pkgs []*testPkg) {
+	dir := filepath.Join(lab.CacheDir, "tests")
+	_ = os.MkdirAll(dir, 0o755)
+	sem := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for _, p := range pkgs {
+		name := strings.ReplaceAll(p.rel, "/", "_")
+		if name == "." {
+			name = "root"
+		}
+		p.binary = filepath.Join(dir, name+".test")
+		wg.Add(1)
+		go func(p *testPkg) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			_, p.buildErr = vm.GoBuild(lab.Root, p.binary, "test", "-c", "-tags", "lab", p.ImportPath)
+		}(p)
+	}
+	wg.Wait()
+}

@@ -1,0 +1,337 @@
+// Package vm is the host side of the lab: it makes sure the Debian packages
+// the lab is made of are installed, builds (and caches) the base initramfs
+// from them, adds a per-run overlay with the plan and the files of the run,
+// boots Debian 12's cloud kernel in QEMU (TCG, no network device) and
+// streams back what the guest reports.
+//
+// One boot runs a whole plan: the guest's /init (lab/guestinit) runs the
+// steps in order and reports each step's output and exit status over a
+// second serial port that carries nothing else. A VM that does not reach
+// /init, dies, or stops reporting is an error, never a skipped test.
+package vm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lvskit/lvskit/lab/internal/wire"
+)
+
+// Lab boots VMs from one base image.
+type Lab struct {
+	Root        string // module root (where go.mod is)
+	CacheDir    string // <Root>/.cache/lab
+	Base        *Base
+	GuestInit   string        // the built guest /init
+	MemoryMiB   int           // guest memory; default 1024
+	BootTimeout time.Duration // until the guest's /init must have reported; default 60s
+	Log         io.Writer     // harness messages
+}
+
+// New prepares a lab for the module rooted at root: installs missing
+// packages (as root), builds or reuses the base image, builds the guest's
+// /init.
+func New(root string, log io.Writer) (*Lab, error) {
+	if err := EnsurePackages(log); err != nil {
+		return nil, err
+	}
+	l := &Lab{
+		Root:        root,
+		CacheDir:    filepath.Join(root, ".cache", "lab"),
+		MemoryMiB:   1024,
+		BootTimeout: 60 * time.Second,
+		Log:         log,
+	}
+	base, err := BuildBase(l.CacheDir, log)
+	if err != nil {
+		return nil, err
+	}
+	l.Base = base
+	init, err := GoBuild(root, filepath.Join(l.CacheDir, "guestinit"), "build", "./lab/guestinit")
+	if err != nil {
+		return nil, err
+	}
+	l.GuestInit = init
+	return l, nil
+}
+
+// GoBuild runs the go command in root with CGO disabled (static binaries
+// for the guest): args are "build"/"test -c ..." style arguments; -o out is
+// added. It returns out.
+func GoBuild(root, out string, args ...string) (string, error) {
+	goCmd := os.Getenv("GO")
+	if goCmd == "" {
+		goCmd = "go"
+	}
+	full := append([]string{args[0], "-trimpath", "-ldflags=-s -w", "-o", out}, args[1:]...)
+	cmd := exec.Command(goCmd, full...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	var buf bytes.Buffer
+	cmd.Stdout = &buf
+	cmd.Stderr = &buf
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %v\n%s", goCmd, strings.Join(full, " "), err, buf.String())
+	}
+	return out, nil
+}
+
+// Run is one boot's work.
+type Run struct {
+	Plan    wire.Plan
+	Files   []Entry       // the overlay: files added to (or replacing) the base image
+	Timeout time.Duration // for the whole boot; default 30 minutes
+	// Callbacks, called from one goroutine in record order; any may be nil.
+	OnBegin  func(step int)
+	OnOutput func(step int, stderr bool, p []byte)
+	OnEnd    func(step int, r StepResult)
+}
+
+// StepResult is how a step ended.
+type StepResult struct {
+	Finished bool // the guest reported its end
+	Code     int
+	Duration time.Duration
+	TimedOut bool
+}
+
+// Report describes one completed boot.
+type Report struct {
+	Steps        []StepResult
+	Boots        int           // QEMU starts, including a retry after a hung boot
+	Wall         time.Duration // from the first QEMU start to its exit
+	InitUptime   float64       // guest uptime when /init started (kernel boot)
+	ReadyUptime  float64       // guest uptime when the plan started (after modules)
+	ModulesTime  time.Duration
+	InitrdBytes  int64
+	OverlayBytes int64
+	Notes        []string // guest diagnostics
+}
+
+// errBootHung marks an attempt whose guest never reached /init.
+var errBootHung = errors.New("the guest did not reach /init")
+
+// Boot runs r in a fresh VM. It returns an error when the VM did not boot
+// (after one retry), the guest reported a fatal error, QEMU failed, or the
+// plan did not run to its end; the report then says how far it got.
+func (l *Lab) Boot(ctx context.Context, r Run) (*Report, error) {
+	work, err := os.MkdirTemp(l.CacheDir, "run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	rep := &Report{Steps: make([]StepResult, len(r.Plan.Steps))}
+	initrd := filepath.Join(work, "initrd")
+	if err := l.writeInitrd(initrd, r, rep); err != nil {
+		return rep, err
+	}
+	if r.Timeout <= 0 {
+		r.Timeout = 30 * time.Minute
+	}
+	start := time.Now()
+	defer func() { rep.Wall = time.Since(start) }()
+	for attempt := 1; ; attempt++ {
+		rep.Boots++
+		err = l.bootOnce(ctx, r, rep, initrd, filepath.Join(work, "console.log"))
+		if errors.Is(err, errBootHung) && attempt == 1 && ctx.Err() == nil {
+			fmt.Fprintf(l.Log, "lab: %v within %v; retrying once\n", err, l.BootTimeout)
+			continue
+		}
+		return rep, err
+	}
+}
+
+// writeInitrd writes the base image, zero padding to a 4-byte boundary (the
+// kernel looks for a following uncompressed archive only there) and the
+// run's overlay as an uncompressed cpio archive.
+func (l *Lab) writeInitrd(dst string, r Run, rep *Report) error {
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	base, err := os.Open(l.Base.Path)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(out, base)
+	base.Close()
+	if err != nil {
+		return err
+	}
+	if pad := (4 - n%4) % 4; pad > 0 {
+		if _, err := out.Write(make([]byte, pad)); err != nil {
+			return err
+		}
+		n += pad
+	}
+	plan, err := jsonMarshal(r.Plan)
+	if err != nil {
+		return err
+	}
+	files := append([]Entry{
+		{Path: "/init", HostPath: l.GuestInit, Mode: 0o755},
+		{Path: wire.PlanPath, Data: plan, Mode: 0o644},
+	}, r.Files...)
+	w := &countingWriter{w: out}
+	bw := newBufferedWriter(w)
+	if _, err := writeCpio(bw, files); err != nil {
+		return fmt.Errorf("lab: overlay: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	rep.OverlayBytes = w.n
+	rep.InitrdBytes = n + w.n
+	return out.Close()
+}
+
+func (l *Lab) qemuArgs(initrd, console string) []string {
+	return []string{
+		"-accel", "tcg", "-machine", "pc", "-m", strconv.Itoa(l.MemoryMiB), "-smp", "1",
+		"-nodefaults", "-no-user-config", "-display", "none", "-nic", "none", "-no-reboot",
+		"-kernel", l.Base.Kernel, "-initrd", initrd,
+		"-append", "console=ttyS0 panic=-1 quiet",
+		// ttyS0: kernel console, to a file for diagnostics; ttyS1: results
+		"-serial", "file:" + console, "-serial", "stdio",
+	}
+}
+
+func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console string) error {
+	cmd := exec.Command("qemu-system-x86_64", l.qemuArgs(initrd, console)...)
+	var qerr bytes.Buffer
+	cmd.Stderr = &qerr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("lab: start qemu: %w", err)
+	}
+	var (
+		mu     sync.Mutex
+		booted bool
+		reason error
+	)
+	kill := func(why error) {
+		mu.Lock()
+		if reason == nil {
+			reason = why
+		}
+		mu.Unlock()
+		_ = cmd.Process.Kill()
+	}
+	watchdog := time.AfterFunc(l.BootTimeout, func() {
+		mu.Lock()
+		b := booted
+		mu.Unlock()
+		if !b {
+			kill(errBootHung)
+		}
+	})
+	defer watchdog.Stop()
+	overall := time.AfterFunc(r.Timeout, func() { kill(fmt.Errorf("lab: the VM ran longer than %v; killed", r.Timeout)) })
+	defer overall.Stop()
+	stop := context.AfterFunc(ctx, func() { kill(ctx.Err()) })
+	defer stop()
+
+	var fatal string
+	done := false
+	rd := wire.NewReader(stdout)
+	var readErr error
+	for {
+		rec, err := rd.Next()
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+				_ = cmd.Process.Kill()
+			}
+			break
+		}
+		switch rec.Kind {
+		case wire.KindInit:
+			mu.Lock()
+			booted = true
+			mu.Unlock()
+			if len(rec.Fields) > 0 {
+				rep.InitUptime, _ = strconv.ParseFloat(rec.Fields[0], 64)
+			}
+		case wire.KindReady:
+			if len(rec.Fields) == 3 {
+				rep.ReadyUptime, _ = strconv.ParseFloat(rec.Fields[1], 64)
+				ms, _ := strconv.Atoi(rec.Fields[2])
+				rep.ModulesTime = time.Duration(ms) * time.Millisecond
+			}
+		case wire.KindBegin:
+			if i, err := rec.Step(); err == nil && i < len(rep.Steps) && r.OnBegin != nil {
+				r.OnBegin(i)
+			}
+		case wire.KindOut, wire.KindErr:
+			if i, err := rec.Step(); err == nil && i < len(rep.Steps) && r.OnOutput != nil {
+				r.OnOutput(i, rec.Kind == wire.KindErr, rec.Payload)
+			}
+		case wire.KindEnd:
+			i, err := rec.Step()
+			if err != nil || i >= len(rep.Steps) || len(rec.Fields) != 4 {
+				continue
+			}
+			code, _ := strconv.Atoi(rec.Fields[1])
+			ms, _ := strconv.Atoi(rec.Fields[2])
+			sr := StepResult{Finished: true, Code: code, Duration: time.Duration(ms) * time.Millisecond, TimedOut: rec.Fields[3] == "timeout"}
+			rep.Steps[i] = sr
+			if r.OnEnd != nil {
+				r.OnEnd(i, sr)
+			}
+		case wire.KindNote:
+			rep.Notes = append(rep.Notes, rec.Rest())
+		case wire.KindFatal:
+			fatal = rec.Rest()
+		case wire.KindDone:
+			done = true
+		}
+	}
+	waitErr := cmd.Wait()
+	mu.Lock()
+	why := reason
+	mu.Unlock()
+	switch {
+	case errors.Is(why, errBootHung):
+		return errBootHung
+	case why != nil:
+		return fmt.Errorf("%w\n%s", why, l.consoleTail(console))
+	case fatal != "":
+		return fmt.Errorf("lab: guest failed: %s\n%s", fatal, l.consoleTail(console))
+	case readErr != nil:
+		return fmt.Errorf("lab: results channel: %w", readErr)
+	case !done:
+		return fmt.Errorf("lab: the VM stopped before finishing its plan (qemu: %v %s)\n%s",
+			waitErr, strings.TrimSpace(qerr.String()), l.consoleTail(console))
+	case waitErr != nil:
+		return fmt.Errorf("lab: qemu: %v: %s", waitErr, strings.TrimSpace(qerr.String()))
+	}
+	return nil
+}
+
+var escapes = regexp.MustCompile(`\x1b(\[[0-9;?]*[a-zA-Z]|c)`)
+
+// consoleTail returns the end of the kernel console log, cleaned of CRs and
+// the BIOS's terminal escape codes.
+func (l *Lab) consoleTail(console string) string {
+	b, err := os.ReadFile(console)
+	if err != nil {
+		return "(no console log: " + err.Error() + ")"
+	}
+	s := escapes.ReplaceAllString(strings.ReplaceAll(string(b), "\r", ""), "")
+	return "--- kernel console (last lines) ---\n" + tail(s, 30)
+}
