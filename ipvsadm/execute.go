@@ -1,0 +1,214 @@
+package ipvsadm
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/save"
+	"golang.org/x/sys/unix"
+)
+
+// ServiceKey is the service as ipvsadm sends it to identify it: family and
+// fwmark for fwmark services (no protocol, no address), otherwise family,
+// protocol, address and port, plus the settings given on the line.
+func (inv *Invocation) ServiceKey() ipvs.Service {
+	s := inv.Service
+	if s.FWMark != 0 {
+		s.Protocol = 0
+		s.Addr = netip.Addr{}
+		s.Port = 0
+	} else if !s.Addr.IsValid() {
+		// No service option: ipvsadm's zeroed structure.
+		if s.Family == ipvs.AFInet6 {
+			s.Addr = netip.IPv6Unspecified()
+		} else {
+			s.Addr = netip.IPv4Unspecified()
+		}
+	}
+	return s
+}
+
+// Request returns the change the invocation asks the kernel for, and false
+// for commands that only read (list, save), restore, help and version.
+func (inv *Invocation) Request() (ipvs.Request, bool) {
+	svc := inv.ServiceKey()
+	dest := inv.Dest
+	daemon := inv.Daemon
+	switch inv.Command {
+	case CmdAddService:
+		return ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc}, true
+	case CmdEditService:
+		return ipvs.Request{Cmd: ipvs.CmdSetService, Service: &svc}, true
+	case CmdDeleteService:
+		return ipvs.Request{Cmd: ipvs.CmdDelService, Service: &svc}, true
+	case CmdZero:
+		// libipvs sends the service only when something identifies one, so
+		// "-Z -t 0.0.0.0:0" zeroes every counter.
+		if svc.FWMark == 0 && svc.Addr.IsUnspecified() && svc.Port == 0 {
+			return ipvs.Request{Cmd: ipvs.CmdZero}, true
+		}
+		return ipvs.Request{Cmd: ipvs.CmdZero, Service: &svc}, true
+	case CmdAddServer:
+		return ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: &dest}, true
+	case CmdEditServer:
+		return ipvs.Request{Cmd: ipvs.CmdSetDest, Service: &svc, Dest: &dest}, true
+	case CmdDeleteServer:
+		return ipvs.Request{Cmd: ipvs.CmdDelDest, Service: &svc, Dest: &dest}, true
+	case CmdFlush:
+		return ipvs.Request{Cmd: ipvs.CmdFlush}, true
+	case CmdSetTimeouts:
+		t := inv.Timeouts
+		return ipvs.Request{Cmd: ipvs.CmdSetConfig, Timeouts: &t}, true
+	case CmdStartDaemon:
+		return ipvs.Request{Cmd: ipvs.CmdNewDaemon, Daemon: &daemon}, true
+	case CmdStopDaemon:
+		// ipvsadm sends only the state, an empty interface and the syncid.
+		d := ipvs.Daemon{State: daemon.State, SyncID: daemon.SyncID}
+		return ipvs.Request{Cmd: ipvs.CmdDelDaemon, Daemon: &d}, true
+	}
+	return ipvs.Request{}, false
+}
+
+// operation is the libipvs call ipvsadm makes for the command, which
+// selects the error messages that apply.
+func (inv *Invocation) operation() operation {
+	switch inv.Command {
+	case CmdAddService:
+		return opAddService
+	case CmdEditService:
+		return opUpdateService
+	case CmdDeleteService:
+		return opDelService
+	case CmdZero:
+		return opZeroService
+	case CmdAddServer:
+		return opAddDest
+	case CmdEditServer:
+		return opUpdateDest
+	case CmdDeleteServer:
+		return opDelDest
+	case CmdStartDaemon:
+		return opStartDaemon
+	case CmdStopDaemon:
+		return opStopDaemon
+	}
+	return opGeneric
+}
+
+// KernelErrorOutcome is the outcome of a change the kernel refused with
+// err: ipvsadm prints the message and the line's status is 255.
+func KernelErrorOutcome(inv *Invocation, err error) Outcome {
+	return Outcome{Kind: KernelError, Stderr: ErrorText(inv, err) + "\n"}
+}
+
+// ListOptions are the listing options the invocation selects, with the
+// format chosen by ipvsadm's precedence (stats, rate, thresholds,
+// persistent-conn, tun-info).
+func (inv *Invocation) ListOptions(p *Program) list.Options {
+	o := list.Options{
+		Numeric:  inv.Has(OptNumeric),
+		Exact:    inv.Has(OptExact),
+		NoSort:   inv.Has(OptNoSort),
+		Resolver: p.Resolver,
+	}
+	switch {
+	case inv.Has(OptStats):
+		o.Format = list.Stats
+	case inv.Has(OptRate):
+		o.Format = list.Rate
+	case inv.Has(OptThresholds):
+		o.Format = list.Thresholds
+	case inv.Has(OptPersistentConn):
+		o.Format = list.PersistConn
+	case inv.Has(OptTunInfo):
+		o.Format = list.TunInfo
+	}
+	return o
+}
+
+// Execute runs a parsed command line: it sends the change, or writes the
+// listing, save output or restore results. The returned outcome's messages
+// have not been printed yet.
+func (p *Program) Execute(inv *Invocation) Outcome {
+	switch inv.Command {
+	case CmdList:
+		return p.list(inv)
+	case CmdSave:
+		return listOutcome(save.Write(p.Stdout, p.Client, inv.ListOptions(p)))
+	case CmdRestore:
+		if p.restoring {
+			// ipvsadm refuses to nest restores.
+			return *tryHelp(inv.Argv[0])
+		}
+		restore := p.RestoreEngine
+		if restore == nil {
+			restore = RestoreSequential
+		}
+		return restore(p, inv.Argv[0])
+	}
+	req, ok := inv.Request()
+	if !ok {
+		return Outcome{Kind: Success}
+	}
+	if err := p.Client.Exec(req); err != nil {
+		return KernelErrorOutcome(inv, err)
+	}
+	return Outcome{Kind: Success}
+}
+
+// list runs -L in its variants: connections, one service, timeouts,
+// daemons, or the whole table.
+func (p *Program) list(inv *Invocation) Outcome {
+	o := inv.ListOptions(p)
+	switch {
+	case inv.Has(OptConnection):
+		return listOutcome(list.Connections(p.Stdout, p.ConnFile, inv.Has(OptPersistentConn), o))
+	case inv.Has(OptService):
+		return listOutcome(list.Service(p.Stdout, p.Client, inv.ServiceKey(), o))
+	case inv.Has(OptTimeout):
+		t, err := p.Client.Timeouts()
+		if err != nil {
+			// ipvsadm exits 1 without a message.
+			return Outcome{Kind: ListError}
+		}
+		return listOutcome(list.Timeouts(p.Stdout, t))
+	case inv.Has(OptDaemon):
+		ds, err := p.Client.Daemons()
+		if err != nil {
+			return Outcome{Kind: ListError}
+		}
+		return listOutcome(list.Daemons(p.Stdout, ds))
+	}
+	return p.listAll(o)
+}
+
+// listAll is the full listing, also what ipvsadm does without arguments.
+func (p *Program) listAll(o list.Options) Outcome {
+	return listOutcome(list.Table(p.Stdout, p.Client, p.Info, o))
+}
+
+// listOutcome turns a listing error into ipvsadm's exit-1 outcome: kernel
+// errors get their ipvs_strerror text (all three listing calls map ESRCH to
+// "No such service"), list.ErrSilent no text, others their own text.
+func listOutcome(err error) Outcome {
+	if err == nil {
+		return Outcome{Kind: Success}
+	}
+	if errors.Is(err, list.ErrSilent) {
+		return Outcome{Kind: ListError}
+	}
+	var opErr *ipvs.OpError
+	var errno unix.Errno
+	if errors.As(err, &opErr) || errors.As(err, &errno) {
+		return Outcome{Kind: ListError, Stderr: errorText(opGetServices, err) + "\n"}
+	}
+	return Outcome{Kind: ListError, Stderr: err.Error() + "\n"}
+}
+
+// listDefaults are the listing options of a bare "ipvsadm": names, sorted,
+// default format.
+func listDefaults(p *Program) list.Options {
+	return list.Options{Resolver: p.Resolver}
+}

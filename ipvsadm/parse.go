@@ -1,0 +1,415 @@
+package ipvsadm
+
+import (
+	"github.com/lvskit/lvskit/ipvs"
+)
+
+// Invocation is a command line that passed every check ipvsadm makes before
+// talking to the kernel: the command, the options given and the values
+// they produced, with ipvsadm's defaults filled in.
+type Invocation struct {
+	// Argv is the command line, Argv[0] being the program name.
+	Argv    []string
+	Command Command
+	// Options holds the option bits given on the line.
+	Options OptionSet
+	// Service is the virtual service named by -t/-u/--sctp-service/-f with
+	// the -s/-p/-M/--pe/-o/-b settings. For -f its Protocol is TCP, as in
+	// ipvsadm (used for port-name lookups); ServiceKey and Request drop it.
+	Service ipvs.Service
+	// Dest is the real server of -a/-e/-d.
+	Dest ipvs.Destination
+	// Daemon is the sync daemon of --start-daemon/--stop-daemon.
+	Daemon ipvs.Daemon
+	// Timeouts are the --set values.
+	Timeouts ipvs.Timeouts
+}
+
+// Has reports whether option o was given.
+func (inv *Invocation) Has(o Option) bool { return inv.Options.Has(o) }
+
+// Parse checks one command line the way ipvsadm 1.31 does before executing
+// anything. It returns the invocation to execute, or the outcome that ends
+// the line here (usage, version, or a diagnostic not yet printed). argv[0]
+// is the program name used in messages.
+func (p *Program) Parse(argv []string) (*Invocation, *Outcome) {
+	if len(argv) == 0 {
+		argv = []string{"ipvsadm"}
+	}
+	prog := argv[0]
+	pp := newPoptParser(argv, p.Posix)
+
+	first, arg, done, perr := pp.nextOption()
+	if done || perr != nil || first.Command == NoCommand {
+		return nil, tryHelp(prog)
+	}
+	inv := &Invocation{Argv: argv, Command: first.Command}
+	inv.Dest.Weight = 1
+	inv.Dest.FwdMethod = ipvs.FwdRoute
+	inv.Service.Netmask = 0xffffffff
+
+	switch first.Command {
+	case CmdHelp:
+		return nil, &Outcome{Kind: Informational, Stdout: Usage(prog)}
+	case CmdVersion:
+		return nil, &Outcome{Kind: Informational, Stdout: VersionLine + "\n"}
+	case CmdStartDaemon, CmdStopDaemon:
+		switch *arg {
+		case "master":
+			inv.Daemon.State = ipvs.DaemonMaster
+		case "backup":
+			inv.Daemon.State = ipvs.DaemonBackup
+		default:
+			if first.Command == CmdStartDaemon {
+				return nil, invalid("illegal start-daemon parameter specified")
+			}
+			return nil, invalid("illegal start_daemon specified")
+		}
+	}
+
+	schedFlagsArg := ""
+	for {
+		opt, arg, done, perr := pp.nextOption()
+		if done {
+			break
+		}
+		if perr != nil {
+			return nil, &Outcome{Kind: PoptError, Stderr: perr.message() + "\n"}
+		}
+		if opt.Command != NoCommand {
+			return nil, invalid("invalid option `" + pp.badOpt() + "'")
+		}
+		if opt.Option != NoOption {
+			if inv.Options.Has(opt.Option) {
+				return nil, invalid("multiple '" + opt.Option.Name() + "' options specified")
+			}
+			inv.Options.add(opt.Option)
+		}
+		if opt.Option == OptSchedFlags {
+			// ipvsadm parses the flags only after all options, against the
+			// final scheduler.
+			schedFlagsArg = truncate(*arg, schedFlagsArgMax)
+			continue
+		}
+		if o := inv.apply(opt, arg, p); o != nil {
+			return nil, o
+		}
+	}
+
+	if inv.Command == CmdSetTimeouts {
+		var values [3]string
+		for i := range values {
+			v, ok := pp.takeLeftover()
+			if !ok {
+				return nil, invalid("--set option requires 3 timeout values")
+			}
+			values[i] = v
+		}
+		var parsed [3]uint32
+		for i, v := range values {
+			n, ok := stringToNumber(v, 0, maxTimeout)
+			if !ok {
+				return nil, invalid("invalid timeout value `" + v + "' specified")
+			}
+			parsed[i] = uint32(n)
+		}
+		inv.Timeouts = ipvs.Timeouts{TCP: parsed[0], TCPFin: parsed[1], UDP: parsed[2]}
+	}
+	if w, ok := pp.takeLeftover(); ok {
+		return nil, invalid("unexpected argument " + w)
+	}
+	if schedFlagsArg != "" {
+		r := parseSchedFlags(inv.Service.Scheduler, schedFlagsArg)
+		switch {
+		case r.crash:
+			return nil, &Outcome{Kind: Crash}
+		case r.failure != "":
+			return nil, invalid(r.failure)
+		}
+		inv.Service.Flags &^= ipvs.FlagSched1 | ipvs.FlagSched2 | ipvs.FlagSched3
+		inv.Service.Flags |= r.flags
+	}
+	if o := checkMatrix(inv.Command, inv.Options); o != nil {
+		return nil, o
+	}
+	if o := inv.checkSemantics(); o != nil {
+		return nil, o
+	}
+	return inv, nil
+}
+
+// tryHelp is ipvsadm's tryhelp_exit.
+func tryHelp(prog string) *Outcome {
+	return &Outcome{Kind: TryHelp, Stderr: "Try `" + prog + " -h' or '" + prog + " --help' for more information.\n"}
+}
+
+// apply records one non-command option and parses its value, in the order
+// ipvsadm does (the option bit was set before, so a repeated option is
+// reported even when its value is bad).
+func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome {
+	svc, dest, daemon := &inv.Service, &inv.Dest, &inv.Daemon
+	value := ""
+	if arg != nil {
+		value = *arg
+	}
+	switch opt.Long {
+	case "tcp-service", "udp-service", "sctp-service":
+		switch opt.Long {
+		case "tcp-service":
+			svc.Protocol = ipvs.ProtoTCP
+		case "udp-service":
+			svc.Protocol = ipvs.ProtoUDP
+		default:
+			svc.Protocol = ipvs.ProtoSCTP
+		}
+		h, ok := parseHostAddress(value, svc.Protocol, p.Resolver)
+		if !ok {
+			return invalid("illegal virtual server address[:port] specified")
+		}
+		svc.Family, svc.Addr = h.family, h.addr
+		if h.family == ipvs.AFInet6 {
+			svc.Netmask = 128
+		}
+		if h.hasPort {
+			svc.Port = h.port
+		}
+	case "fwmark-service":
+		svc.Family = ipvs.AFInet
+		svc.Protocol = ipvs.ProtoTCP
+		mark, ok := parseFwmark(value)
+		if !ok {
+			return invalid("invalid fwmark value `" + value + "' specified")
+		}
+		svc.FWMark = mark
+	case "scheduler":
+		svc.Scheduler = truncate(value, schedNameMax)
+	case "persistent":
+		svc.Flags |= ipvs.FlagPersistent
+		svc.Timeout = defaultPersist
+		if arg != nil {
+			n, ok := stringToNumber(value, 1, maxTimeout)
+			if !ok {
+				return invalid("invalid timeout value `" + value + "' specified")
+			}
+			svc.Timeout = uint32(n)
+		}
+	case "netmask":
+		if svc.Family != ipvs.AFInet6 {
+			mask, ok := parseNetmask4(value, p.Resolver)
+			if !ok {
+				return invalid("illegal virtual server persistent mask specified")
+			}
+			svc.Netmask = mask
+		} else {
+			// ipvsadm stores atoi's int in an unsigned field, so negative
+			// values fail the upper bound.
+			svc.Netmask = uint32(cAtoi(value))
+			if svc.Netmask < 1 || svc.Netmask > 128 {
+				return invalid("illegal ipv6 netmask specified")
+			}
+		}
+	case "real-server":
+		h, ok := parseHostAddress(value, svc.Protocol, p.Resolver)
+		if !ok {
+			return invalid("illegal real server address[:port] specified")
+		}
+		dest.Family, dest.Addr, dest.Port = h.family, h.addr, svc.Port
+		if h.hasPort {
+			dest.Port = h.port
+		}
+	case "masquerading":
+		dest.FwdMethod = ipvs.FwdMasq
+	case "ipip":
+		dest.FwdMethod = ipvs.FwdTunnel
+	case "gatewaying":
+		dest.FwdMethod = ipvs.FwdRoute
+	case "weight":
+		n, ok := stringToNumber(value, 0, maxWeight)
+		if !ok {
+			return invalid("illegal weight specified")
+		}
+		dest.Weight = uint32(n)
+	case "u-threshold":
+		n, ok := stringToNumber(value, 0, maxWeight)
+		if !ok {
+			return invalid("illegal u_threshold specified")
+		}
+		dest.UThreshold = uint32(n)
+	case "l-threshold":
+		n, ok := stringToNumber(value, 0, maxWeight)
+		if !ok {
+			return invalid("illegal l_threshold specified")
+		}
+		dest.LThreshold = uint32(n)
+	case "mcast-interface":
+		daemon.Interface = truncate(value, ifNameMax)
+	case "syncid":
+		n, ok := stringToNumber(value, 0, 255)
+		if !ok {
+			return invalid("illegal syncid specified")
+		}
+		daemon.SyncID = uint32(n)
+	case "ipv6":
+		if svc.FWMark == 0 {
+			// ipvsadm's message already ends in a newline, and fail()
+			// adds another.
+			return invalid("-6 used before -f\n")
+		}
+		svc.Family = ipvs.AFInet6
+		svc.Netmask = 128
+	case "ops":
+		svc.Flags |= ipvs.FlagOnePacket
+	case "pe":
+		svc.PEName = truncate(value, peNameMax)
+	case "mcast-group":
+		group, msg := parseMcastGroup(value)
+		if msg != "" {
+			return invalid(msg)
+		}
+		daemon.Group = group
+	case "mcast-port":
+		n, ok := stringToNumber(value, 1, 65535)
+		if !ok {
+			return invalid("illegal mcast-port specified")
+		}
+		daemon.Port = uint16(n)
+	case "mcast-ttl":
+		n, ok := stringToNumber(value, 1, 255)
+		if !ok {
+			return invalid("illegal mcast-ttl specified")
+		}
+		daemon.TTL = uint8(n)
+	case "sync-maxlen":
+		n, ok := stringToNumber(value, 1, maxSyncMaxLen)
+		if !ok {
+			return invalid("illegal sync-maxlen specified")
+		}
+		daemon.MaxLen = uint16(n)
+	case "tun-type":
+		t, ok := parseTunType(value)
+		if !ok {
+			return invalid("illegal tunnel type specified")
+		}
+		dest.TunType = t
+	case "tun-port":
+		n, ok := stringToNumber(value, 1, 65535)
+		if !ok {
+			return invalid("illegal tunnel port specified")
+		}
+		dest.TunPort = uint16(n)
+	case "tun-nocsum":
+		dest.TunFlags |= ipvs.TunFlagNoCsum
+	case "tun-csum":
+		dest.TunFlags |= ipvs.TunFlagCsum
+	case "tun-remcsum":
+		dest.TunFlags |= ipvs.TunFlagRemCsum
+	}
+	// numeric, connection, timeout, daemon, stats, rate, thresholds,
+	// persistent-conn, nosort, sort, exact, tun-info only set their bit.
+	return nil
+}
+
+// checkMatrix is ipvsadm's generic_opt_check: walk the options in column
+// order and report the first missing compulsory option, illegal option or
+// second exclusive option.
+func checkMatrix(cmd Command, given OptionSet) *Outcome {
+	count := 0
+	var first Option
+	for o := Option(0); int(o) < NumOptions; o++ {
+		a := Allowed(cmd, o)
+		if !given.Has(o) {
+			if a == Required {
+				return invalid("You need to supply the '" + o.Name() + "' option for the '" + cmd.Name() + "' command")
+			}
+			continue
+		}
+		switch a {
+		case Illegal:
+			return invalid("Illegal '" + o.Name() + "' option with the '" + cmd.Name() + "' command")
+		case OneOf:
+			count++
+			if count == 1 {
+				first = o
+				continue
+			}
+			return invalid("The option '" + o.Name() + "' conflicts with the '" + first.Name() + "' option in the '" + cmd.Name() + "' command")
+		}
+	}
+	return nil
+}
+
+// checkSemantics applies ipvsadm's checks and defaults that come after the
+// matrix, in its order.
+func (inv *Invocation) checkSemantics() *Outcome {
+	svc, dest := &inv.Service, &inv.Dest
+	switch inv.Command {
+	case CmdAddService, CmdEditService:
+		if svc.FWMark == 0 && svc.Port == 0 && svc.Flags&ipvs.FlagPersistent == 0 {
+			return invalid("Zero port specified for non-persistent service")
+		}
+		if svc.Flags&ipvs.FlagOnePacket != 0 && svc.FWMark == 0 && svc.Protocol != ipvs.ProtoUDP {
+			return invalid("One-Packet Scheduling is only for UDP virtual services")
+		}
+		if svc.Scheduler == "" {
+			svc.Scheduler = defaultScheduler
+		}
+	case CmdStartDaemon:
+		if inv.Daemon.Interface == "" {
+			inv.Daemon.Interface = defaultInterface
+		}
+	case CmdAddServer, CmdEditServer:
+		// Direct routing and tunnelling cannot change the port.
+		if svc.FWMark == 0 && (dest.FwdMethod == ipvs.FwdTunnel || dest.FwdMethod == ipvs.FwdRoute) {
+			dest.Port = svc.Port
+		}
+		if dest.Family != svc.Family && dest.FwdMethod != ipvs.FwdTunnel {
+			return invalid("Different address family is allowed only for tunneling servers")
+		}
+		tunnelOpts := inv.Has(OptTunType) || inv.Has(OptTunPort) || inv.Has(OptTunNoCsum) ||
+			inv.Has(OptTunCsum) || inv.Has(OptTunRemCsum)
+		if tunnelOpts && dest.FwdMethod != ipvs.FwdTunnel {
+			return invalid("Tunnel options conflict with forward method")
+		}
+		if o := checkTunnel(dest.TunType, inv.Options); o != nil {
+			return o
+		}
+	case CmdList:
+		if (inv.Has(OptConnection) || inv.Has(OptTimeout) || inv.Has(OptDaemon)) &&
+			(inv.Has(OptStats) || inv.Has(OptRate) || inv.Has(OptThresholds)) ||
+			(inv.Has(OptTimeout) || inv.Has(OptDaemon)) && inv.Has(OptPersistentConn) {
+			return invalid("options conflicts in the list command")
+		}
+	}
+	return nil
+}
+
+// checkTunnel is ipvsadm's tunnel_opt_check for tunnel type t.
+func checkTunnel(t uint8, given OptionSet) *Outcome {
+	if int(t) >= len(tunnelTypes) {
+		return nil
+	}
+	typeName := tunnelTypes[t]
+	count := 0
+	var first Option
+	for _, o := range tunnelOptions {
+		a := TunnelAllowed(t, o)
+		if !given.Has(o) {
+			if a == Required {
+				return invalid("You need to supply the '" + o.Name() + "' option for the '" + typeName + "' tunnel type")
+			}
+			continue
+		}
+		switch a {
+		case Illegal:
+			return invalid("Illegal '" + o.Name() + "' option with the '" + typeName + "' tunnel type")
+		case OneOf:
+			count++
+			if count == 1 {
+				first = o
+				continue
+			}
+			return invalid("The option '" + o.Name() + "' conflicts with the '" + first.Name() + "' option in the '" + typeName + "' tunnel type")
+		}
+	}
+	return nil
+}
