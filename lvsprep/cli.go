@@ -1,0 +1,367 @@
+// Package lvsprep is the companion tool that prepares hosts for IPVS: a
+// director for VS/NAT or full-NAT, and real servers for VS/DR, VS/TUN and
+// VS/NAT. Each profile is a list of steps (modules, sysctls, links,
+// addresses, routes, iptables rules) that are checked, applied idempotently
+// with a journal in a state file, rolled back on failure, reverted exactly
+// by --undo, printed as equivalent commands by --dry-run, and audited by the
+// check subcommand.
+package lvsprep
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+
+	"github.com/alecthomas/kong"
+	"github.com/lvskit/lvskit/internal/version"
+)
+
+// Exit statuses, decided only in Main.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the change failed (and was rolled back), or check found problems
+	exitUsage   = 2 // bad command line: nothing was attempted
+	description = "Prepare hosts for Linux IPVS (LVS): directors and real servers.\n\n" +
+		"Every change is idempotent and recorded, so --undo restores exactly what was there; " +
+		"--dry-run prints the equivalent ip, sysctl, iptables and modprobe commands; " +
+		"'check' tells what is missing or wrong and how to fix it."
+)
+
+// usageError is a mistake on the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+type cli struct {
+	DryRun   bool             `name:"dry-run" short:"n" help:"Print the equivalent commands instead of changing anything."`
+	Undo     bool             `help:"Restore what the profile changed, from its state file."`
+	StateDir string           `name:"state-dir" default:"${statedir}" env:"LVSPREP_STATE_DIR" placeholder:"DIR" help:"Where applied profiles record what they changed (${default})."`
+	Version  kong.VersionFlag `help:"Print the version and exit."`
+
+	Director   directorCmds   `cmd:"" help:"Prepare a director (the host running IPVS)."`
+	RealServer realServerCmds `cmd:"" name:"realserver" aliases:"rs" help:"Prepare a real server behind a director."`
+	Check      checkCmds      `cmd:"" help:"Tell what is missing or wrong on this host for a profile, and how to fix it."`
+	Status     struct{}       `cmd:"" help:"List the profiles applied on this host and how to undo them."`
+}
+
+type directorCmds struct {
+	NAT     directorNATCmd     `cmd:"" name:"nat" help:"VS/NAT director: the VIP, IP forwarding, masquerading of the real servers' subnet."`
+	FullNAT directorFullNATCmd `cmd:"" name:"fullnat" help:"Full-NAT director: the VIP, forwarding, IPVS conntrack, clients' addresses rewritten to a director address."`
+}
+
+type realServerCmds struct {
+	DR  realServerDRCmd  `cmd:"" name:"dr" help:"VS/DR real server: the VIP on lo, hidden from ARP."`
+	TUN realServerTUNCmd `cmd:"" name:"tun" help:"VS/TUN real server: ipip, tunl0 up with the VIP, rp_filter relaxed."`
+	NAT realServerNATCmd `cmd:"" name:"nat" help:"VS/NAT real server: the default route via the director."`
+}
+
+type checkCmds struct {
+	Director   directorCmds   `cmd:"" help:"Check a director profile."`
+	RealServer realServerCmds `cmd:"" name:"realserver" aliases:"rs" help:"Check a real-server profile."`
+}
+
+type directorNATCmd struct {
+	VIP    string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
+	Dev    string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
+	RSNet  string `name:"rs-net" placeholder:"PREFIX" help:"The real servers' subnet, masqueraded for their own outbound traffic (required unless --undo)."`
+	OutDev string `name:"out-dev" placeholder:"IFACE" help:"Masquerade only traffic leaving through this interface."`
+}
+
+type directorFullNATCmd struct {
+	VIP   string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
+	Dev   string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
+	SNAT  string `name:"snat" placeholder:"ADDR" help:"Director address that real servers see as the client (required unless --undo)."`
+	Proto string `name:"proto" default:"tcp" enum:"tcp,udp,sctp" help:"Protocol of --port (${enum})."`
+	Port  int    `name:"port" placeholder:"PORT" help:"Rewrite only connections to this VIP port (default: every port)."`
+}
+
+type realServerDRCmd struct {
+	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, put on lo as a host address."`
+	Dev string `name:"dev" placeholder:"IFACE" help:"Interface facing the director (required unless --undo)."`
+}
+
+type realServerTUNCmd struct {
+	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, put on tunl0 (ip6tnl0 for IPv6) as a host address."`
+	Dev string `name:"dev" placeholder:"IFACE" help:"Interface facing the director, also hidden from ARP (optional)."`
+}
+
+type realServerNATCmd struct {
+	Gateway string `name:"gateway" required:"" placeholder:"ADDR" help:"The director's address on the real servers' network."`
+	Dev     string `name:"dev" placeholder:"IFACE" help:"Interface of the route (optional)."`
+}
+
+// profiler is a profile command: it builds its profile from the flags; for
+// --undo only the flags that name the state file are needed.
+type profiler interface {
+	profile(undo bool) (Profile, error)
+}
+
+func parseAddr(flag, s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, usagef("%s %q: not an IP address", flag, s)
+	}
+	a = a.Unmap()
+	if a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() {
+		return netip.Addr{}, usagef("%s %s: not usable here (unspecified, multicast or loopback)", flag, a)
+	}
+	return a, nil
+}
+
+// parseVIP accepts ADDR or ADDR/LEN; without a length it is a host prefix.
+func parseVIP(flag, s string) (netip.Prefix, error) {
+	addr, bits, hasLen := strings.Cut(s, "/")
+	a, err := parseAddr(flag, addr)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !hasLen {
+		return hostPrefix(a), nil
+	}
+	p, err := netip.ParsePrefix(a.String() + "/" + bits)
+	if err != nil {
+		return netip.Prefix{}, usagef("%s %q: bad prefix length", flag, s)
+	}
+	return p, nil
+}
+
+// parseHostVIP accepts ADDR, or ADDR/32 (/128): real servers hold the VIP as
+// a host address only.
+func parseHostVIP(flag, s string) (netip.Addr, error) {
+	p, err := parseVIP(flag, s)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if !p.IsSingleIP() {
+		return netip.Addr{}, usagef("%s %s: a real server holds the VIP as a host address (/%d), not a subnet", flag, s, p.Addr().BitLen())
+	}
+	return p.Addr(), nil
+}
+
+func parsePrefix(flag, s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, usagef("%s %q: not a prefix (ADDR/LEN)", flag, s)
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), nil
+}
+
+// checkDev checks an interface name's syntax; whether it exists is checked
+// against the host before anything changes.
+func checkDev(flag, name string, required bool) error {
+	if name == "" {
+		if required {
+			return usagef("%s is required", flag)
+		}
+		return nil
+	}
+	if len(name) > 15 || name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n") {
+		return usagef("%s %q: not a valid interface name", flag, name)
+	}
+	return nil
+}
+
+func sameFamily(flag1 string, a netip.Addr, flag2 string, b netip.Addr) error {
+	if a.Is4() != b.Is4() {
+		return usagef("%s %s and %s %s are of different address families", flag1, a, flag2, b)
+	}
+	return nil
+}
+
+func (c *directorNATCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "director nat", Key: "director-nat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	if err := checkDev("--out-dev", c.OutDev, false); err != nil {
+		return Profile{}, err
+	}
+	if c.RSNet == "" {
+		return Profile{}, usagef("--rs-net is required")
+	}
+	rsNet, err := parsePrefix("--rs-net", c.RSNet)
+	if err != nil {
+		return Profile{}, err
+	}
+	if err := sameFamily("--vip", vip.Addr(), "--rs-net", rsNet.Addr()); err != nil {
+		return Profile{}, err
+	}
+	return DirectorNAT(vip, c.Dev, rsNet, c.OutDev), nil
+}
+
+func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "director fullnat", Key: "director-fullnat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	if c.SNAT == "" {
+		return Profile{}, usagef("--snat is required")
+	}
+	snat, err := parseAddr("--snat", c.SNAT)
+	if err != nil {
+		return Profile{}, err
+	}
+	if err := sameFamily("--vip", vip.Addr(), "--snat", snat); err != nil {
+		return Profile{}, err
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return Profile{}, usagef("--port %d: out of range 1-65535", c.Port)
+	}
+	return DirectorFullNAT(vip, c.Dev, snat, c.Proto, c.Port), nil
+}
+
+func (c *realServerDRCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseHostVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "realserver dr", Key: "realserver-dr-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	return RealServerDR(vip, c.Dev), nil
+}
+
+func (c *realServerTUNCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseHostVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "realserver tun", Key: "realserver-tun-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, false); err != nil {
+		return Profile{}, err
+	}
+	return RealServerTUN(vip, c.Dev), nil
+}
+
+func (c *realServerNATCmd) profile(undo bool) (Profile, error) {
+	gw, err := parseAddr("--gateway", c.Gateway)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "realserver nat", Key: "realserver-nat-" + familyOf(gw).String(), Args: []string{"--gateway", gw.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, false); err != nil {
+		return Profile{}, err
+	}
+	return RealServerNAT(gw, c.Dev), nil
+}
+
+// exitRequest carries kong's exit (after --help or --version) out of the
+// parser, so that Main alone returns exit statuses.
+type exitRequest int
+
+// Main runs lvsprep with the arguments (without the program name) on the
+// real host and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	return Run(args, stdout, stderr, RealHost())
+}
+
+// Run is Main on a given host (tests pass fakes).
+func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("lvsprep"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest(code)) }),
+		kong.Vars{"version": "lvsprep " + version.Version, "statedir": DefaultStateDir},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "lvsprep: internal error: %v\n", err)
+		return exitFailed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(e)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "lvsprep: %v (see lvsprep --help)\n", err)
+		return exitUsage
+	}
+	r := &runner{h: h, dir: c.StateDir, out: stdout}
+	err = dispatch(&c, kctx, r)
+	var ue usageError
+	var pe problemsFound
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "lvsprep: %v (see lvsprep --help)\n", err)
+		return exitUsage
+	case errors.As(err, &pe):
+		return exitFailed
+	default:
+		fmt.Fprintf(stderr, "lvsprep: %v\n", err)
+		return exitFailed
+	}
+}
+
+// problemsFound is check's verdict that something is missing; the table has
+// said what, so Main prints nothing more.
+type problemsFound struct{}
+
+func (problemsFound) Error() string { return "problems found" }
+
+func dispatch(c *cli, kctx *kong.Context, r *runner) error {
+	cmd := kctx.Command()
+	if cmd == "status" {
+		if c.Undo || c.DryRun {
+			return usagef("status takes neither --undo nor --dry-run")
+		}
+		return r.status()
+	}
+	p, ok := kctx.Selected().Target.Addr().Interface().(profiler)
+	if !ok {
+		return fmt.Errorf("internal error: %q is not a profile command", cmd)
+	}
+	checking := strings.HasPrefix(cmd, "check ")
+	if checking && (c.Undo || c.DryRun) {
+		return usagef("check takes neither --undo nor --dry-run")
+	}
+	prof, err := p.profile(c.Undo)
+	if err != nil {
+		return err
+	}
+	switch {
+	case checking:
+		ok, err := r.check(prof)
+		if err == nil && !ok {
+			err = problemsFound{}
+		}
+		return err
+	case c.DryRun:
+		return r.plan(prof, c.Undo)
+	case c.Undo:
+		return r.undo(prof)
+	}
+	return r.apply(prof)
+}

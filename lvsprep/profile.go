@@ -1,0 +1,236 @@
+package lvsprep
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/lvskit/lvskit/netfilter"
+)
+
+// A Profile is what one role needs on a host: the steps, in the order they
+// are applied (modules first, so that their sysctls and devices exist), and
+// the key under which its state file is kept.
+type Profile struct {
+	Name string // "director nat"
+	// Key names the state file. It holds only what identifies an instance
+	// (the VIP, or the route's family), so --undo needs no other flags.
+	Key string
+	// Args are the flags that built the profile, in a canonical order: a
+	// state file remembers them, and re-applying with different ones is
+	// refused rather than mixing two configurations.
+	Args []string
+	// Devs must exist before anything is changed.
+	Devs []string
+	// SNAT, when valid, must be an address of this host.
+	SNAT  netip.Addr
+	Steps []Step
+}
+
+func (p Profile) undoCommand() string {
+	flags := p.keyFlags()
+	return "lvsprep " + p.Name + " " + strings.Join(flags, " ") + " --undo"
+}
+
+// keyFlags are the flags --undo needs to find the state file again.
+func (p Profile) keyFlags() []string {
+	var out []string
+	for i := 0; i+1 < len(p.Args); i += 2 {
+		if p.Args[i] == "--vip" || p.Args[i] == "--gateway" {
+			out = append(out, p.Args[i], p.Args[i+1])
+		}
+	}
+	return out
+}
+
+func familyOf(a netip.Addr) netfilter.Family {
+	if a.Is6() {
+		return netfilter.IPv6
+	}
+	return netfilter.IPv4
+}
+
+func forwardingStep(f netfilter.Family) Step {
+	s := Step{Kind: kindSysctl, Value: "1", Why: "forward packets between clients and real servers"}
+	if f == netfilter.IPv6 {
+		s.Sysctl = "net/ipv6/conf/all/forwarding"
+	} else {
+		s.Sysctl = "net/ipv4/ip_forward"
+	}
+	return s
+}
+
+func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// arpSteps hide a VIP from ARP on the given interfaces: answer ARP only for
+// addresses of the receiving interface (arp_ignore=1), and never use the VIP
+// as the source of an ARP request (arp_announce=2), so only the director
+// answers for it on the shared segment.
+func arpSteps(devs ...string) []Step {
+	var out []Step
+	for _, d := range devs {
+		out = append(out,
+			Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_ignore"), Value: "1",
+				Why: "answer ARP only for addresses of the asking interface, so the VIP stays the director's"},
+			Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_announce"), Value: "2",
+				Why: "never announce the VIP as an ARP source address"},
+		)
+	}
+	return out
+}
+
+// DirectorNAT prepares a VS/NAT director: the VIP on dev, forwarding (the
+// real servers' replies are routed back through the director, where IPVS
+// rewrites them), and masquerading of the real servers' subnet so their own
+// outbound connections (updates, DNS) reach the outside.
+func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string) Profile {
+	f := familyOf(vip.Addr())
+	rsNet = rsNet.Masked()
+	rule := []string{"-s", rsNet.String(), "!", "-d", rsNet.String()}
+	if outDev != "" {
+		rule = append(rule, "-o", outDev)
+	}
+	rule = append(rule, "-j", "MASQUERADE")
+	args := []string{"--vip", vip.String(), "--dev", dev, "--rs-net", rsNet.String()}
+	devs := []string{dev}
+	if outDev != "" {
+		args = append(args, "--out-dev", outDev)
+		devs = append(devs, outDev)
+	}
+	return Profile{
+		Name: "director nat",
+		Key:  "director-nat-" + vip.Addr().String(),
+		Args: args,
+		Devs: devs,
+		Steps: []Step{
+			forwardingStep(f),
+			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
+			{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
+				Why: "real servers' own outbound traffic leaves with the director's address"},
+		},
+	}
+}
+
+// DirectorFullNAT prepares a full-NAT director: VS/NAT (masquerading)
+// services whose packets to the real servers also get their client source
+// rewritten to snat, a director address, so the real servers answer the
+// director without any route change. The rewrite is an iptables SNAT rule
+// matching IPVS connections of the VIP (-m ipvs); it applies only when IPVS
+// keeps conntrack entries (net.ipv4.vs.conntrack=1).
+func DirectorFullNAT(vip netip.Prefix, dev string, snat netip.Addr, proto string, port int) Profile {
+	f := familyOf(vip.Addr())
+	rule := []string{"-m", "ipvs", "--vaddr", hostPrefix(vip.Addr()).String()}
+	args := []string{"--vip", vip.String(), "--dev", dev, "--snat", snat.String()}
+	if port != 0 {
+		rule = append(rule, "--vproto", proto, "--vport", strconv.Itoa(port))
+		args = append(args, "--proto", proto, "--port", strconv.Itoa(port))
+	}
+	rule = append(rule, "--vmethod", "MASQ", "-j", "SNAT", "--to-source", snat.String())
+	return Profile{
+		Name: "director fullnat",
+		Key:  "director-fullnat-" + vip.Addr().String(),
+		Args: args,
+		Devs: []string{dev},
+		SNAT: snat,
+		Steps: []Step{
+			{Kind: kindModule, Module: "ip_vs", Why: "IPVS itself; its sysctls exist once it is loaded"},
+			{Kind: kindModule, Module: "xt_ipvs", Why: "the iptables match for IPVS connections (-m ipvs)"},
+			forwardingStep(f),
+			{Kind: kindSysctl, Sysctl: "net/ipv4/vs/conntrack", Value: "1",
+				Why: "keep conntrack entries for IPVS connections, so the SNAT rule applies to them"},
+			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
+			{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
+				Why: "rewrite the client's address to the director's on the way to the real servers"},
+		},
+	}
+}
+
+// RealServerDR prepares a VS/DR real server: the VIP on lo as a host
+// address, so packets the director forwards unchanged at layer 2 are
+// accepted, hidden from ARP on every interface and on dev, the interface
+// facing the director.
+func RealServerDR(vip netip.Addr, dev string) Profile {
+	steps := []Step{
+		{Kind: kindLinkUp, Dev: "lo", Why: "addresses on lo are local only while it is up"},
+		{Kind: kindAddr, Dev: "lo", Addr: hostPrefix(vip), Why: "accept packets for the VIP without owning it on the wire"},
+	}
+	if vip.Is4() {
+		steps = append(steps, arpSteps("all", dev)...)
+	}
+	return Profile{
+		Name:  "realserver dr",
+		Key:   "realserver-dr-" + vip.String(),
+		Args:  []string{"--vip", vip.String(), "--dev", dev},
+		Devs:  []string{dev},
+		Steps: steps,
+	}
+}
+
+// RealServerTUN prepares a VS/TUN real server: the IP-in-IP tunnel module,
+// its catch-all device up with the VIP, so decapsulated packets for the VIP
+// are accepted, and reverse-path filtering relaxed where it would drop them
+// (the client's address is not routed via the tunnel). The VIP is also
+// hidden from ARP, on every interface and on dev when given, for real
+// servers that share a segment with the director or clients.
+func RealServerTUN(vip netip.Addr, dev string) Profile {
+	args := []string{"--vip", vip.String()}
+	var devs []string
+	if dev != "" {
+		args = append(args, "--dev", dev)
+		devs = []string{dev}
+	}
+	var steps []Step
+	if vip.Is4() {
+		steps = []Step{
+			{Kind: kindModule, Module: "ipip", Why: "IP-in-IP decapsulation; creates tunl0"},
+			{Kind: kindLinkUp, Dev: "tunl0", Why: "receive encapsulated packets from the director"},
+			{Kind: kindAddr, Dev: "tunl0", Addr: hostPrefix(vip), Why: "accept decapsulated packets for the VIP"},
+			{Kind: kindSysctl, Sysctl: "net/ipv4/conf/tunl0/rp_filter", Value: "0",
+				Why: "the client is not reachable via tunl0; a reverse-path check there would drop its packets"},
+			{Kind: kindSysctl, Sysctl: "net/ipv4/conf/all/rp_filter", Value: "2", Accept: []string{"0"},
+				Why: "the kernel uses the larger of all and tunl0: strict (1) on all would still drop them"},
+		}
+		steps = append(steps, arpSteps(append([]string{"all"}, devs...)...)...)
+	} else {
+		steps = []Step{
+			{Kind: kindModule, Module: "ip6_tunnel", Why: "IPv6-in-IPv6 decapsulation; creates ip6tnl0"},
+			{Kind: kindLinkUp, Dev: "ip6tnl0", Why: "receive encapsulated packets from the director"},
+			{Kind: kindAddr, Dev: "ip6tnl0", Addr: hostPrefix(vip), Why: "accept decapsulated packets for the VIP"},
+		}
+	}
+	return Profile{
+		Name:  "realserver tun",
+		Key:   "realserver-tun-" + vip.String(),
+		Args:  args,
+		Devs:  devs,
+		Steps: steps,
+	}
+}
+
+// RealServerNAT prepares a VS/NAT real server: its default route via the
+// director, so replies go back through it to be rewritten. Other default
+// routes of the family are removed (and put back by --undo), since any of
+// them could carry replies past the director.
+func RealServerNAT(gateway netip.Addr, dev string) Profile {
+	args := []string{"--gateway", gateway.String()}
+	var devs []string
+	if dev != "" {
+		args = append(args, "--dev", dev)
+		devs = []string{dev}
+	}
+	f := familyOf(gateway)
+	return Profile{
+		Name: "realserver nat",
+		Key:  "realserver-nat-" + f.String(),
+		Args: args,
+		Devs: devs,
+		Steps: []Step{{Kind: kindRoute, Route: &netfilter.Route{Gateway: gateway, Dev: dev},
+			Why: "replies must go back through the director to be rewritten"}},
+	}
+}
+
+// describe is a one-line summary of a profile for messages.
+func (p Profile) describe() string {
+	return fmt.Sprintf("%s %s", p.Name, strings.Join(p.Args, " "))
+}

@@ -1,0 +1,445 @@
+package lvsprep
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/lvskit/lvskit/netfilter"
+)
+
+// kind names what a Step changes; it is also the step's tag in state files.
+type kind string
+
+const (
+	kindModule kind = "module"
+	kindSysctl kind = "sysctl"
+	kindLinkUp kind = "link-up"
+	kindAddr   kind = "address"
+	kindRoute  kind = "default-route"
+	kindRule   kind = "iptables-rule"
+)
+
+// A Step is one host setting a profile wants. It is plain data so that a
+// state file can hold it and --undo can revert it without the profile's
+// flags.
+type Step struct {
+	Kind kind   `json:"kind"`
+	Why  string `json:"why"`
+
+	Module string `json:"module,omitempty"`
+
+	Sysctl string   `json:"sysctl,omitempty"` // path below /proc/sys
+	Value  string   `json:"value,omitempty"`
+	Accept []string `json:"accept,omitempty"` // other values that serve as well
+
+	Dev  string       `json:"dev,omitempty"`
+	Addr netip.Prefix `json:"addr,omitzero"`
+
+	Route *netfilter.Route `json:"route,omitempty"`
+
+	Family netfilter.Family `json:"family,omitempty"`
+	Table  string           `json:"table,omitempty"`
+	Chain  string           `json:"chain,omitempty"`
+	Rule   []string         `json:"rule,omitempty"`
+}
+
+// Record is a Step as applied: whether lvsprep changed anything and what was
+// there before, which is what --undo restores.
+type Record struct {
+	Step
+	// Changed is false when the setting was already in place: undo then
+	// leaves it alone, because that is how lvsprep found it.
+	Changed     bool              `json:"changed"`
+	Prior       string            `json:"prior,omitempty"`        // a sysctl's previous value
+	PriorRoutes []netfilter.Route `json:"prior_routes,omitempty"` // default routes replaced
+}
+
+// Key identifies the setting a step changes, so that two profiles touching
+// the same setting can be recognised (see undo's hand-over).
+func (s Step) Key() string {
+	switch s.Kind {
+	case kindModule:
+		return "module " + s.Module
+	case kindSysctl:
+		return "sysctl " + s.Sysctl
+	case kindLinkUp:
+		return "link " + s.Dev
+	case kindAddr:
+		return "address " + s.Dev + " " + s.Addr.String()
+	case kindRoute:
+		return "default-route " + s.Route.Family().String()
+	case kindRule:
+		return "rule " + s.Family.String() + " " + s.Table + " " + s.Chain + " " + strings.Join(s.Rule, " ")
+	}
+	return string(s.Kind)
+}
+
+// Setting is the step's setting in a few words, for tables.
+func (s Step) Setting() string {
+	switch s.Kind {
+	case kindModule:
+		return "module " + s.Module
+	case kindSysctl:
+		return netfilter.SysctlName(s.Sysctl)
+	case kindLinkUp:
+		return "link " + s.Dev
+	case kindAddr:
+		return "address on " + s.Dev
+	case kindRoute:
+		if s.Route.Family() == netfilter.IPv6 {
+			return "IPv6 default route"
+		}
+		return "default route"
+	case kindRule:
+		return netfilter.IPTablesCommand(s.Family) + " -t " + s.Table + " " + s.Chain
+	}
+	return string(s.Kind)
+}
+
+// Want is the wanted state in a few words, for tables.
+func (s Step) Want() string {
+	switch s.Kind {
+	case kindModule:
+		return "loaded"
+	case kindSysctl:
+		if len(s.Accept) > 0 {
+			return s.Value + " (or " + strings.Join(s.Accept, ", ") + ")"
+		}
+		return s.Value
+	case kindLinkUp:
+		return "up"
+	case kindAddr:
+		return s.Addr.String()
+	case kindRoute:
+		return s.Route.String()
+	case kindRule:
+		return strings.Join(s.Rule, " ")
+	}
+	return ""
+}
+
+// status is what a check found for one step.
+type status struct {
+	OK       bool
+	Conflict string // set when applying would clash with what is there
+	Have     string
+	Err      error // the state could not be read
+}
+
+func (st status) word() string {
+	switch {
+	case st.Err != nil:
+		return "unknown"
+	case st.OK:
+		return "ok"
+	case st.Conflict != "":
+		return "conflict"
+	case st.Have == "absent" || st.Have == "not loaded" || st.Have == "down" || st.Have == "none":
+		return "missing"
+	}
+	return "wrong"
+}
+
+// check reads the host's current state for the step.
+func (h *Host) check(s Step) status {
+	switch s.Kind {
+	case kindModule:
+		ok, err := h.Modules.Loaded(s.Module)
+		if err != nil {
+			return status{Err: err}
+		}
+		if ok {
+			return status{OK: true, Have: "loaded"}
+		}
+		return status{Have: "not loaded"}
+	case kindSysctl:
+		v, err := h.Sysctl.Get(s.Sysctl)
+		if errors.Is(err, os.ErrNotExist) {
+			return status{Have: "absent"}
+		} else if err != nil {
+			return status{Err: err}
+		}
+		return status{OK: v == s.Value || slices.Contains(s.Accept, v), Have: v}
+	case kindLinkUp:
+		up, err := h.Links.IsUp(s.Dev)
+		if errors.Is(err, netfilter.ErrNoLink) {
+			return status{Have: "absent"}
+		} else if err != nil {
+			return status{Err: err}
+		}
+		if up {
+			return status{OK: true, Have: "up"}
+		}
+		return status{Have: "down"}
+	case kindAddr:
+		addrs, err := h.Links.Addrs(s.Dev)
+		if errors.Is(err, netfilter.ErrNoLink) {
+			return status{Have: "no interface " + s.Dev}
+		} else if err != nil {
+			return status{Err: err}
+		}
+		if slices.Contains(addrs, s.Addr) {
+			return status{OK: true, Have: s.Addr.String()}
+		}
+		for _, a := range addrs {
+			if a.Addr() == s.Addr.Addr() {
+				return status{Have: a.String(), Conflict: fmt.Sprintf("%s is on %s as %s, not %s; remove it first (ip address del %s dev %s)", a.Addr(), s.Dev, a, s.Addr, a, s.Dev)}
+			}
+		}
+		return status{Have: "absent"}
+	case kindRoute:
+		rs, err := h.Links.DefaultRoutes(s.Route.Family())
+		if err != nil {
+			return status{Err: err}
+		}
+		if len(rs) == 0 {
+			return status{Have: "none"}
+		}
+		var have []string
+		for _, r := range rs {
+			have = append(have, r.String())
+		}
+		ok := len(rs) == 1 && rs[0].Gateway == s.Route.Gateway && (s.Route.Dev == "" || rs[0].Dev == s.Route.Dev)
+		return status{OK: ok, Have: strings.Join(have, "; ")}
+	case kindRule:
+		ipt, err := h.iptables(s.Family)
+		if err != nil {
+			return status{Err: err}
+		}
+		ok, err := ipt.Exists(s.Table, s.Chain, s.Rule...)
+		if err != nil {
+			return status{Err: err}
+		}
+		if ok {
+			return status{OK: true, Have: "present"}
+		}
+		return status{Have: "absent"}
+	}
+	return status{Err: fmt.Errorf("unknown step kind %q", s.Kind)}
+}
+
+// apply makes the change and returns the record of what was there before.
+// The caller has checked that the setting is not yet in place.
+func (h *Host) apply(s Step) (Record, error) {
+	rec := Record{Step: s, Changed: true}
+	switch s.Kind {
+	case kindModule:
+		if err := h.Modules.Load(s.Module); err != nil {
+			return rec, fmt.Errorf("loading kernel module %s: %w", s.Module, err)
+		}
+	case kindSysctl:
+		prior, err := h.Sysctl.Get(s.Sysctl)
+		if err != nil {
+			return rec, err
+		}
+		rec.Prior = prior
+		if err := h.Sysctl.Set(s.Sysctl, s.Value); err != nil {
+			return rec, err
+		}
+	case kindLinkUp:
+		if err := h.Links.SetUp(s.Dev, true); err != nil {
+			return rec, err
+		}
+	case kindAddr:
+		if err := h.Links.AddAddr(s.Dev, s.Addr); err != nil {
+			return rec, err
+		}
+	case kindRoute:
+		prior, err := h.Links.DefaultRoutes(s.Route.Family())
+		if err != nil {
+			return rec, err
+		}
+		rec.PriorRoutes = prior
+		if err := h.replaceRoutes(prior, []netfilter.Route{*s.Route}); err != nil {
+			return rec, err
+		}
+	case kindRule:
+		ipt, err := h.iptables(s.Family)
+		if err != nil {
+			return rec, err
+		}
+		if err := ipt.Append(s.Table, s.Chain, s.Rule...); err != nil {
+			return rec, fmt.Errorf("adding rule %s: %w", ruleCommand(s, "-A"), err)
+		}
+	default:
+		return rec, fmt.Errorf("unknown step kind %q", s.Kind)
+	}
+	return rec, nil
+}
+
+// replaceRoutes removes the routes in old and adds those in new; if that
+// fails midway it puts old back, so the host never stays without the routes
+// it had.
+func (h *Host) replaceRoutes(old, new []netfilter.Route) error {
+	var removed []netfilter.Route
+	restore := func(err error) error {
+		for _, r := range new {
+			_ = h.Links.DelRoute(r)
+		}
+		for _, r := range removed {
+			if rerr := h.Links.AddRoute(r); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("putting back route %s: %w", r, rerr))
+			}
+		}
+		return err
+	}
+	for _, r := range old {
+		if err := h.Links.DelRoute(r); err != nil {
+			return restore(err)
+		}
+		removed = append(removed, r)
+	}
+	for _, r := range new {
+		if err := h.Links.AddRoute(r); err != nil {
+			return restore(err)
+		}
+	}
+	return nil
+}
+
+// revert puts back what the record says was there before. A note is
+// something the user should know that is not a failure (a module left
+// loaded because something uses it).
+func (h *Host) revert(r Record) (note string, err error) {
+	if !r.Changed {
+		return "", nil
+	}
+	switch r.Kind {
+	case kindModule:
+		if err := h.Modules.Unload(r.Module); err != nil {
+			return fmt.Sprintf("left kernel module %s loaded: %v", r.Module, err), nil
+		}
+	case kindSysctl:
+		return "", h.Sysctl.Set(r.Sysctl, r.Prior)
+	case kindLinkUp:
+		up, err := h.Links.IsUp(r.Dev)
+		if errors.Is(err, netfilter.ErrNoLink) {
+			return "", nil // gone with its module: nothing to put down
+		} else if err != nil {
+			return "", err
+		}
+		if up {
+			return "", h.Links.SetUp(r.Dev, false)
+		}
+	case kindAddr:
+		addrs, err := h.Links.Addrs(r.Dev)
+		if errors.Is(err, netfilter.ErrNoLink) {
+			return "", nil
+		} else if err != nil {
+			return "", err
+		}
+		if slices.Contains(addrs, r.Addr) {
+			return "", h.Links.DelAddr(r.Dev, r.Addr)
+		}
+	case kindRoute:
+		cur, err := h.Links.DefaultRoutes(r.Route.Family())
+		if err != nil {
+			return "", err
+		}
+		var ours, others []netfilter.Route
+		for _, c := range cur {
+			if c.Gateway == r.Route.Gateway && (r.Route.Dev == "" || c.Dev == r.Route.Dev) {
+				ours = append(ours, c)
+			} else {
+				others = append(others, c)
+			}
+		}
+		var missing []netfilter.Route
+		for _, p := range r.PriorRoutes {
+			if !slices.Contains(others, p) {
+				missing = append(missing, p)
+			}
+		}
+		return "", h.replaceRoutes(ours, missing)
+	case kindRule:
+		ipt, err := h.iptables(r.Family)
+		if err != nil {
+			return "", err
+		}
+		ok, err := ipt.Exists(r.Table, r.Chain, r.Rule...)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			if err := ipt.Delete(r.Table, r.Chain, r.Rule...); err != nil {
+				return "", fmt.Errorf("removing rule %s: %w", ruleCommand(r.Step, "-D"), err)
+			}
+		}
+	default:
+		return "", fmt.Errorf("unknown step kind %q", r.Kind)
+	}
+	return "", nil
+}
+
+func ruleCommand(s Step, op string) string {
+	return strings.Join(append([]string{netfilter.IPTablesCommand(s.Family), "-t", s.Table, op, s.Chain}, s.Rule...), " ")
+}
+
+func ipCommand(f netfilter.Family, args ...string) string {
+	if f == netfilter.IPv6 {
+		args = append([]string{"-6"}, args...)
+	}
+	return strings.Join(append([]string{"ip"}, args...), " ")
+}
+
+func routeCommand(op string, r netfilter.Route) string {
+	return ipCommand(r.Family(), append([]string{"route", op, "default"}, r.Args()...)...)
+}
+
+// applyCommands are the shell commands equivalent to applying the step;
+// priorRoutes are the default routes a route step would replace.
+func applyCommands(s Step, priorRoutes []netfilter.Route) []string {
+	switch s.Kind {
+	case kindModule:
+		return []string{"modprobe " + s.Module}
+	case kindSysctl:
+		return []string{"sysctl -w " + netfilter.SysctlName(s.Sysctl) + "=" + s.Value}
+	case kindLinkUp:
+		return []string{"ip link set dev " + s.Dev + " up"}
+	case kindAddr:
+		c := "ip address add " + s.Addr.String() + " dev " + s.Dev
+		if s.Addr.Addr().Is6() {
+			c += " nodad"
+		}
+		return []string{c}
+	case kindRoute:
+		var cs []string
+		for _, r := range priorRoutes {
+			cs = append(cs, routeCommand("del", r))
+		}
+		return append(cs, routeCommand("add", *s.Route))
+	case kindRule:
+		return []string{ruleCommand(s, "-A")}
+	}
+	return nil
+}
+
+// revertCommands are the shell commands equivalent to reverting the record.
+func revertCommands(r Record) []string {
+	if !r.Changed {
+		return nil
+	}
+	switch r.Kind {
+	case kindModule:
+		return []string{"modprobe -r " + r.Module}
+	case kindSysctl:
+		return []string{"sysctl -w " + netfilter.SysctlName(r.Sysctl) + "=" + r.Prior}
+	case kindLinkUp:
+		return []string{"ip link set dev " + r.Dev + " down"}
+	case kindAddr:
+		return []string{"ip address del " + r.Addr.String() + " dev " + r.Dev}
+	case kindRoute:
+		cs := []string{routeCommand("del", *r.Route)}
+		for _, p := range r.PriorRoutes {
+			cs = append(cs, routeCommand("add", p))
+		}
+		return cs
+	case kindRule:
+		return []string{ruleCommand(r.Step, "-D")}
+	}
+	return nil
+}
