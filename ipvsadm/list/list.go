@@ -1,0 +1,393 @@
+// Package list writes ipvsadm 1.31's listings byte for byte: the service
+// table (-L in every format, -L <service>), the connection table (-L -c),
+// the timeouts (--timeout) and the sync daemons (--daemon).
+//
+// It also holds what the -S writer (package save) shares with the listings:
+// the address:port names, the scheduler-flag and forwarding texts, and the
+// order, which is glibc's merge sort driven by libipvs's wrapping
+// comparators (see CompareServices). Errors from the kernel are returned
+// unchanged so the caller can map them to ipvsadm's messages; whatever was
+// listed before the error has been written by then.
+package list
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/names"
+)
+
+// Format selects the listing's columns. When ipvsadm is given several
+// format options the first of Stats, Rate, Thresholds, PersistConn, TunInfo
+// wins; the caller resolves that.
+type Format int
+
+// The listing formats.
+const (
+	Default     Format = iota
+	Stats              // --stats
+	Rate               // --rate
+	Thresholds         // --thresholds
+	PersistConn        // --persistent-conn
+	TunInfo            // --tun-info
+)
+
+// Options are the listing options of one ipvsadm invocation.
+type Options struct {
+	Numeric bool // -n: no host or service names
+	Exact   bool // --exact: full numbers in --stats and --rate
+	NoSort  bool // --nosort: kernel order
+	Format  Format
+	// Resolver answers name questions when Numeric is false; nil means the
+	// system files (/etc/hosts, /etc/services, /etc/nsswitch.conf).
+	Resolver *names.Resolver
+}
+
+// writeBufferSize is large enough that listings are written in few system
+// calls.
+const writeBufferSize = 64 << 10
+
+// Table writes the full listing: the "IP Virtual Server version" header
+// (before anything is fetched, so it appears even when fetching fails), the
+// title lines and every service with its destinations.
+func Table(w io.Writer, c ipvs.Client, info ipvs.Info, o Options) error {
+	p := newPrinter(w, &o)
+	b := append(p.line[:0], "IP Virtual Server version "...)
+	b = strconv.AppendUint(b, uint64(info.Version>>16&0xff), 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(info.Version>>8&0xff), 10)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, uint64(info.Version&0xff), 10)
+	b = append(b, " (size="...)
+	b = strconv.AppendInt(b, int64(int32(info.ConnTabSize)), 10)
+	b = append(b, ")\n"...)
+	p.emit(b)
+	svcs, err := FetchServices(c, o.NoSort)
+	if err != nil {
+		return p.fail(err)
+	}
+	p.title()
+	err = ForEachService(c, svcs, o.NoSort, p.serviceEntry)
+	if err != nil {
+		return p.fail(err)
+	}
+	return p.w.Flush()
+}
+
+// Service writes the listing of one service (-L -t/-u/--sctp-service/-f):
+// title lines, the service and its destinations, without the version
+// header. The service is fetched by key first; a missing one is the
+// client's ESRCH error with nothing written.
+func Service(w io.Writer, c ipvs.Client, key ipvs.Service, o Options) error {
+	svc, err := c.Service(key)
+	if err != nil {
+		return err
+	}
+	p := newPrinter(w, &o)
+	p.title()
+	if err := ForEachService(c, []ipvs.Service{svc}, o.NoSort, p.serviceEntry); err != nil {
+		return p.fail(err)
+	}
+	return p.w.Flush()
+}
+
+// FetchServices fetches every service, in listing order unless noSort.
+func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.Service, error) {
+	svcs, err := c.Services()
+	if err != nil {
+		return nil, err
+	}
+	if !noSort {
+		SortServices(svcs)
+	}
+	return svcs, nil
+}
+
+// ForEachService fetches the destinations of each service in turn, orders
+// them unless noSort, and calls fn. Only one service's destinations are
+// held at a time; fn must not keep the slice.
+func ForEachService(c ipvs.Client, svcs []ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+	var tmp []ipvs.Destination
+	for i := range svcs {
+		dests, err := c.Destinations(svcs[i])
+		if err != nil {
+			return err
+		}
+		if !noSort {
+			if cap(tmp) < len(dests) {
+				tmp = make([]ipvs.Destination, len(dests))
+			}
+			mergeSort(dests, tmp[:len(dests)], CompareDestinations)
+		}
+		if err := fn(&svcs[i], dests); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Timeouts writes the --timeout line.
+func Timeouts(w io.Writer, t ipvs.Timeouts) error {
+	b := append([]byte(nil), "Timeout (tcp tcpfin udp): "...)
+	b = strconv.AppendInt(b, int64(int32(t.TCP)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(int32(t.TCPFin)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(int32(t.UDP)), 10)
+	b = append(b, '\n')
+	_, err := w.Write(b)
+	return err
+}
+
+// Daemons writes the --daemon lines, one per running daemon in the given
+// order (the kernel reports the master first). Daemons in neither state
+// are skipped; optional fields appear only when the kernel reported them.
+func Daemons(w io.Writer, ds []ipvs.Daemon) error {
+	var b []byte
+	for _, d := range ds {
+		switch {
+		case d.State&ipvs.DaemonMaster != 0:
+			b = append(b, "master"...)
+		case d.State&ipvs.DaemonBackup != 0:
+			b = append(b, "backup"...)
+		default:
+			continue
+		}
+		b = append(b, " sync daemon (mcast="...)
+		b = append(b, d.Interface...)
+		b = append(b, ", syncid="...)
+		b = strconv.AppendInt(b, int64(int32(d.SyncID)), 10)
+		if d.MaxLen != 0 {
+			b = append(b, ", maxlen="...)
+			b = strconv.AppendUint(b, uint64(d.MaxLen), 10)
+		}
+		if d.Group.IsValid() {
+			b = append(b, ", group="...)
+			family := ipvs.AFInet6
+			if d.Group.Is4() {
+				family = ipvs.AFInet
+			}
+			b = appendInetNtop(b, family, addr16(d.Group))
+		}
+		if d.Port != 0 {
+			b = append(b, ", port="...)
+			b = strconv.AppendUint(b, uint64(d.Port), 10)
+		}
+		if d.TTL != 0 {
+			b = append(b, ", ttl="...)
+			b = strconv.AppendUint(b, uint64(d.TTL), 10)
+		}
+		b = append(b, ")\n"...)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// printer writes listing lines through a buffer, building each line in a
+// reused scratch slice.
+type printer struct {
+	w    *bufio.Writer
+	o    *Options
+	line []byte
+	name []byte
+}
+
+func newPrinter(w io.Writer, o *Options) *printer {
+	return &printer{w: bufio.NewWriterSize(w, writeBufferSize), o: o, line: make([]byte, 0, 256), name: make([]byte, 0, 64)}
+}
+
+// emit writes a finished line and keeps its storage for the next one.
+func (p *printer) emit(b []byte) {
+	p.w.Write(b) // errors are sticky in bufio.Writer and reported by Flush
+	p.line = b[:0]
+}
+
+// fail flushes what was listed so far and returns err (or the write error
+// if flushing failed first).
+func (p *printer) fail(err error) error {
+	if ferr := p.w.Flush(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// title writes the two title lines of the format.
+func (p *printer) title() {
+	var t string
+	switch p.o.Format {
+	case Stats:
+		t = "Prot LocalAddress:Port               Conns   InPkts  OutPkts  InBytes OutBytes\n  -> RemoteAddress:Port\n"
+	case Rate:
+		t = "Prot LocalAddress:Port                 CPS    InPPS   OutPPS    InBPS   OutBPS\n  -> RemoteAddress:Port\n"
+	case Thresholds:
+		t = "Prot LocalAddress:Port            Uthreshold Lthreshold ActiveConn InActConn \n  -> RemoteAddress:Port\n"
+	case PersistConn:
+		t = "Prot LocalAddress:Port            Weight    PersistConn ActiveConn InActConn \n  -> RemoteAddress:Port\n"
+	case TunInfo:
+		t = "Prot LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward TunnelInfo    Weight ActiveConn InActConn\n"
+	default:
+		t = "Prot LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+	}
+	p.w.WriteString(t)
+}
+
+// AppendServiceName appends the listing's service designator: "FWM  <mark>"
+// (signed, plus " IPv6") or "<proto> <addr:port>" with the protocol padded
+// to four columns, cut to 33 characters unless the service is IPv6.
+func AppendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
+	if svc.FWMark != 0 {
+		b = append(b, "FWM  "...)
+		b = strconv.AppendInt(b, int64(int32(svc.FWMark)), 10)
+		if svc.Family == ipvs.AFInet6 {
+			b = append(b, " IPv6"...)
+		}
+		return b
+	}
+	start := len(b)
+	b = appendPadded(b, ProtocolName(svc.Protocol), 4)
+	b = append(b, ' ')
+	b = AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
+	if svc.Family != ipvs.AFInet6 && len(b)-start > serviceNameCut {
+		b = b[:start+serviceNameCut]
+	}
+	return b
+}
+
+// ProtocolName is the listing's protocol column text.
+func ProtocolName(proto uint16) string {
+	switch proto {
+	case ipvs.ProtoTCP:
+		return "TCP"
+	case ipvs.ProtoUDP:
+		return "UDP"
+	case ipvs.ProtoSCTP:
+		return "SCTP"
+	}
+	return "?"
+}
+
+// serviceEntry writes a service line and its destination lines.
+func (p *printer) serviceEntry(svc *ipvs.Service, dests []ipvs.Destination) error {
+	o := p.o
+	b := p.line[:0]
+	switch o.Format {
+	case Stats, Rate:
+		start := len(b)
+		b = AppendServiceName(b, svc, o)
+		b = padTo(b, start, 33)
+		b = appendStats(b, &svc.Stats, o.Format, o.Exact, false)
+	default:
+		b = AppendServiceName(b, svc, o)
+		b = append(b, ' ')
+		b = append(b, svc.Scheduler...)
+		if HasSchedFlags(svc.Flags) {
+			b = append(b, " ("...)
+			b = AppendSchedFlags(b, svc.Scheduler, svc.Flags)
+			b = append(b, ')')
+		}
+		if svc.Flags&ipvs.FlagPersistent != 0 {
+			b = append(b, " persistent "...)
+			b = strconv.AppendUint(b, uint64(svc.Timeout), 10)
+			b = AppendPersistence(b, svc, " mask ")
+			if svc.PEName != "" {
+				b = append(b, " pe "...)
+				b = append(b, svc.PEName...)
+			}
+		}
+		if svc.Flags&ipvs.FlagOnePacket != 0 {
+			b = append(b, " ops"...)
+		}
+	}
+	b = append(b, '\n')
+	p.emit(b)
+	for i := range dests {
+		p.destination(svc, &dests[i])
+	}
+	return nil
+}
+
+// destination writes one destination line.
+func (p *printer) destination(svc *ipvs.Service, d *ipvs.Destination) {
+	o := p.o
+	name := AppendAddrPort(p.name[:0], d.Family, d.Addr, d.Port, svc.Protocol, o)
+	if d.Family != ipvs.AFInet6 && len(name) > destNameCut {
+		name = name[:destNameCut]
+	}
+	p.name = name
+	b := append(p.line[:0], "  -> "...)
+	b = append(b, name...)
+	b = appendSpaces(b, destNameCut-len(name))
+	switch o.Format {
+	case Stats, Rate:
+		b = appendStats(b, &d.Stats, o.Format, o.Exact, true)
+	case Thresholds:
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.UThreshold), 10)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.LThreshold), 10)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.InactConns), 10)
+	case PersistConn:
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.Weight), 9)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.PersistConns), 11)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.InactConns), 10)
+	default:
+		b = append(b, ' ')
+		b = appendPadded(b, FwdName(d.FwdMethod), 7)
+		if o.Format == TunInfo {
+			b = append(b, ' ')
+			start := len(b)
+			b = appendTunInfo(b, d)
+			b = padTo(b, start, 13)
+		}
+		b = append(b, ' ')
+		b = appendIntLeft(b, int64(int32(d.Weight)), 6)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
+		b = append(b, ' ')
+		b = appendUintLeft(b, uint64(d.InactConns), 10)
+	}
+	b = append(b, '\n')
+	p.emit(b)
+}
+
+// appendStats appends the five --stats or --rate columns. For destinations
+// ipvsadm reads the kernel's 64-bit counters with 32-bit getters except the
+// two byte counters, so those values wrap at 2^32; and --rate prints a
+// destination's CPS, InPPS and OutPPS unscaled in 8 columns.
+func appendStats(b []byte, s *ipvs.Stats, f Format, exact, dest bool) []byte {
+	low := func(v uint64) uint64 {
+		if dest {
+			return uint64(uint32(v))
+		}
+		return v
+	}
+	if f == Stats {
+		b = appendLargeNum(b, low(s.Conns), exact)
+		b = appendLargeNum(b, low(s.InPkts), exact)
+		b = appendLargeNum(b, low(s.OutPkts), exact)
+		b = appendLargeNum(b, s.InBytes, exact)
+		return appendLargeNum(b, s.OutBytes, exact)
+	}
+	if dest {
+		for _, v := range [3]uint64{s.CPS, s.InPPS, s.OutPPS} {
+			b = append(b, ' ')
+			b = appendUintRight(b, low(v), 8)
+		}
+	} else {
+		b = appendLargeNum(b, s.CPS, exact)
+		b = appendLargeNum(b, s.InPPS, exact)
+		b = appendLargeNum(b, s.OutPPS, exact)
+	}
+	b = appendLargeNum(b, low(s.InBPS), exact)
+	return appendLargeNum(b, low(s.OutBPS), exact)
+}
