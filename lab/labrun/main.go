@@ -56,6 +56,7 @@ type options struct {
 	vms         int
 	timeout     time.Duration
 	testTimeout time.Duration
+	bootTimeout time.Duration
 	verbose     bool
 }
 
@@ -72,6 +73,7 @@ func mainErr() int {
 	fs.IntVar(&o.vms, "vms", 1, "split the test packages over `N` VMs booted in parallel")
 	fs.DurationVar(&o.timeout, "timeout", 25*time.Minute, "limit for each VM boot")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
+	fs.DurationVar(&o.bootTimeout, "boot-timeout", 60*time.Second, "limit for a boot to reach the guest's /init (retried once)")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
@@ -130,6 +132,7 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	lab.BootTimeout = o.bootTimeout
 	if o.verbose {
 		fmt.Fprintf(os.Stderr, "lab: base %s (%s, cached=%v, %.1fs)\n", lab.Base.Path, lab.Base.KVer, lab.Base.Cached, lab.Base.BuildTime.Seconds())
 	}

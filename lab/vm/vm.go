@@ -143,10 +143,14 @@ func (l *Lab) Boot(ctx context.Context, r Run) (*Report, error) {
 	defer func() { rep.Wall = time.Since(start) }()
 	for attempt := 1; ; attempt++ {
 		rep.Boots++
-		err = l.bootOnce(ctx, r, rep, initrd, filepath.Join(work, "console.log"))
-		if errors.Is(err, errBootHung) && attempt == 1 && ctx.Err() == nil {
-			fmt.Fprintf(l.Log, "lab: %v within %v; retrying once\n", err, l.BootTimeout)
-			continue
+		console := filepath.Join(work, "console.log")
+		err = l.bootOnce(ctx, r, rep, initrd, console)
+		if errors.Is(err, errBootHung) {
+			if attempt == 1 && ctx.Err() == nil {
+				fmt.Fprintf(l.Log, "lab: %v within %v; retrying once\n", err, l.BootTimeout)
+				continue
+			}
+			err = fmt.Errorf("lab: the VM did not boot: %w within %v, %d times\n%s", err, l.BootTimeout, attempt, l.consoleTail(console))
 		}
 		return rep, err
 	}
@@ -333,5 +337,20 @@ func (l *Lab) consoleTail(console string) string {
 		return "(no console log: " + err.Error() + ")"
 	}
 	s := escapes.ReplaceAllString(strings.ReplaceAll(string(b), "\r", ""), "")
-	return "--- kernel console (last lines) ---\n" + tail(s, 30)
+	if strings.TrimSpace(s) == "" {
+		return "(the kernel console is empty)"
+	}
+	var reasons []string
+	for _, line := range strings.Split(s, "\n") {
+		if panicLine.MatchString(line) && len(reasons) < 5 {
+			reasons = append(reasons, line)
+		}
+	}
+	out := "--- kernel console (last lines) ---\n" + tail(s, 40)
+	if len(reasons) > 0 {
+		out = "--- kernel console: " + strings.Join(reasons, "\n") + "\n" + out
+	}
+	return out
 }
+
+var panicLine = regexp.MustCompile(`Kernel panic|BUG:|Oops|general protection fault|Out of memory`)
