@@ -21,10 +21,12 @@ import (
 	"fmt"
 	"go/build/constraint"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -297,7 +299,8 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 			fmt.Printf("--- lab: %s: build failed\n%v\n", p.ImportPath, p.buildErr)
 		}
 	}
-	groups := split(runnable, o.vms)
+	est := readTimings(lab)
+	groups := split(runnable, o.vms, est)
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
@@ -326,6 +329,7 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		}(g)
 	}
 	wg.Wait()
+	writeTimings(lab, est, pkgs)
 
 	failed := 0
 	fmt.Println("--- lab summary")
@@ -360,16 +364,67 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 	return 0
 }
 
-// split deals packages round-robin into at most n groups.
-func split(pkgs []*testPkg, n int) [][]*testPkg {
+// split deals packages into at most n groups of about equal expected run
+// time: longest first, each to the group with the least work so far.
+// Packages without a known time count as the longest.
+func split(pkgs []*testPkg, n int, est map[string]float64) [][]*testPkg {
 	if n > len(pkgs) {
 		n = len(pkgs)
 	}
+	if n <= 1 {
+		return [][]*testPkg{pkgs}
+	}
+	cost := func(p *testPkg) float64 {
+		if c, ok := est[p.ImportPath]; ok {
+			return c
+		}
+		return math.Inf(1)
+	}
+	sorted := append([]*testPkg(nil), pkgs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return cost(sorted[i]) > cost(sorted[j]) })
 	groups := make([][]*testPkg, n)
-	for i, p := range pkgs {
-		groups[i%n] = append(groups[i%n], p)
+	load := make([]float64, n)
+	for i, p := range sorted {
+		g := 0
+		if i < n {
+			g = i // unknown costs are infinite: spread them first
+		} else {
+			for j := range load {
+				if load[j] < load[g] {
+					g = j
+				}
+			}
+		}
+		groups[g] = append(groups[g], p)
+		if c := cost(p); !math.IsInf(c, 1) {
+			load[g] += c
+		} else {
+			load[g] += 60
+		}
 	}
 	return groups
+}
+
+// timingsFile keeps each package's last run time, to balance -vms groups.
+func timingsFile(lab *vm.Lab) string { return filepath.Join(lab.CacheDir, "timings.json") }
+
+func readTimings(lab *vm.Lab) map[string]float64 {
+	est := map[string]float64{}
+	if b, err := os.ReadFile(timingsFile(lab)); err == nil {
+		_ = json.Unmarshal(b, &est)
+	}
+	return est
+}
+
+func writeTimings(lab *vm.Lab, est map[string]float64, pkgs []*testPkg) {
+	for _, p := range pkgs {
+		if p.result.Finished {
+			est[p.ImportPath] = p.result.Duration.Seconds()
+		}
+	}
+	if b, err := json.MarshalIndent(est, "", "  "); err == nil {
+		_ = os.WriteFile(timingsFile(lab), b, 0o644)
+	}
 }
 
 // bootGroup runs the test binaries of g in one VM. With live set, output

@@ -42,13 +42,28 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-func TestSplitDealsRoundRobin(t *testing.T) {
-	pkgs := []*testPkg{{ImportPath: "a"}, {ImportPath: "b"}, {ImportPath: "c"}}
-	g := split(pkgs, 2)
-	if len(g) != 2 || len(g[0]) != 2 || len(g[1]) != 1 || g[1][0].ImportPath != "b" {
-		t.Errorf("split into 2: %v", g)
+func TestSplitBalancesByKnownTimes(t *testing.T) {
+	pkgs := []*testPkg{{ImportPath: "a"}, {ImportPath: "b"}, {ImportPath: "c"}, {ImportPath: "d"}}
+	names := func(g []*testPkg) string {
+		s := ""
+		for _, p := range g {
+			s += p.ImportPath
+		}
+		return s
 	}
-	if g := split(pkgs, 5); len(g) != 3 {
-		t.Errorf("split into 5 gave %d groups, want one per package", len(g))
+	g := split(pkgs, 2, map[string]float64{"a": 10, "b": 70, "c": 50, "d": 20})
+	if len(g) != 2 || names(g[0]) != "ba" || names(g[1]) != "cd" {
+		t.Errorf("split by times: %q %q", names(g[0]), names(g[1]))
+	}
+	// unknown packages are spread first
+	g = split(pkgs, 2, map[string]float64{"a": 10, "b": 70})
+	if names(g[0]) != "cb" || names(g[1]) != "da" {
+		t.Errorf("split with unknowns: %q %q", names(g[0]), names(g[1]))
+	}
+	if g := split(pkgs, 9, nil); len(g) != 4 {
+		t.Errorf("split into 9 gave %d groups, want one per package", len(g))
+	}
+	if g := split(pkgs, 1, nil); len(g) != 1 || names(g[0]) != "abcd" {
+		t.Errorf("split into 1 reorders: %v", g)
 	}
 }
