@@ -74,7 +74,11 @@ func GoBuild(root, out string, args ...string) (string, error) {
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	full := append([]string{args[0], "-trimpath", "-ldflags=-s -w", "-o", out}, args[1:]...)
+	// Build beside out and rename: other lab runs from the same tree may be
+	// packing the previous binary right now.
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	defer os.Remove(tmp)
+	full := append([]string{args[0], "-trimpath", "-ldflags=-s -w", "-o", tmp}, args[1:]...)
 	cmd := exec.Command(goCmd, full...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -83,6 +87,12 @@ func GoBuild(root, out string, args ...string) (string, error) {
 	cmd.Stderr = &buf
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("%s %s: %v\n%s", goCmd, strings.Join(full, " "), err, buf.String())
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		return "", fmt.Errorf("%s %s wrote nothing", goCmd, strings.Join(full, " "))
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
 	}
 	return out, nil
 }
