@@ -60,6 +60,7 @@ type options struct {
 	testTimeout time.Duration
 	bootTimeout time.Duration
 	verbose     bool
+	kernelLog   string
 }
 
 func main() {
@@ -76,6 +77,7 @@ func mainErr() int {
 	fs.DurationVar(&o.timeout, "timeout", 25*time.Minute, "limit for each VM boot")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
 	fs.DurationVar(&o.bootTimeout, "boot-timeout", 60*time.Second, "limit for a boot to reach the guest's /init (retried once)")
+	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
@@ -135,6 +137,8 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 		return nil, nil, err
 	}
 	lab.BootTimeout = o.bootTimeout
+	lab.KernelLog = o.kernelLog
+	lab.Verbose = o.verbose
 	if o.verbose {
 		fmt.Fprintf(os.Stderr, "lab: base %s (%s, cached=%v, %.1fs)\n", lab.Base.Path, lab.Base.KVer, lab.Base.Cached, lab.Base.BuildTime.Seconds())
 	}

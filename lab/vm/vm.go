@@ -37,6 +37,10 @@ type Lab struct {
 	MemoryMiB   int           // guest memory; default 1024
 	BootTimeout time.Duration // until the guest's /init must have reported; default 60s
 	Log         io.Writer     // harness messages
+	// KernelLog, if set, receives a copy of the kernel console (ttyS0) of
+	// every boot; Verbose drops "quiet" from the kernel command line.
+	KernelLog string
+	Verbose   bool
 }
 
 // New prepares a lab for the module rooted at root: installs missing
@@ -155,6 +159,11 @@ func (l *Lab) Boot(ctx context.Context, r Run) (*Report, error) {
 		rep.Boots++
 		console := filepath.Join(work, "console.log")
 		err = l.bootOnce(ctx, r, rep, initrd, console)
+		if l.KernelLog != "" {
+			if b, rerr := os.ReadFile(console); rerr == nil {
+				_ = os.WriteFile(l.KernelLog, b, 0o644)
+			}
+		}
 		if errors.Is(err, errBootHung) {
 			if attempt == 1 && ctx.Err() == nil {
 				fmt.Fprintf(l.Log, "lab: %v within %v; retrying once\n", err, l.BootTimeout)
@@ -216,10 +225,17 @@ func (l *Lab) qemuArgs(initrd, console string) []string {
 		"-accel", "tcg", "-machine", "pc", "-m", strconv.Itoa(l.MemoryMiB), "-smp", "1",
 		"-nodefaults", "-no-user-config", "-display", "none", "-nic", "none", "-no-reboot",
 		"-kernel", l.Base.Kernel, "-initrd", initrd,
-		"-append", "console=ttyS0 panic=-1 quiet",
+		"-append", l.cmdline(),
 		// ttyS0: kernel console, to a file for diagnostics; ttyS1: results
 		"-serial", "file:" + console, "-serial", "stdio",
 	}
+}
+
+func (l *Lab) cmdline() string {
+	if l.Verbose {
+		return "console=ttyS0 panic=-1 printk.time=1"
+	}
+	return "console=ttyS0 panic=-1 quiet"
 }
 
 func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console string) error {
