@@ -15,6 +15,7 @@ package ipvs
 
 import (
 	"net/netip"
+	"strconv"
 )
 
 // Address families as the kernel numbers them.
@@ -154,10 +155,79 @@ const (
 	CmdFlush      Command = 17
 )
 
+// The commands behind the Client's read methods. Exec does not accept them;
+// they name the operation in an OpError (and in ipvstest.Fake.FailNext).
+const (
+	CmdGetService Command = 4  // Services, Service
+	CmdGetDest    Command = 8  // Destinations
+	CmdGetDaemon  Command = 11 // Daemons
+	CmdGetConfig  Command = 13 // Timeouts
+	CmdGetInfo    Command = 15 // Info
+)
+
+var commandNames = [...]string{
+	CmdNewService: "NEW_SERVICE",
+	CmdSetService: "SET_SERVICE",
+	CmdDelService: "DEL_SERVICE",
+	CmdGetService: "GET_SERVICE",
+	CmdNewDest:    "NEW_DEST",
+	CmdSetDest:    "SET_DEST",
+	CmdDelDest:    "DEL_DEST",
+	CmdGetDest:    "GET_DEST",
+	CmdNewDaemon:  "NEW_DAEMON",
+	CmdDelDaemon:  "DEL_DAEMON",
+	CmdGetDaemon:  "GET_DAEMON",
+	CmdSetConfig:  "SET_CONFIG",
+	CmdGetConfig:  "GET_CONFIG",
+	14:            "SET_INFO",
+	CmdGetInfo:    "GET_INFO",
+	CmdZero:       "ZERO",
+	CmdFlush:      "FLUSH",
+}
+
+// String returns the kernel's name for the command without the IPVS_CMD_
+// prefix, e.g. "NEW_SERVICE".
+func (c Command) String() string {
+	if int(c) < len(commandNames) && commandNames[c] != "" {
+		return commandNames[c]
+	}
+	return "IPVS_CMD_" + strconv.Itoa(int(c))
+}
+
+// Writes reports whether Exec accepts the command (it changes the tables).
+func (c Command) Writes() bool {
+	switch c {
+	case CmdNewService, CmdSetService, CmdDelService, CmdNewDest, CmdSetDest,
+		CmdDelDest, CmdNewDaemon, CmdDelDaemon, CmdSetConfig, CmdZero, CmdFlush:
+		return true
+	}
+	return false
+}
+
+// OpError is the error every Client method returns: the operation that
+// failed and why. Err is a unix.Errno when the kernel (or the fake, acting as
+// the kernel) refused the request, so callers test it with errors.Is.
+type OpError struct {
+	Op  Command
+	Err error
+}
+
+func (e *OpError) Error() string { return "ipvs " + e.Op.String() + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error, usually a unix.Errno.
+func (e *OpError) Unwrap() error { return e.Err }
+
 // Request is one change to the kernel's tables. Which fields matter depends
 // on Cmd: Service for service and destination commands and for Zero (nil
 // zeroes every counter), Dest for destination commands, Daemon for daemon
 // commands, Timeouts for CmdSetConfig.
+//
+// A Request is sent as given: a nil Service, Dest or Daemon where the
+// command needs one reaches the kernel without that attribute, and the kernel
+// answers EINVAL. In particular a Zero request with a non-nil Service always
+// names that service, even 0.0.0.0:0; ipvsadm's habit of zeroing everything
+// for an all-zero service is ipvsadm's (libipvs's) rule, so its caller passes
+// a nil Service then.
 type Request struct {
 	Cmd      Command
 	Service  *Service
@@ -192,7 +262,8 @@ type Client interface {
 
 // Pipeline sends changes ahead of their answers. Answers are delivered in
 // submission order, each to the done function given with its request, from
-// within Submit or Flush.
+// within Submit or Flush. Every submitted request gets exactly one answer: its
+// kernel result, or, if the transport fails first, the transport error.
 type Pipeline interface {
 	// Submit queues req; it blocks while window requests are unanswered,
 	// delivering answers as they arrive. The returned error is a transport
