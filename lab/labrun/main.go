@@ -270,6 +270,33 @@ type testPkg struct {
 	result     vm.StepResult
 	ran        bool
 	output     bytes.Buffer // when output is not streamed live
+	count      testCount
+}
+
+// testCount counts the top-level test results a -test.v binary reports.
+type testCount struct {
+	passed, failed, skipped int
+	partial                 []byte // an unfinished line
+}
+
+func (c *testCount) feed(p []byte) {
+	c.partial = append(c.partial, p...)
+	for {
+		i := bytes.IndexByte(c.partial, '\n')
+		if i < 0 {
+			return
+		}
+		line := string(c.partial[:i])
+		c.partial = c.partial[i+1:]
+		switch {
+		case strings.HasPrefix(line, "--- PASS: "):
+			c.passed++
+		case strings.HasPrefix(line, "--- FAIL: "):
+			c.failed++
+		case strings.HasPrefix(line, "--- SKIP: "):
+			c.skipped++
+		}
+	}
 }
 
 func runTests(ctx context.Context, o options, patterns []string) int {
@@ -336,6 +363,7 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 	writeTimings(lab, est, pkgs)
 
 	failed := 0
+	var total testCount
 	fmt.Println("--- lab summary")
 	for _, p := range pkgs {
 		status := "ok  "
@@ -349,16 +377,27 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		case p.result.Code != 0:
 			status = fmt.Sprintf("FAIL (exit %d)", p.result.Code)
 		}
+		total.passed += p.count.passed
+		total.skipped += p.count.skipped
+		total.failed += p.count.failed
 		if status != "ok  " {
 			failed++
+			if p.count.failed == 0 {
+				total.failed++ // the package failed outside any test (build, crash, timeout)
+			}
 		}
-		fmt.Printf("%s\t%s\t%.2fs\n", status, p.ImportPath, p.result.Duration.Seconds())
+		fmt.Printf("%s\t%s\t%.2fs\t%d passed, %d failed\n", status, p.ImportPath, p.result.Duration.Seconds(), p.count.passed, p.count.failed)
 	}
 	for _, err := range errs {
 		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
 	}
 	fmt.Printf("lab: %d package(s), %d failed; %d boot(s); build %.1fs, VM %.1fs, total %.1fs\n",
 		len(pkgs), failed, boots, buildTime.Seconds(), vmTime.Seconds(), time.Since(start).Seconds())
+	skipped := ""
+	if total.skipped > 0 {
+		skipped = fmt.Sprintf(", %d skipped", total.skipped)
+	}
+	fmt.Printf("lab: %d passed, %d failed%s\n", total.passed, total.failed, skipped)
 	switch {
 	case len(errs) > 0:
 		return exitHarness
@@ -466,6 +505,7 @@ func bootGroup(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, g 
 		}
 	}
 	run.OnOutput = func(i int, _ bool, p []byte) {
+		g[i].count.feed(p)
 		if live {
 			out.Write(p)
 		} else {

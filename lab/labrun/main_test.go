@@ -67,3 +67,16 @@ func TestSplitBalancesByKnownTimes(t *testing.T) {
 		t.Errorf("split into 1 reorders: %v", g)
 	}
 }
+
+func TestTestCountReadsTopLevelResults(t *testing.T) {
+	var c testCount
+	for _, chunk := range []string{
+		"=== RUN   TestA\n--- PA", "SS: TestA (0.01s)\n=== RUN   TestB\n    --- FAIL: TestB/sub (0s)\n",
+		"--- FAIL: TestB (0.02s)\n--- SKIP: TestC (0s)\n--- PASS: TestD (0s)", "\nPASS\n",
+	} {
+		c.feed([]byte(chunk))
+	}
+	if c.passed != 2 || c.failed != 1 || c.skipped != 1 {
+		t.Errorf("counted %d passed, %d failed, %d skipped; want 2, 1, 1", c.passed, c.failed, c.skipped)
+	}
+}
