@@ -509,7 +509,7 @@ func TestGoldenListings(t *testing.T) {
 			t.Errorf("%s was not replayed: %s", name, skipped[name])
 		}
 	}
-	t.Logf("replayed %d golden transcripts byte for byte", len(checked))
+	t.Logf("replayed %d golden transcripts byte for byte; %d others are not listings of this package (CLI errors, restore, -c/--timeout/--daemon, shell commands)", len(checked), len(skipped))
 }
 
 func replayGroup(t *testing.T, g *goldenGroup, r *names.Resolver, checked map[string]bool, skipped map[string]string) {

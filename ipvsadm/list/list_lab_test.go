@@ -1,0 +1,299 @@
+//go:build lab
+
+package list_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/list/listtest"
+	"github.com/lvskit/lvskit/lab/labtest"
+	"github.com/lvskit/lvskit/save"
+)
+
+func openIPVS(t *testing.T) *ipvs.Conn {
+	t.Helper()
+	c, err := ipvs.Open()
+	if err != nil {
+		t.Fatalf("ipvs.Open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// createGoldenTable builds the big table of the golden run r2 by running
+// t2.sh's creation commands (everything before "# listings") with the
+// reference ipvsadm; the commands that fail there fail here too.
+func createGoldenTable(t *testing.T) {
+	t.Helper()
+	script, err := os.ReadFile(filepath.Join(goldenDir, "t2.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(script), "\n") {
+		if strings.HasPrefix(line, "# listings") {
+			break
+		}
+		if !strings.HasPrefix(line, "t 'ipvsadm ") {
+			continue
+		}
+		cmd := strings.TrimSuffix(strings.TrimPrefix(line, "t '"), "'")
+		labtest.Sh(t, strings.Replace(cmd, "ipvsadm", labtest.RefIpvsadm, 1))
+		n++
+	}
+	if n < 80 {
+		t.Fatalf("only %d creation commands found in t2.sh", n)
+	}
+}
+
+// listingCase is one reference invocation and the same listing done by
+// this package in-process.
+type listingCase struct {
+	args []string
+	run  func(w io.Writer, c ipvs.Client, info ipvs.Info) error
+}
+
+func tableCase(o list.Options, args ...string) listingCase {
+	return listingCase{args, func(w io.Writer, c ipvs.Client, info ipvs.Info) error { return list.Table(w, c, info, o) }}
+}
+
+func compareWithReference(t *testing.T, c ipvs.Client, cases []listingCase) {
+	t.Helper()
+	info, err := c.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lc := range cases {
+		ref := labtest.Run(t, "", labtest.RefIpvsadm, lc.args...)
+		var got bytes.Buffer
+		err := lc.run(&got, c, info)
+		if ref.Code != 0 || err != nil {
+			t.Errorf("ipvsadm %s: reference exit %d (%s), ours %v", strings.Join(lc.args, " "), ref.Code, ref.Stderr, err)
+			continue
+		}
+		if got.String() != ref.Stdout {
+			t.Errorf("ipvsadm %s differs:\n%s", strings.Join(lc.args, " "), diffLines(ref.Stdout, got.String()))
+		}
+	}
+}
+
+// TestLabListingsMatchReference lists the r2 table from the real kernel in
+// every format, with and without names (the lab's /etc/hosts is the golden
+// hosts file), and compares with Debian's ipvsadm byte for byte.
+func TestLabListingsMatchReference(t *testing.T) {
+	labtest.Netns(t)
+	createGoldenTable(t)
+	c := openIPVS(t)
+	n := list.Options{Numeric: true}
+	cases := []listingCase{
+		tableCase(list.Options{}, "-L"),
+		tableCase(n, "-Ln"),
+		tableCase(list.Options{Numeric: true, NoSort: true}, "-Ln", "--nosort"),
+		tableCase(list.Options{Numeric: true, Format: list.Stats}, "-Ln", "--stats"),
+		tableCase(list.Options{Numeric: true, Format: list.Stats, Exact: true}, "-Ln", "--stats", "--exact"),
+		tableCase(list.Options{Numeric: true, Format: list.Rate}, "-Ln", "--rate"),
+		tableCase(list.Options{Numeric: true, Format: list.Thresholds}, "-Ln", "--thresholds"),
+		tableCase(list.Options{Numeric: true, Format: list.PersistConn}, "-Ln", "--persistent-conn"),
+		tableCase(list.Options{Numeric: true, Format: list.TunInfo}, "-Ln", "--tun-info"),
+		tableCase(list.Options{Format: list.TunInfo}, "-L", "--tun-info"),
+		tableCase(list.Options{Format: list.Stats}, "-L", "--stats"),
+		{[]string{"-S"}, func(w io.Writer, c ipvs.Client, _ ipvs.Info) error { return save.Write(w, c, list.Options{}) }},
+		{[]string{"-Sn"}, func(w io.Writer, c ipvs.Client, _ ipvs.Info) error { return save.Write(w, c, n) }},
+		{[]string{"-Ln", "-t", "10.0.0.1:80"}, func(w io.Writer, c ipvs.Client, _ ipvs.Info) error {
+			return list.Service(w, c, ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}, n)
+		}},
+		{[]string{"-L", "-f", "2", "-6"}, func(w io.Writer, c ipvs.Client, _ ipvs.Info) error {
+			return list.Service(w, c, ipvs.Service{Family: ipvs.AFInet6, FWMark: 2, Protocol: ipvs.ProtoTCP}, list.Options{})
+		}},
+		{[]string{"-L", "--timeout"}, func(w io.Writer, c ipvs.Client, _ ipvs.Info) error {
+			tm, err := c.Timeouts()
+			if err != nil {
+				return err
+			}
+			return list.Timeouts(w, tm)
+		}},
+	}
+	compareWithReference(t, c, cases)
+}
+
+// TestLabConnectionsMatchReference makes UDP connections through a service
+// on a dummy interface and compares -L -c listings (names, numeric,
+// --persistent-conn) with the reference. Expiry countdowns may tick
+// between the two runs, so ours must equal one of the reference listings
+// taken right before and after it.
+func TestLabConnectionsMatchReference(t *testing.T) {
+	labtest.Netns(t)
+	for _, args := range [][]string{
+		{"link", "add", "d0", "type", "dummy"}, {"link", "set", "d0", "up"},
+		{"addr", "add", "10.10.0.1/24", "dev", "d0"}, {"route", "add", "10.30.0.0/24", "dev", "d0"},
+	} {
+		if r := labtest.Run(t, "", "/usr/bin/ip", args...); r.Code != 0 {
+			t.Fatalf("ip %v: %+v", args, r)
+		}
+	}
+	for _, cmd := range [][]string{
+		{"-A", "-u", "10.10.0.1:53", "-s", "rr"}, {"-a", "-u", "10.10.0.1:53", "-r", "10.30.0.2:5353", "-m"},
+		{"-A", "-u", "10.10.0.1:5060", "-p", "60", "--pe", "sip", "-s", "rr"}, {"-a", "-u", "10.10.0.1:5060", "-r", "10.30.0.4:5060", "-m"},
+	} {
+		if r := labtest.Run(t, "", labtest.RefIpvsadm, cmd...); r.Code != 0 {
+			t.Fatalf("ipvsadm %v: %+v", cmd, r)
+		}
+	}
+	send := func(addr, payload string) {
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write([]byte(payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		send("10.10.0.1:53", "hello")
+	}
+	send("10.10.0.1:5060", "INVITE sip:bob@10.10.0.1 SIP/2.0\r\nVia: SIP/2.0/UDP 10.10.0.1\r\nCall-ID: a84b4c76e66710@pc33\r\nCSeq: 1 INVITE\r\nContent-Length: 0\r\n\r\n")
+	time.Sleep(200 * time.Millisecond)
+	for _, tc := range []struct {
+		args    []string
+		numeric bool
+		persist bool
+	}{
+		{[]string{"-Lcn"}, true, false},
+		{[]string{"-Lc"}, false, false},
+		{[]string{"-Lcn", "--persistent-conn"}, true, true},
+	} {
+		before := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
+		var got bytes.Buffer
+		err := list.Connections(&got, "/proc/net/ip_vs_conn", tc.persist, list.Options{Numeric: tc.numeric})
+		after := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if strings.Count(before.Stdout, "\n") < 6 {
+			t.Fatalf("%v: expected connections, reference shows:\n%s", tc.args, before.Stdout)
+		}
+		if got.String() != before.Stdout && got.String() != after.Stdout {
+			t.Errorf("ipvsadm %v differs:\n%s", tc.args, diffLines(before.Stdout, got.String()))
+		}
+	}
+}
+
+// fillTable creates services x dests with our netlink pipeline, using the
+// same addresses as listtest.Generated.
+func fillTable(t *testing.T, c *ipvs.Conn, services, dests int) {
+	t.Helper()
+	g := &listtest.Generated{NumServices: services, DestsPerService: dests}
+	svcs, _ := g.Services()
+	p := c.Pipeline(256)
+	var failed error
+	done := func(err error) {
+		if err != nil && failed == nil {
+			failed = err
+		}
+	}
+	for i := range svcs {
+		s := svcs[i]
+		s.Stats = ipvs.Stats{}
+		if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, done); err != nil {
+			t.Fatal(err)
+		}
+		ds, _ := g.Destinations(s)
+		for j := range ds {
+			d := ds[j]
+			if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}, done); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if failed != nil {
+		t.Fatalf("creating the table: %v", failed)
+	}
+}
+
+// runTimed runs a listing command and returns its output, wall time and
+// peak resident memory (KiB).
+func runTimed(t *testing.T, path string, args ...string) (string, time.Duration, int64) {
+	t.Helper()
+	cmd := exec.Command(path, args...)
+	var out bytes.Buffer
+	cmd.Stdout = bufio.NewWriterSize(&out, 1<<20)
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %v: %v", path, args, err)
+	}
+	elapsed := time.Since(start)
+	cmd.Stdout.(*bufio.Writer).Flush()
+	return out.String(), elapsed, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// TestLabLargeTables lists big kernel tables with our ipvsadm and
+// Debian's: 1000 x 10 must take at most half Debian's time, 10,000 x 10
+// must stay under 32 MiB peak RSS; both outputs must be identical.
+func TestLabLargeTables(t *testing.T) {
+	ours := labtest.Ours("ipvsadm")
+	if _, err := os.Stat(ours); err != nil {
+		t.Fatalf("our ipvsadm is not in the lab: %v", err)
+	}
+	t.Run("1000x10", func(t *testing.T) {
+		labtest.Netns(t)
+		fillTable(t, openIPVS(t), 1000, 10)
+		var refTimes, ourTimes []time.Duration
+		for i := 0; i < 3; i++ {
+			refOut, refT, _ := runTimed(t, labtest.RefIpvsadm, "-Ln")
+			ourOut, ourT, _ := runTimed(t, ours, "-Ln")
+			if ourOut != refOut {
+				t.Fatalf("outputs differ:\n%s", diffLines(refOut, ourOut))
+			}
+			refTimes, ourTimes = append(refTimes, refT), append(ourTimes, ourT)
+		}
+		ref, our := median(refTimes), median(ourTimes)
+		t.Logf("ipvsadm -Ln of 1000 x 10: Debian %v, ours %v", ref, our)
+		if our*2 > ref {
+			t.Errorf("ours takes %v, more than half of Debian's %v", our, ref)
+		}
+	})
+	t.Run("10000x10", func(t *testing.T) {
+		labtest.Netns(t)
+		fillTable(t, openIPVS(t), 10000, 10)
+		refOut, refT, refRSS := runTimed(t, labtest.RefIpvsadm, "-Ln")
+		ourOut, ourT, ourRSS := runTimed(t, ours, "-Ln")
+		t.Logf("ipvsadm -Ln of 10000 x 10: Debian %v %d KiB, ours %v %d KiB", refT, refRSS, ourT, ourRSS)
+		if ourOut != refOut {
+			t.Fatalf("outputs differ:\n%s", diffLines(refOut, ourOut))
+		}
+		if ourRSS > 32<<10 {
+			t.Errorf("peak RSS %d KiB, limit 32 MiB", ourRSS)
+		}
+		refSave, _, _ := runTimed(t, labtest.RefIpvsadm, "-Sn")
+		ourSave, _, saveRSS := runTimed(t, ours, "-Sn")
+		if ourSave != refSave {
+			t.Fatalf("-Sn outputs differ:\n%s", diffLines(refSave, ourSave))
+		}
+		if saveRSS > 32<<10 {
+			t.Errorf("-Sn peak RSS %d KiB, limit 32 MiB", saveRSS)
+		}
+	})
+}
