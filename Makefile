@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit lab labrun check install deb demo lab-run clean
+.PHONY: all build test unit lab labrun check install deb lintian demo lab-run clean
 
 all: build
 
@@ -50,10 +50,57 @@ lab-run: build labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) -- "$$CMD"
 
-## install: binaries, man pages, completions (honours PREFIX and DESTDIR)
+## install: binaries, man pages, completions (honours PREFIX and DESTDIR);
+## PREFIX= puts the programs in /sbin as Debian's ipvsadm does, the rest in /usr
 install: build
 	install -d $(DESTDIR)$(PREFIX)/sbin
 	for b in $(BINARIES); do install -m 0755 bin/$$b $(DESTDIR)$(PREFIX)/sbin/$$b; done
+	install -d $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
+	install -m 0644 completions/bash/* $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 0644 completions/zsh/_* $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 0644 completions/fish/*.fish $(DESTDIR)$(FISHCOMPDIR)/
+
+# Where install puts documentation and completions: below PREFIX, or /usr
+# when PREFIX is empty. zsh looks in vendor-completions only below /usr.
+DATADIR     = $(or $(PREFIX),/usr)/share
+MANDIR      = $(DATADIR)/man
+BASHCOMPDIR = $(DATADIR)/bash-completion/completions
+ZSHCOMPDIR  = $(if $(filter /usr,$(or $(PREFIX),/usr)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
+FISHCOMPDIR = $(DATADIR)/fish/vendor_completions.d
+
+## deb: dist/lvskit_<version>_<arch>.deb with nfpm (pinned in go.mod), from
+## freshly built bin/; see docs/packaging.md
+DEB_BINDIR   ?= bin
+DEB_STAGEDIR ?= .cache/deb
+DEB_DISTDIR  ?= dist
+DEB_ARCH     ?= $(shell $(GO) env GOARCH)
+# A Debian version from git: v1.2.3 tags give 1.2.3 (+gitN.HASH after them),
+# untagged trees 0~gitN.HASH (N = commits); a dirty tree adds +dirty.
+ifndef DEB_VERSION
+DEB_VERSION := $(shell \
+	d=$$(git describe --tags --match 'v[0-9]*' --dirty=+dirty 2>/dev/null) && \
+	  echo "$$d" | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)/+git\1.\2/' || \
+	{ n=$$(git rev-list --count HEAD 2>/dev/null || echo 0); \
+	  h=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown); \
+	  git diff --quiet HEAD 2>/dev/null && dirty= || dirty=+dirty; \
+	  echo "0~git$$n.$$h$$dirty"; })
+endif
+DEB_FILE      = $(DEB_DISTDIR)/lvskit_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb:
+	@mkdir -p $(DEB_BINDIR)
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DEB_BINDIR)/ ./cmd/...
+	rm -rf $(DEB_STAGEDIR) && mkdir -p $(DEB_STAGEDIR) $(DEB_DISTDIR)
+	for p in man/*.8; do gzip -9n < $$p > $(DEB_STAGEDIR)/$${p#man/}.gz; done
+	sed 's/@VERSION@/$(DEB_VERSION)/' packaging/changelog | gzip -9n > $(DEB_STAGEDIR)/changelog.gz
+	rm -f $(DEB_FILE)
+	LVSKIT_BINDIR=$(DEB_BINDIR) LVSKIT_STAGEDIR=$(DEB_STAGEDIR) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
+		$(GO) tool nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
+
+## lintian: build the .deb and check it with lintian (fails on errors)
+lintian: deb
+	lintian --fail-on error --display-info $(DEB_FILE)
 
 clean:
 	rm -rf bin dist
