@@ -146,6 +146,8 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 		if restore == nil {
 			restore = RestoreSequential
 		}
+		p.restoring = true
+		defer func() { p.restoring = false }()
 		return restore(p, inv.Argv[0])
 	}
 	req, ok := inv.Request()

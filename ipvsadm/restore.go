@@ -23,8 +23,6 @@ type RestoreEngine func(p *Program, prog string) Outcome
 // RestoreSequential is the plain restore engine: one kernel round trip per
 // line.
 func RestoreSequential(p *Program, prog string) Outcome {
-	p.restoring = true
-	defer func() { p.restoring = false }()
 	lines := NewRestoreReader(p.Stdin)
 	last := Outcome{Kind: Success}
 	for {
