@@ -1,0 +1,196 @@
+// Package rules restores IPVS rule sets fast and provides the behaviour of
+// Debian's ipvsadm-save and ipvsadm-restore scripts.
+//
+// Pipelined is a restore engine for ipvsadm -R that prints and exits exactly
+// like ipvsadm 1.31's one-line-at-a-time restore (ipvsadm.RestoreSequential,
+// which stays the reference for tests) but sends the changes through one
+// netlink socket with many requests in flight, reading the input as a
+// stream. SaveScript and RestoreScript are the two wrapper scripts.
+package rules
+
+import (
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm"
+)
+
+// DefaultWindow is how many changes Pipelined keeps in flight. The kernel
+// handles the requests of one socket in order, so the window only bounds
+// the memory held for unanswered lines and the size of the socket's queues:
+// 256 small requests fit the default socket buffers with room to spare.
+const DefaultWindow = 256
+
+// Pipelined returns a restore engine that keeps up to window changes
+// (window < 1 means DefaultWindow) in flight on p.Client.
+//
+// Its output is the sequential engine's, byte for byte and in the same
+// order: every line is parsed as soon as it is read; a change is submitted
+// to the kernel and its answer, delivered in submission order, prints the
+// line's kernel error if any; before anything whose effect or output must
+// come after the earlier lines' answers (a line that fails to parse, a
+// listing, -h, -v, a nested -R, the end of input) the engine waits for all
+// answers. The restore's status is the last line's, as in ipvsadm.
+//
+// Memory stays bounded: lines are read one at a time and at most window
+// lines wait for their answers.
+func Pipelined(window int) ipvsadm.RestoreEngine {
+	if window < 1 {
+		window = DefaultWindow
+	}
+	return func(p *ipvsadm.Program, prog string) ipvsadm.Outcome {
+		e := &engine{p: p, pipe: p.Client.Pipeline(window)}
+		// The line being submitted joins the queue before Submit waits
+		// for room in the window.
+		e.queue.buf = make([]*ipvsadm.Invocation, window+1)
+		return e.run(prog)
+	}
+}
+
+// engine is one pipelined restore.
+type engine struct {
+	p *ipvsadm.Program
+	// pipe is nil once the transport failed: later lines go through
+	// p.Client.Exec one at a time, which reports the failure for each line
+	// as the sequential engine would.
+	pipe ipvs.Pipeline
+	// queue holds the lines whose changes await an answer. The pipeline
+	// answers in submission order, so an answer belongs to the oldest.
+	queue fifo
+	// last is how the last line that ran ended; the restore's status.
+	last ipvsadm.Kind
+}
+
+func (e *engine) run(prog string) ipvsadm.Outcome {
+	lines := ipvsadm.NewRestoreReader(e.p.Stdin)
+	e.last = ipvsadm.Success
+	for {
+		argv, ok := lines.Next(prog)
+		if !ok {
+			break
+		}
+		if len(argv) < 2 {
+			continue // no tokens: ipvsadm skips the line
+		}
+		if o, stop := e.line(argv, prog); stop {
+			return o
+		}
+	}
+	e.flush()
+	return ipvsadm.Outcome{Kind: e.last}
+}
+
+// line runs one command line. It reports the restore's outcome and true
+// when the line ends the restore.
+func (e *engine) line(argv []string, prog string) (ipvsadm.Outcome, bool) {
+	inv, local := e.p.Parse(argv)
+	if local == nil {
+		if req, ok := inv.Request(); ok {
+			e.submit(inv, req)
+			return ipvsadm.Outcome{}, false
+		}
+	}
+	// Everything else reads the tables or prints: the earlier changes must
+	// be done and their messages printed first.
+	e.flush()
+	var o ipvsadm.Outcome
+	switch {
+	case local != nil:
+		o = *local
+	case inv.Command == ipvsadm.CmdRestore:
+		o = nestedRestore(e.p, prog)
+	default:
+		o = e.p.Execute(inv)
+	}
+	e.p.Print(o)
+	e.last = o.Kind
+	if o.Terminates() {
+		return ipvsadm.Outcome{Kind: o.Kind}, true
+	}
+	return ipvsadm.Outcome{}, false
+}
+
+// nestedRestore is ipvsadm's answer to -R while restoring: the "Try ..."
+// of a bad first option, which stops the restore. ipvsadm.Execute gives it
+// only inside its own engine, so it is obtained from Parse, the one place
+// that words it: an argument vector without options gets exactly it.
+func nestedRestore(p *ipvsadm.Program, prog string) ipvsadm.Outcome {
+	_, o := p.Parse([]string{prog})
+	return *o
+}
+
+// submit sends one line's change, or runs it directly once the pipeline
+// is broken.
+func (e *engine) submit(inv *ipvsadm.Invocation, req ipvs.Request) {
+	if e.pipe == nil {
+		e.finish(inv, e.p.Client.Exec(req))
+		return
+	}
+	e.queue.push(inv)
+	if err := e.pipe.Submit(req, e.answer); err != nil {
+		e.broken(err)
+	}
+}
+
+// answer receives the kernel's answer for the oldest unanswered line.
+func (e *engine) answer(err error) {
+	if e.queue.n == 0 {
+		return // an answer nobody waits for: the pipeline broke its contract
+	}
+	e.finish(e.queue.pop(), err)
+}
+
+// finish prints a line's kernel error, if any, and records how it ended.
+func (e *engine) finish(inv *ipvsadm.Invocation, err error) {
+	if err != nil {
+		e.p.Print(ipvsadm.KernelErrorOutcome(inv, err))
+		e.last = ipvsadm.KernelError
+		return
+	}
+	e.last = ipvsadm.Success
+}
+
+// flush waits for every outstanding answer.
+func (e *engine) flush() {
+	if e.pipe == nil {
+		return
+	}
+	if err := e.pipe.Flush(); err != nil {
+		e.broken(err)
+	}
+}
+
+// broken handles a transport failure: the pipeline has answered what it
+// could with the error; lines it no longer answers get the error too, and
+// later lines go one at a time through the client.
+func (e *engine) broken(err error) {
+	for e.queue.n > 0 {
+		e.answer(err)
+	}
+	e.pipe = nil
+}
+
+// fifo is a ring of the lines awaiting answers. It grows only if a
+// pipeline holds more requests than its window promised.
+type fifo struct {
+	buf     []*ipvsadm.Invocation
+	head, n int
+}
+
+func (q *fifo) push(inv *ipvsadm.Invocation) {
+	if q.n == len(q.buf) {
+		grown := make([]*ipvsadm.Invocation, 2*len(q.buf)+1)
+		for i := range q.n {
+			grown[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = grown, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = inv
+	q.n++
+}
+
+func (q *fifo) pop() *ipvsadm.Invocation {
+	inv := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return inv
+}

@@ -1,0 +1,458 @@
+package rules
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/names"
+	"golang.org/x/sys/unix"
+)
+
+// testResolver answers names from the golden transcripts' hosts file and
+// a fixed services file, never from the host or DNS.
+func testResolver() *names.Resolver {
+	return names.NewResolverFiles(
+		filepath.Join("..", "testscripts", "golden", "hosts"),
+		filepath.Join("..", "ipvsadm", "testdata", "services"), "")
+}
+
+// lazyKernel is the fake kernel behind a connection that answers late:
+// its pipeline applies a request only when the answer is delivered, and
+// delivers answers only when the window is full, at random moments in
+// between, or on Flush. Any read while requests are unanswered is a
+// mistake of the engine (the real Conn forbids it), so it fails the test.
+type lazyKernel struct {
+	*ipvstest.Fake
+	t       testing.TB
+	rng     *rand.Rand
+	pending []pendingReq
+	// failAfter, when positive, breaks the transport after that many
+	// submissions: every unanswered request gets the transport error.
+	failAfter int
+	submitted int
+	broken    error
+}
+
+type pendingReq struct {
+	req  ipvs.Request
+	done func(error)
+}
+
+func (k *lazyKernel) Close() error { return nil }
+
+func (k *lazyKernel) mustBeIdle(op string) {
+	if len(k.pending) > 0 {
+		k.t.Errorf("%s called with %d unanswered requests", op, len(k.pending))
+	}
+}
+
+func (k *lazyKernel) Services() ([]ipvs.Service, error) {
+	k.mustBeIdle("Services")
+	return k.Fake.Services()
+}
+
+func (k *lazyKernel) Service(key ipvs.Service) (ipvs.Service, error) {
+	k.mustBeIdle("Service")
+	return k.Fake.Service(key)
+}
+
+func (k *lazyKernel) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
+	k.mustBeIdle("Destinations")
+	return k.Fake.Destinations(svc)
+}
+
+func (k *lazyKernel) Timeouts() (ipvs.Timeouts, error) {
+	k.mustBeIdle("Timeouts")
+	return k.Fake.Timeouts()
+}
+
+func (k *lazyKernel) Daemons() ([]ipvs.Daemon, error) {
+	k.mustBeIdle("Daemons")
+	return k.Fake.Daemons()
+}
+
+func (k *lazyKernel) Exec(req ipvs.Request) error {
+	k.mustBeIdle("Exec")
+	if k.broken != nil {
+		return &ipvs.OpError{Op: req.Cmd, Err: k.broken}
+	}
+	return k.Fake.Exec(req)
+}
+
+func (k *lazyKernel) Pipeline(window int) ipvs.Pipeline {
+	if window < 1 {
+		k.t.Fatalf("Pipeline(%d)", window)
+	}
+	return &lazyPipeline{k: k, window: window}
+}
+
+type lazyPipeline struct {
+	k      *lazyKernel
+	window int
+}
+
+// deliver answers the oldest n requests.
+func (p *lazyPipeline) deliver(n int) {
+	k := p.k
+	for ; n > 0 && len(k.pending) > 0; n-- {
+		r := k.pending[0]
+		k.pending = k.pending[1:]
+		r.done(k.Fake.Exec(r.req))
+	}
+}
+
+func (p *lazyPipeline) fail() error {
+	k := p.k
+	k.broken = unix.ENOBUFS
+	for len(k.pending) > 0 {
+		r := k.pending[0]
+		k.pending = k.pending[1:]
+		r.done(&ipvs.OpError{Op: r.req.Cmd, Err: k.broken})
+	}
+	return &ipvs.OpError{Op: ipvs.CmdFlush, Err: k.broken}
+}
+
+func (p *lazyPipeline) Submit(req ipvs.Request, done func(error)) error {
+	k := p.k
+	if k.broken != nil {
+		return &ipvs.OpError{Op: req.Cmd, Err: k.broken}
+	}
+	k.submitted++
+	if k.failAfter > 0 && k.submitted > k.failAfter {
+		return p.fail()
+	}
+	for len(k.pending) >= p.window {
+		p.deliver(1 + k.rng.IntN(len(k.pending)))
+	}
+	k.pending = append(k.pending, pendingReq{req, done})
+	if k.rng.IntN(4) == 0 {
+		p.deliver(k.rng.IntN(len(k.pending) + 1))
+	}
+	return nil
+}
+
+func (p *lazyPipeline) Flush() error {
+	if p.k.broken != nil {
+		return &ipvs.OpError{Op: ipvs.CmdFlush, Err: p.k.broken}
+	}
+	p.deliver(len(p.k.pending))
+	return nil
+}
+
+// event is one write to stdout or stderr, so that the order of the two
+// streams is compared too.
+type event struct {
+	stderr bool
+	text   string
+}
+
+type recorder struct {
+	events *[]event
+	stderr bool
+}
+
+func (r recorder) Write(b []byte) (int, error) {
+	*r.events = append(*r.events, event{r.stderr, string(b)})
+	return len(b), nil
+}
+
+// run is one ipvsadm -R over a fresh fake kernel.
+type run struct {
+	events []event
+	status int
+	table  tableState
+}
+
+// tableState is everything a restore can change.
+type tableState struct {
+	Services []ipvs.Service
+	Dests    [][]ipvs.Destination
+	Timeouts ipvs.Timeouts
+	Daemons  []ipvs.Daemon
+}
+
+func stateOf(t testing.TB, f *ipvstest.Fake) tableState {
+	t.Helper()
+	var s tableState
+	var err error
+	if s.Services, err = f.Services(); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range s.Services {
+		d, err := f.Destinations(svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Dests = append(s.Dests, d)
+	}
+	if s.Timeouts, err = f.Timeouts(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Daemons, err = f.Daemons(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// restoreWith runs "ipvsadm -R" with input on a fresh fake, with the given
+// engine (nil: the sequential one) behind a connection that answers late.
+func restoreWith(t testing.TB, engine ipvsadm.RestoreEngine, input string, seed uint64, failAfter int) run {
+	t.Helper()
+	f := ipvstest.New(ipvstest.WithInterfaces("lo", "eth0"))
+	k := &lazyKernel{Fake: f, t: t, rng: rand.New(rand.NewPCG(seed, 7)), failAfter: failAfter}
+	var r run
+	env := ipvsadm.Env{
+		Open:          func() (ipvs.Client, error) { return k, nil },
+		Resolver:      testResolver(),
+		ConnFile:      filepath.Join(t.TempDir(), "ip_vs_conn"),
+		RestoreEngine: engine,
+	}
+	r.status = ipvsadm.Main([]string{"ipvsadm", "-R"}, strings.NewReader(input),
+		recorder{&r.events, false}, recorder{&r.events, true}, env)
+	if len(k.pending) > 0 {
+		t.Errorf("%d requests still unanswered after the restore", len(k.pending))
+	}
+	r.table = stateOf(t, f)
+	return r
+}
+
+func compareRuns(t *testing.T, input string, want, got run) {
+	t.Helper()
+	if got.status != want.status || !reflect.DeepEqual(got.events, want.events) {
+		t.Errorf("input:\n%s\nsequential: status %d, output %+v\npipelined:  status %d, output %+v",
+			input, want.status, want.events, got.status, got.events)
+	}
+	if !reflect.DeepEqual(got.table, want.table) {
+		t.Errorf("input:\n%s\ntables differ:\nsequential %+v\npipelined  %+v", input, want.table, got.table)
+	}
+}
+
+// TestPipelinedMatchesSequential runs many generated inputs through both
+// engines and requires the same output (both streams, in the same order),
+// the same status and the same final tables.
+func TestPipelinedMatchesSequential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		input := genInput(rng)
+		seed := rng.Uint64()
+		window := []int{1, 2, 3, 8, 256}[rng.IntN(5)]
+		want := restoreWith(t, nil, input, seed, 0)
+		got := restoreWith(t, Pipelined(window), input, seed, 0)
+		compareRuns(t, input, want, got)
+		if t.Failed() {
+			t.Fatalf("case %d (window %d) failed", i, window)
+		}
+	}
+}
+
+// TestPipelinedFixedInputs covers the cases the issue names, each checked
+// against the sequential engine and against ipvsadm's known output.
+func TestPipelinedFixedInputs(t *testing.T) {
+	tests := []struct {
+		name, input string
+		status      int
+		stderr      string
+	}{
+		{"empty", "", 0, ""},
+		{"only blank lines", "\n  \n\t\r\n", 0, ""},
+		{"good", "-A -t 10.0.0.1:80 -s rr\n-a -t 10.0.0.1:80 -r 192.168.0.1:80 -m\n", 0, ""},
+		{"kernel error in the middle goes on",
+			"-A -t 10.0.0.1:80\n-A -t 10.0.0.1:80\n-A -t 10.0.0.2:80\n", 0,
+			"Service already exists\n"},
+		{"kernel error last decides the status",
+			"-A -t 10.0.0.1:80\n-A -t 10.0.0.2:80\n-A -t 10.0.0.1:80\n", 255,
+			"Service already exists\n"},
+		{"popt error goes on",
+			"-A -t 10.0.0.1:80\n-L --bogus\n-A -t 10.0.0.2:80\n", 0,
+			"--bogus: unknown option\n"},
+		{"validation error stops",
+			"-A -t 10.0.0.1:80\n-A -t 10.0.0.1:80\n-A -t 10.0.0.3\n-A -t 10.0.0.4:80\n", 2,
+			"Service already exists\nZero port specified for non-persistent service\n"},
+		{"comment line stops with try-help",
+			"-A -t 10.0.0.1:80\n-A -t 10.0.0.1:80\n# comment\n-A -t 10.0.0.4:80\n", 255,
+			"Service already exists\nTry `ipvsadm -h' or 'ipvsadm --help' for more information.\n"},
+		{"nested restore stops",
+			"-A -t 10.0.0.1:80\n-R\n-A -t 10.0.0.4:80\n", 255,
+			"Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n"},
+		{"CRLF", "-A -t 10.0.0.1:80\r\n-a -t 10.0.0.1:80 -r 10.1.1.1\r\n", 0, ""},
+		{"trailing whitespace at EOF drops the line", "-A -t 10.0.0.1:80\n-A -t 10.0.0.1:80  ", 0, ""},
+		{"no newline at EOF", "-A -t 10.0.0.1:80\n-A -t 10.0.0.1:80", 255, "Service already exists\n"},
+		{"many kernel errors keep their order",
+			"-a -t 1.1.1.1:80 -r 2.2.2.2\n-d -t 1.1.1.1:80 -r 2.2.2.2\n-A -t 1.1.1.1:80 -s nosuch\n-E -t 1.1.1.1:80\n", 255,
+			"Service not defined\nService not defined\nScheduler or persistence engine not found\nNo such service\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			want := restoreWith(t, nil, tc.input, 1, 0)
+			for _, window := range []int{1, 2, DefaultWindow} {
+				got := restoreWith(t, Pipelined(window), tc.input, 1, 0)
+				compareRuns(t, tc.input, want, got)
+				stderr := ""
+				for _, e := range got.events {
+					if e.stderr {
+						stderr += e.text
+					}
+				}
+				if got.status != tc.status || stderr != tc.stderr {
+					t.Errorf("window %d: status %d, stderr %q; want %d, %q", window, got.status, stderr, tc.status, tc.stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestPipelinedTransportFailure: when the connection breaks, every line
+// that was waiting and every later change reports the failure, the
+// restore goes on like the sequential engine after a failed Exec, and
+// nothing is left unanswered.
+func TestPipelinedTransportFailure(t *testing.T) {
+	var input strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&input, "-A -t 10.0.0.%d:80\n", i+1)
+	}
+	got := restoreWith(t, Pipelined(4), input.String(), 3, 10)
+	if got.status != 255 {
+		t.Errorf("status %d, want 255", got.status)
+	}
+	var stderr strings.Builder
+	for _, e := range got.events {
+		if e.stderr {
+			stderr.WriteString(e.text)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+	// Requests 1..10 went through (some may still have been unanswered when
+	// the 11th broke the connection); the 11th to the 20th all fail.
+	if len(lines) < 10 || len(lines) > 20 {
+		t.Fatalf("%d error lines, want 10..20:\n%s", len(lines), stderr.String())
+	}
+	for _, l := range lines {
+		if l != "No buffer space available" {
+			t.Errorf("unexpected message %q", l)
+		}
+	}
+	if n := len(got.table.Services); n+len(lines) != 20 {
+		t.Errorf("%d services created and %d failures; want 20 in all", n, len(lines))
+	}
+}
+
+// genInput makes a restore input from a small vocabulary of lines, so that
+// services collide (kernel errors), some lines fail to parse in each way
+// ipvsadm knows, and white space varies.
+func genInput(rng *rand.Rand) string {
+	n := rng.IntN(30)
+	var b strings.Builder
+	for i := range n {
+		line := genLine(rng, i == n-1)
+		b.WriteString(line)
+		if i < n-1 || rng.IntN(3) > 0 {
+			b.WriteString([]string{"\n", "\n", "\n", "\r\n", " \n", "\t\n"}[rng.IntN(6)])
+		} else {
+			// The last line without a newline, possibly with white space
+			// after it (which makes ipvsadm drop it).
+			b.WriteString([]string{"", "", " ", "  ", "\t\t"}[rng.IntN(5)])
+		}
+	}
+	return b.String()
+}
+
+var (
+	genVIPs  = []string{"10.0.0.1:80", "10.0.0.2:80", "[2001:db8::1]:80", "vip1.example.com:http", "10.0.0.1:0"}
+	genRIPs  = []string{"192.168.0.1", "192.168.0.2:8080", "[2001:db8::10]:80", "rs1.example.com"}
+	genMarks = []string{"1", "2", "4294967295"}
+)
+
+func pick(rng *rand.Rand, s []string) string { return s[rng.IntN(len(s))] }
+
+func genService(rng *rand.Rand) string {
+	switch rng.IntN(5) {
+	case 0:
+		return "-f " + pick(rng, genMarks)
+	case 1:
+		return "-u " + pick(rng, genVIPs)
+	default:
+		return "-t " + pick(rng, genVIPs)
+	}
+}
+
+func genLine(rng *rand.Rand, last bool) string {
+	svc := genService(rng)
+	words := []string{}
+	switch r := rng.IntN(100); {
+	case r < 20:
+		words = append(words, "-A", svc)
+		if rng.IntN(2) == 0 {
+			words = append(words, "-s", pick(rng, []string{"rr", "wrr", "sh", "mh", "nosuchsched"}))
+		}
+		if rng.IntN(3) == 0 {
+			words = append(words, "-p", pick(rng, []string{"60", "360"}))
+		}
+	case r < 45:
+		words = append(words, "-a", svc, "-r", pick(rng, genRIPs), pick(rng, []string{"-m", "-g", "-i"}))
+		if rng.IntN(2) == 0 {
+			words = append(words, "-w", pick(rng, []string{"0", "1", "5"}))
+		}
+		if rng.IntN(6) == 0 {
+			words = append(words, "-x", "10", "-y", "20") // l > u: ERANGE
+		}
+	case r < 50:
+		words = append(words, "-e", svc, "-r", pick(rng, genRIPs), "-w", "3")
+	case r < 55:
+		words = append(words, "-d", svc, "-r", pick(rng, genRIPs))
+	case r < 60:
+		words = append(words, "-E", svc, "-s", "wlc")
+	case r < 64:
+		words = append(words, "-D", svc)
+	case r < 66:
+		words = append(words, "-C")
+	case r < 68:
+		words = append(words, "-Z", svc)
+	case r < 70:
+		words = append(words, "--set", "10", "20", "30")
+	case r < 72:
+		words = append(words, "--start-daemon", pick(rng, []string{"master", "backup"}), "--mcast-interface", pick(rng, []string{"lo", "eth0", "nosuchif"}))
+	case r < 73:
+		words = append(words, "--stop-daemon", pick(rng, []string{"master", "backup"}))
+	case r < 76:
+		words = append(words, "-L", "-n")
+	case r < 78:
+		words = append(words, "-S", "-n")
+	case r < 79:
+		words = append(words, "-L", "--timeout")
+	case r < 82:
+		words = append(words, "-L", "--bogus") // popt error: goes on
+	case r < 84:
+		words = append(words, "-a", svc, "-w") // missing argument: goes on
+	case r < 88:
+		words = append(words, "ipvsadm") // dropped token: an empty line
+	case r < 90:
+		// blank line
+	default:
+		// Lines that end the restore: rare except at the end.
+		if !last && rng.IntN(4) > 0 {
+			words = append(words, "-A", svc)
+			break
+		}
+		words = append(words, pick(rng, []string{
+			"-A -t 10.0.0.9",        // validation error
+			"# comment",             // try-help
+			"-R",                    // nested restore
+			"-v",                    // version
+			"-A -t 1.2.3.4:80 -b ,", // crash
+			"-a -t 10.0.0.1:80 -r 1.1.1.1 -x abc",
+		}))
+	}
+	sep := pick(rng, []string{" ", " ", "  ", "\t", " ipvsadm "})
+	lead := pick(rng, []string{"", "", " ", "ipvsadm "})
+	return lead + strings.Join(words, sep)
+}
+
+var _ io.Writer = recorder{}
