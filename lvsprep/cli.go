@@ -39,7 +39,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type cli struct {
 	DryRun   bool             `name:"dry-run" short:"n" help:"Print the equivalent commands instead of changing anything."`
 	Undo     bool             `help:"Restore what the profile changed, from its state file."`
-	StateDir string           `name:"state-dir" default:"${statedir}" env:"LVSPREP_STATE_DIR" placeholder:"DIR" help:"Where applied profiles record what they changed (${default})."`
+	StateDir string           `name:"state-dir" default:"${statedir}" env:"LVSPREP_STATE_DIR" placeholder:"DIR" help:"Where applied profiles record what they changed (${default}). Each network namespace has its own directory below /run/lvsprep."`
 	Version  kong.VersionFlag `help:"Print the version and exit."`
 
 	Director   directorCmds   `cmd:"" help:"Prepare a director (the host running IPVS)."`
@@ -51,6 +51,8 @@ type cli struct {
 type directorCmds struct {
 	NAT     directorNATCmd     `cmd:"" name:"nat" help:"VS/NAT director: the VIP, IP forwarding, masquerading of the real servers' subnet."`
 	FullNAT directorFullNATCmd `cmd:"" name:"fullnat" help:"Full-NAT director: the VIP, forwarding, IPVS conntrack, clients' addresses rewritten to a director address."`
+	DR      directorDirectCmd  `cmd:"" name:"dr" help:"VS/DR director: the VIP."`
+	TUN     directorDirectCmd  `cmd:"" name:"tun" help:"VS/TUN director: the VIP."`
 }
 
 type realServerCmds struct {
@@ -69,6 +71,14 @@ type directorNATCmd struct {
 	Dev    string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
 	RSNet  string `name:"rs-net" placeholder:"PREFIX" help:"The real servers' subnet, masqueraded for their own outbound traffic (required unless --undo)."`
 	OutDev string `name:"out-dev" placeholder:"IFACE" help:"Masquerade only traffic leaving through this interface."`
+	FTP    bool   `name:"ftp" help:"Load the IPVS FTP helper (ip_vs_ftp) for FTP services on port 21."`
+}
+
+type directorDirectCmd struct {
+	VIP string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
+	Dev string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
+	// mode is "dr" or "tun", from the command that selected this value.
+	mode string
 }
 
 type directorFullNATCmd struct {
@@ -196,7 +206,21 @@ func (c *directorNATCmd) profile(undo bool) (Profile, error) {
 	if err := sameFamily("--vip", vip.Addr(), "--rs-net", rsNet.Addr()); err != nil {
 		return Profile{}, err
 	}
-	return DirectorNAT(vip, c.Dev, rsNet, c.OutDev), nil
+	return DirectorNAT(vip, c.Dev, rsNet, c.OutDev, c.FTP), nil
+}
+
+func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "director " + c.mode, Key: "director-" + c.mode + "-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	return DirectorDirect(c.mode, vip, c.Dev), nil
 }
 
 func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
@@ -281,12 +305,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // Run is Main on a given host (tests pass fakes).
 func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 	var c cli
+	stateDir := h.StateDir
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
 	parser, err := kong.New(&c,
 		kong.Name("lvsprep"),
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
-		kong.Vars{"version": "lvsprep " + version.Version, "statedir": DefaultStateDir},
+		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
 	if err != nil {
@@ -342,6 +370,9 @@ func dispatch(c *cli, kctx *kong.Context, r *runner) error {
 	p, ok := kctx.Selected().Target.Addr().Interface().(profiler)
 	if !ok {
 		return fmt.Errorf("internal error: %q is not a profile command", cmd)
+	}
+	if d, ok := p.(*directorDirectCmd); ok {
+		d.mode = kctx.Selected().Name
 	}
 	checking := strings.HasPrefix(cmd, "check ")
 	if checking && (c.Undo || c.DryRun) {

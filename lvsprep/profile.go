@@ -84,7 +84,11 @@ func arpSteps(devs ...string) []Step {
 // real servers' replies are routed back through the director, where IPVS
 // rewrites them), and masquerading of the real servers' subnet so their own
 // outbound connections (updates, DNS) reach the outside.
-func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string) Profile {
+//
+// With ftp, the kernel's FTP helper for IPVS (ip_vs_ftp) is loaded too: in
+// VS/NAT it rewrites the real server's address in FTP's passive-mode replies
+// and expects the data connection, for services on port 21.
+func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string, ftp bool) Profile {
 	f := familyOf(vip.Addr())
 	rsNet = rsNet.Masked()
 	rule := []string{"-s", rsNet.String(), "!", "-d", rsNet.String()}
@@ -98,16 +102,37 @@ func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string
 		args = append(args, "--out-dev", outDev)
 		devs = append(devs, outDev)
 	}
+	var steps []Step
+	if ftp {
+		args = append(args, "--ftp")
+		steps = append(steps, Step{Kind: kindModule, Module: "ip_vs_ftp",
+			Why: "FTP helper: rewrites passive-mode replies and expects the data connection"})
+	}
 	return Profile{
 		Name: "director nat",
 		Key:  "director-nat-" + vip.Addr().String(),
 		Args: args,
 		Devs: devs,
-		Steps: []Step{
+		Steps: append(steps,
 			forwardingStep(f),
-			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
-			{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
+			Step{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
+			Step{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
 				Why: "real servers' own outbound traffic leaves with the director's address"},
+		),
+	}
+}
+
+// DirectorDirect prepares a VS/DR or VS/TUN director ("dr" or "tun"): it
+// only needs the VIP, since IPVS itself forwards the frames (DR) or
+// encapsulates the packets (TUN), and the replies bypass it.
+func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
+	return Profile{
+		Name: "director " + mode,
+		Key:  "director-" + mode + "-" + vip.Addr().String(),
+		Args: []string{"--vip", vip.String(), "--dev", dev},
+		Devs: []string{dev},
+		Steps: []Step{
+			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
 		},
 	}
 }

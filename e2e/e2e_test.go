@@ -1,0 +1,100 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+)
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func TestEchoServerAndClients(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln := listen(t)
+	go ServeEcho(ctx, "rs1", ln)
+	addr := ln.Addr().String()
+
+	tally := GetN(addr, 3)
+	if tally.ByServer["rs1"] != 3 || len(tally.Errors) != 0 || tally.Remotes[addr] != 3 {
+		t.Fatalf("tally %+v", tally)
+	}
+	if f := tally.First; f.ServerLocal != addr || f.ServerRemote != f.ClientLocal || f.ClientRemote != addr {
+		t.Errorf("addresses do not match each other's view: %+v", f)
+	}
+
+	var out bytes.Buffer
+	err := keepAliveLoop(addr, bufio.NewScanner(strings.NewReader("get\nget\nquit\n")), json.NewEncoder(&out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("keepalive printed %d lines, want 3:\n%s", len(lines), out.String())
+	}
+	var a1, a2 Answer
+	json.Unmarshal([]byte(lines[1]), &a1)
+	json.Unmarshal([]byte(lines[2]), &a2)
+	if a1.Server != "rs1" || a1.ClientLocal != a2.ClientLocal {
+		t.Errorf("keepalive answers %+v and %+v: want rs1 twice over one connection", a1, a2)
+	}
+}
+
+func TestGetCountsFailures(t *testing.T) {
+	ln := listen(t)
+	addr := ln.Addr().String()
+	ln.Close()
+	tally := GetN(addr, 2)
+	if len(tally.Errors) != 2 || len(tally.ByServer) != 0 {
+		t.Errorf("tally against a closed port: %+v", tally)
+	}
+}
+
+func TestFTPPassiveDownload(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	content := FileContent(300_000)
+	ln := listen(t)
+	go ServeFTP(ctx, "rs2", ln, content)
+	res, err := FTPGet(ln.Addr().String(), FTPFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Size != len(content) || res.SHA256 != SHA256Hex(content) {
+		t.Errorf("downloaded %d bytes, sha256 %s; want %d, %s", res.Size, res.SHA256, len(content), SHA256Hex(content))
+	}
+	if !strings.HasPrefix(res.PASVReply, "227 Entering Passive Mode (127,0,0,1,") || !strings.HasPrefix(res.DataAddr, "127.0.0.1:") {
+		t.Errorf("PASV reply %q, data address %q", res.PASVReply, res.DataAddr)
+	}
+	if _, err := FTPGet(ln.Addr().String(), "nope"); err == nil {
+		t.Error("downloading a missing file succeeded")
+	}
+}
+
+func TestFileContentIsDeterministicAndVaried(t *testing.T) {
+	a, b := FileContent(1000), FileContent(1000)
+	if !bytes.Equal(a, b) || len(a) != 1000 {
+		t.Fatal("FileContent is not deterministic")
+	}
+	if bytes.Equal(a[:32], a[32:64]) {
+		t.Error("FileContent repeats itself")
+	}
+}
+
+func TestRunRoleRejectsUnknownRoles(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := RunRole("nope", nil, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unknown role") {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Answer is one HTTP reply of the echo server, with the addresses as each
+// end saw them: the server's view shows what the director rewrote.
+type Answer struct {
+	Server       string `json:"server"`        // the real server's name
+	ServerLocal  string `json:"server_local"`  // where the request arrived (RIP:port in VS/NAT, VIP:port in DR/TUN)
+	ServerRemote string `json:"server_remote"` // who the server thinks asked (the client, or the full-NAT source)
+	ClientLocal  string `json:"client_local,omitempty"`
+	ClientRemote string `json:"client_remote,omitempty"` // whom the client talked to: the VIP
+}
+
+// echoHandler answers every request with "NAME local=ADDR remote=ADDR".
+func echoHandler(name string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		l := ""
+		if local != nil {
+			l = local.String()
+		}
+		fmt.Fprintf(w, "%s local=%s remote=%s\n", name, l, r.RemoteAddr)
+	})
+}
+
+// ServeEcho serves the echo answer on every listener until ctx ends.
+func ServeEcho(ctx context.Context, name string, lns ...net.Listener) error {
+	srv := &http.Server{Handler: echoHandler(name), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		return nil
+	case err := <-errc:
+		srv.Close()
+		return err
+	}
+}
+
+// parseAnswer reads "NAME local=A remote=B".
+func parseAnswer(line string) (Answer, error) {
+	f := strings.Fields(line)
+	if len(f) != 3 || !strings.HasPrefix(f[1], "local=") || !strings.HasPrefix(f[2], "remote=") {
+		return Answer{}, fmt.Errorf("unexpected answer %q", line)
+	}
+	return Answer{Server: f[0], ServerLocal: strings.TrimPrefix(f[1], "local="), ServerRemote: strings.TrimPrefix(f[2], "remote=")}, nil
+}
+
+// request sends one GET on conn and reads the answer.
+func request(conn net.Conn, br *bufio.Reader, host string, keepAlive bool) (Answer, error) {
+	connHdr := "close"
+	if keepAlive {
+		connHdr = "keep-alive"
+	}
+	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return Answer{}, err
+	}
+	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n\r\n", host, connHdr); err != nil {
+		return Answer{}, err
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer resp.Body.Close()
+	body, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil {
+		return Answer{}, fmt.Errorf("reading body: %w", err)
+	}
+	a, err := parseAnswer(strings.TrimSpace(body))
+	if err != nil {
+		return Answer{}, err
+	}
+	a.ClientLocal, a.ClientRemote = conn.LocalAddr().String(), conn.RemoteAddr().String()
+	return a, nil
+}
+
+// Get makes one request on a new connection to addr (host:port).
+func Get(addr string) (Answer, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer conn.Close()
+	return request(conn, bufio.NewReader(conn), addr, false)
+}
+
+// Tally is what a series of requests got: answers per server, errors, and
+// the first answer in full.
+type Tally struct {
+	Requests int            `json:"requests"`
+	ByServer map[string]int `json:"by_server"`
+	Errors   []string       `json:"errors,omitempty"`
+	First    *Answer        `json:"first,omitempty"`
+	// Remotes counts the addresses the client talked to (always the VIP).
+	Remotes map[string]int `json:"remotes"`
+}
+
+// GetN makes n requests to addr, each on a new connection so that IPVS
+// schedules each one.
+func GetN(addr string, n int) Tally {
+	t := Tally{Requests: n, ByServer: map[string]int{}, Remotes: map[string]int{}}
+	for range n {
+		a, err := Get(addr)
+		if err != nil {
+			t.Errors = append(t.Errors, err.Error())
+			continue
+		}
+		t.ByServer[a.Server]++
+		t.Remotes[a.ClientRemote]++
+		if t.First == nil {
+			t.First = &a
+		}
+	}
+	return t
+}
+
+// KeepAlive is one HTTP connection kept open across requests.
+type KeepAlive struct {
+	conn net.Conn
+	br   *bufio.Reader
+	addr string
+}
+
+// DialKeepAlive opens the connection.
+func DialKeepAlive(addr string) (*KeepAlive, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &KeepAlive{conn: conn, br: bufio.NewReader(conn), addr: addr}, nil
+}
+
+// Get sends one request on the open connection.
+func (k *KeepAlive) Get() (Answer, error) { return request(k.conn, k.br, k.addr, true) }
+
+// Close closes the connection.
+func (k *KeepAlive) Close() error { return k.conn.Close() }
+
+// keepAliveLoop serves the keepalive role: one JSON answer (or error) per
+// "get" line on in, until "quit" or EOF.
+func keepAliveLoop(addr string, in *bufio.Scanner, out *json.Encoder) error {
+	k, err := DialKeepAlive(addr)
+	if err != nil {
+		return err
+	}
+	defer k.Close()
+	if err := out.Encode(map[string]string{"local": k.conn.LocalAddr().String(), "remote": k.conn.RemoteAddr().String()}); err != nil {
+		return err
+	}
+	for in.Scan() {
+		switch strings.TrimSpace(in.Text()) {
+		case "get":
+			a, err := k.Get()
+			if err != nil {
+				if err := out.Encode(map[string]string{"error": err.Error()}); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := out.Encode(a); err != nil {
+				return err
+			}
+		case "quit":
+			return nil
+		default:
+			return errors.New("keepalive: commands are get and quit")
+		}
+	}
+	return in.Err()
+}

@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+)
+
+// RoleEnv selects a role when the lab test binary re-executes itself as a
+// server or client on a simulated host.
+const RoleEnv = "LVSKIT_E2E_ROLE"
+
+// Roles and their arguments:
+//
+//	http NAME ADDR...        echo server; prints "ready" once listening
+//	get ADDR N               N requests on new connections; prints a Tally as JSON
+//	keepalive ADDR           one connection; a JSON answer per "get" line on stdin
+//	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
+//	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
+//
+// RunRole runs one and returns its exit status.
+func RunRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if err := runRole(role, args, stdin, stdout); err != nil {
+		fmt.Fprintf(stderr, "e2e %s: %v\n", role, err)
+		return 1
+	}
+	return 0
+}
+
+func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	enc := json.NewEncoder(stdout)
+	switch {
+	case role == "http" && len(args) >= 2:
+		var lns []net.Listener
+		for _, a := range args[1:] {
+			ln, err := net.Listen("tcp", a)
+			if err != nil {
+				return err
+			}
+			lns = append(lns, ln)
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeEcho(ctx, args[0], lns...)
+	case role == "get" && len(args) == 2:
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		return enc.Encode(GetN(args[0], n))
+	case role == "keepalive" && len(args) == 1:
+		return keepAliveLoop(args[0], bufio.NewScanner(stdin), enc)
+	case role == "ftpd" && len(args) == 3:
+		size, err := strconv.Atoi(args[2])
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp4", args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeFTP(ctx, args[0], ln, FileContent(size))
+	case role == "ftpget" && len(args) == 1:
+		res, err := FTPGet(args[0], FTPFile)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(res)
+	}
+	return fmt.Errorf("unknown role or wrong arguments: %s %q", role, args)
+}
