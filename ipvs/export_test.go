@@ -25,3 +25,29 @@ func WaitForNothingForTest(c *Conn, timeout time.Duration) error {
 func ShrinkReceiveBufferForTest(c *Conn) error {
 	return unix.SetsockoptInt(c.sock.(*socket).fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 0)
 }
+
+// Transport is what a host test puts in place of the kernel socket.
+type Transport interface {
+	// Send receives one datagram of requests from the client.
+	Send(b []byte) error
+	// Recv returns up to max queued answer datagrams; it fails (like a
+	// receive timeout) when none are queued.
+	Recv(max int) ([][]byte, error)
+	Close() error
+}
+
+type testTransport struct{ t Transport }
+
+func (x testTransport) send(b []byte) error            { return x.t.Send(b) }
+func (x testTransport) recv(max int) ([][]byte, error) { return x.t.Recv(max) }
+func (x testTransport) close() error                   { return x.t.Close() }
+
+// OpenTransportForTest opens a Conn over t as Open does over the kernel
+// socket; port is the netlink port id answers must be addressed to.
+func OpenTransportForTest(t Transport, port uint32) (*Conn, error) {
+	c := &Conn{sock: testTransport{t}, port: port}
+	if err := c.start(ipvsGenlName); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -3,6 +3,7 @@ package ipvs
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,17 @@ type Conn struct {
 	info   Info
 	tx     builder
 	err    error // a broken transport: every later call fails with it
+
+	// Decoding scratch, reused so a listing allocates one exactly sized
+	// slice per call.
+	svcs  []Service
+	dests []Destination
+	attrs attrs
+
+	// Exec's one-request pipeline, kept to spare allocations.
+	single   pipeline
+	onResult func(error)
+	result   error
 }
 
 // transport moves netlink datagrams between a Conn and the kernel. The
@@ -52,19 +64,18 @@ func (c *Conn) Info() (Info, error) {
 
 // Services lists every service with one GET_SERVICE dump.
 func (c *Conn) Services() ([]Service, error) {
-	var out []Service
+	c.svcs = c.svcs[:0]
 	err := c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
-		var s Service
-		if !decodeService(a[cmdAttrService], &s) {
+		c.svcs = append(c.svcs, Service{})
+		if !decodeService(a[cmdAttrService], &c.svcs[len(c.svcs)-1]) {
 			return errMalformed
 		}
-		out = append(out, s)
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(c.svcs) == 0 {
 		return nil, err
 	}
-	return out, nil
+	return slices.Clone(c.svcs), nil
 }
 
 // Service fetches one service with a GET_SERVICE request; the kernel
@@ -91,24 +102,23 @@ func (c *Conn) Service(key Service) (Service, error) {
 // port only, as ipvsadm does. A missing service yields an empty list, as
 // the kernel ends such a dump without an error.
 func (c *Conn) Destinations(svc Service) ([]Destination, error) {
-	var out []Destination
+	c.dests = c.dests[:0]
 	build := func(m *builder) {
 		n := m.nest(cmdAttrService)
 		m.serviceIdentity(&svc)
 		m.endNest(n)
 	}
 	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
-		var d Destination
-		if !decodeDest(a[cmdAttrDest], svc.Family, &d) {
+		c.dests = append(c.dests, Destination{})
+		if !decodeDest(a[cmdAttrDest], svc.Family, &c.dests[len(c.dests)-1]) {
 			return errMalformed
 		}
-		out = append(out, d)
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(c.dests) == 0 {
 		return nil, err
 	}
-	return out, nil
+	return slices.Clone(c.dests), nil
 }
 
 // Timeouts reads the tcp, tcpfin and udp timeouts with GET_CONFIG.
@@ -142,15 +152,19 @@ func (c *Conn) Daemons() ([]Daemon, error) {
 
 // Exec sends one change and waits for the kernel's acknowledgement.
 func (c *Conn) Exec(req Request) error {
-	p := pipeline{c: c, window: 1}
-	var result error
-	if err := p.Submit(req, func(err error) { result = err }); err != nil {
+	p := &c.single
+	if p.c == nil {
+		*p = pipeline{c: c, window: 1}
+		c.onResult = func(err error) { c.result = err }
+	}
+	c.result = nil
+	if err := p.Submit(req, c.onResult); err != nil {
 		return err
 	}
 	if err := p.Flush(); err != nil {
 		return err
 	}
-	return result
+	return c.result
 }
 
 // Pipeline returns a pipeline with at most window unanswered requests
@@ -217,11 +231,11 @@ func (c *Conn) query(op Command, flags uint16, build func(*builder), each func(*
 	}
 	m.end()
 	return c.roundTrip(op, seq, c.family, flags&nlmFDump != 0, m.b, func(payload []byte) error {
-		var a attrs
+		a := &c.attrs
 		if len(payload) < genlHdrLen || !a.parse(payload[genlHdrLen:]) {
 			return errMalformed
 		}
-		return each(&a)
+		return each(a)
 	})
 }
 

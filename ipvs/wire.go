@@ -10,6 +10,7 @@ package ipvs
 // netmask as address bytes, everything else in host order.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 )
@@ -402,10 +403,45 @@ func be16Attr(b []byte) uint16 {
 }
 
 func strAttr(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			return string(b[:i])
-		}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	// The names every listing repeats come back without an allocation.
+	switch string(b) {
+	case "":
+		return ""
+	case "rr":
+		return "rr"
+	case "wrr":
+		return "wrr"
+	case "lc":
+		return "lc"
+	case "wlc":
+		return "wlc"
+	case "lblc":
+		return "lblc"
+	case "lblcr":
+		return "lblcr"
+	case "dh":
+		return "dh"
+	case "sh":
+		return "sh"
+	case "sed":
+		return "sed"
+	case "nq":
+		return "nq"
+	case "fo":
+		return "fo"
+	case "ovf":
+		return "ovf"
+	case "mh":
+		return "mh"
+	case "none":
+		return "none"
+	case "sip":
+		return "sip"
+	case "lo":
+		return "lo"
 	}
 	return string(b)
 }

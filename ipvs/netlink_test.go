@@ -1,0 +1,232 @@
+package ipvs_test
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/conformance"
+)
+
+func openFake(t *testing.T, k *fakeKernel) *ipvs.Conn {
+	t.Helper()
+	c, err := ipvs.OpenTransportForTest(k, testPort)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestConformanceOverNetlinkEncoding runs the shared suite through the
+// netlink client and an in-memory kernel: every request and answer of the
+// suite is encoded, framed, split over datagrams and decoded on the way.
+func TestConformanceOverNetlinkEncoding(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) ipvs.Client { return openFake(t, newFakeKernel()) })
+}
+
+func TestConformanceWithStrangersOnTheSocket(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) ipvs.Client {
+		k := newFakeKernel()
+		k.perDump = 1
+		c := openFake(t, k)
+		k.strangers = true
+		return c
+	})
+}
+
+func TestOpenWithoutIPVSFamily(t *testing.T) {
+	k := newFakeKernel()
+	k.noFamily = true
+	_, err := ipvs.OpenTransportForTest(k, testPort)
+	if !errors.Is(err, unix.ENOPROTOOPT) {
+		t.Fatalf("got %v, want ENOPROTOOPT", err)
+	}
+	var op *ipvs.OpError
+	if !errors.As(err, &op) {
+		t.Errorf("%v is not an *ipvs.OpError", err)
+	}
+}
+
+func TestOpenRefusedGetInfo(t *testing.T) {
+	k := newFakeKernel()
+	k.failCmd[ipvs.CmdGetInfo] = unix.EPERM
+	_, err := ipvs.OpenTransportForTest(k, testPort)
+	if !errors.Is(err, unix.EPERM) {
+		t.Fatalf("got %v, want EPERM", err)
+	}
+}
+
+func TestNoAnswerIsAnErrorNotAHang(t *testing.T) {
+	k := newFakeKernel()
+	c := openFake(t, k)
+	k.silent = true
+	err := c.Exec(ipvs.Request{Cmd: ipvs.CmdFlush})
+	if !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("Exec with no answer: got %v, want EAGAIN", err)
+	}
+	// The conversation is out of step for good; every later call says so.
+	k.silent = false
+	if _, err := c.Services(); !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("Services after a lost answer: got %v, want the EAGAIN again", err)
+	}
+	if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdFlush}); !errors.Is(err, unix.EAGAIN) {
+		t.Errorf("Exec after a lost answer: got %v", err)
+	}
+}
+
+func TestSwallowedStopDaemonIsReportedAtOnce(t *testing.T) {
+	k := newFakeKernel()
+	c := openFake(t, k)
+	k.swallow[ipvs.CmdDelDaemon] = true
+	if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDaemon, Daemon: &ipvs.Daemon{State: ipvs.DaemonBackup, Interface: "lo"}}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Exec(ipvs.Request{Cmd: ipvs.CmdDelDaemon, Daemon: &ipvs.Daemon{State: ipvs.DaemonBackup}})
+	if !errors.Is(err, ipvs.ErrNoAnswer) || !errors.Is(err, unix.EINTR) {
+		t.Fatalf("got %v, want ErrNoAnswer and EINTR", err)
+	}
+	// The connection stays usable.
+	if d, err := c.Daemons(); err != nil || len(d) != 0 {
+		t.Errorf("Daemons: %+v, %v", d, err)
+	}
+}
+
+func TestSwallowedAnswerInAPipeline(t *testing.T) {
+	k := newFakeKernel()
+	c := openFake(t, k)
+	k.swallow[ipvs.CmdZero] = true
+	p := c.Pipeline(8)
+	var got []error
+	done := func(err error) { got = append(got, err) }
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+	reqs := []ipvs.Request{
+		{Cmd: ipvs.CmdNewService, Service: &s},
+		{Cmd: ipvs.CmdZero},
+		{Cmd: ipvs.CmdNewService, Service: &s},
+		{Cmd: ipvs.CmdDelService, Service: &s},
+	}
+	for _, r := range reqs {
+		if err := p.Submit(r, done); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || got[0] != nil || !errors.Is(got[1], ipvs.ErrNoAnswer) || !errors.Is(got[2], unix.EEXIST) || got[3] != nil {
+		t.Errorf("answers: %v", got)
+	}
+}
+
+func TestPipelineTransportFailureAnswersEveryRequest(t *testing.T) {
+	k := newFakeKernel()
+	c := openFake(t, k)
+	k.enobufs = 5
+	p := c.Pipeline(100)
+	var got []error
+	var submitErr error
+	for i := range 50 {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), Port: 80, Scheduler: "rr"}
+		if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, func(err error) { got = append(got, err) }); err != nil {
+			submitErr = err
+			break
+		}
+	}
+	err := p.Flush()
+	if submitErr != nil {
+		t.Fatalf("Submit failed before anything was sent: %v", submitErr)
+	}
+	if !errors.Is(err, unix.ENOBUFS) {
+		t.Fatalf("Flush: got %v, want ENOBUFS", err)
+	}
+	if len(got) != 50 {
+		t.Fatalf("%d answers for 50 requests", len(got))
+	}
+	for i, e := range got {
+		if !errors.Is(e, unix.ENOBUFS) {
+			t.Errorf("answer %d: %v, want ENOBUFS", i, e)
+		}
+	}
+	if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdFlush}, nil); !errors.Is(err, unix.ENOBUFS) {
+		t.Errorf("Submit on a failed pipeline: %v", err)
+	}
+}
+
+// TestPipelineBatchesAndBoundsTheWindow checks the system-call economy a
+// restore depends on: one datagram per window of requests, never more
+// than window unanswered.
+func TestPipelineBatchesAndBoundsTheWindow(t *testing.T) {
+	sends := 0
+	var maxOutstanding int
+	spy := &spyKernel{fakeKernel: newFakeKernel(), onSend: func(outstanding int) {
+		sends++
+		maxOutstanding = max(maxOutstanding, outstanding)
+	}}
+	c2, err := ipvs.OpenTransportForTest(spy, testPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sends, maxOutstanding = 0, 0
+	p := c2.Pipeline(32)
+	for i := range 320 {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), Port: 53, Scheduler: "rr"}
+		if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if sends != 10 || maxOutstanding > 32 {
+		t.Errorf("%d datagrams (want 10), at most %d unanswered (want <= 32)", sends, maxOutstanding)
+	}
+	svcs, err := c2.Services()
+	if err != nil || len(svcs) != 320 {
+		t.Errorf("Services: %d, %v", len(svcs), err)
+	}
+}
+
+type spyKernel struct {
+	*fakeKernel
+	onSend func(outstanding int)
+}
+
+func (s *spyKernel) Send(b []byte) error {
+	err := s.fakeKernel.Send(b)
+	s.onSend(len(s.queue)) // one queued acknowledgement per unanswered request
+	return err
+}
+
+func TestDecodePrefersStats64(t *testing.T) {
+	k := newFakeKernel()
+	c := openFake(t, k)
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80, Scheduler: "wlc", Netmask: 0xffffffff}
+	d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("10.0.0.2"), Port: 80, FwdMethod: ipvs.FwdRoute, Weight: 1}
+	if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}); err != nil {
+		t.Fatal(err)
+	}
+	big := ipvs.Stats{Conns: 1<<32 + 5, InPkts: 1 << 40, OutPkts: 7, InBytes: 1 << 50, OutBytes: 9, CPS: 1<<33 + 1, InPPS: 2, OutPPS: 3, InBPS: 1 << 35, OutBPS: 4}
+	if err := k.fake.SetServiceStats(s, big); err != nil {
+		t.Fatal(err)
+	}
+	d.ActiveConns, d.InactConns, d.PersistConns, d.Stats = 1, 2, 3, big
+	if err := k.fake.SetDestinationCounters(s, d); err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := c.Services()
+	if err != nil || len(svcs) != 1 || svcs[0].Stats != big {
+		t.Errorf("service stats: %+v, %v; want %+v", svcs, err, big)
+	}
+	dests, err := c.Destinations(s)
+	if err != nil || !slices.Equal(dests, []ipvs.Destination{d}) {
+		t.Errorf("destinations: %+v, %v; want %+v", dests, err, d)
+	}
+}

@@ -1,0 +1,180 @@
+//go:build amd64 || arm64 || 386 || arm || riscv64 || loong64 || ppc64le || mips64le || mipsle
+
+package ipvs
+
+// Exact bytes of requests, written out by hand from the format ipvsadm
+// 1.31 sends (spec §12.1): attribute order, NLA_F_NESTED nests, ports and
+// the IPv4 netmask in network order, everything else in host order (these
+// expectations are for little-endian hosts).
+
+import (
+	"encoding/hex"
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		b.WriteString(strings.Join(strings.Fields(line), ""))
+	}
+	out, err := hex.DecodeString(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func encode(req Request) []byte {
+	var m builder
+	m.request(0x1c, nlmFRequest|nlmFAck, 7, &req)
+	return m.b
+}
+
+func checkBytes(t *testing.T, got, want []byte) {
+	t.Helper()
+	if string(got) != string(want) {
+		t.Errorf("bytes differ:\n got  %x\n want %x", got, want)
+	}
+}
+
+func TestEncodeNewService(t *testing.T) {
+	s := Service{Family: AFInet, Protocol: ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80,
+		Scheduler: "wlc", Flags: FlagPersistent, Timeout: 360, Netmask: 0xffffff00}
+	want := unhex(t, `
+		68000000 1c00 0500 07000000 00000000  # nlmsghdr: 104 bytes, family 0x1c, REQUEST|ACK, seq 7
+		01 01 0000                            # genl: NEW_SERVICE, version 1
+		5400 0180                             # SERVICE nest (NLA_F_NESTED), 84 bytes
+		0600 0100 0200 0000                   # AF 2
+		0600 0200 0600 0000                   # PROTOCOL 6
+		1400 0300 0a000001 000000000000000000000000 # ADDR: IPv4 in the first 4 of 16 bytes
+		0600 0400 0050 0000                   # PORT 80, network order
+		0800 0600 776c6300                    # SCHED_NAME "wlc\0"
+		0c00 0700 01000000 ffffffff           # FLAGS {flags, mask all ones}
+		0800 0800 68010000                    # TIMEOUT 360
+		0800 0900 ffffff00                    # NETMASK 255.255.255.0 as address bytes
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdNewService, Service: &s}), want)
+}
+
+func TestEncodeFwmarkV6ServiceWithPE(t *testing.T) {
+	s := Service{Family: AFInet6, FWMark: 0x01020304, Protocol: ProtoUDP, Addr: netip.MustParseAddr("::1"), Port: 9,
+		Scheduler: "sh", PEName: "sip", Flags: FlagSched1, Netmask: 64}
+	want := unhex(t, `
+		54000000 1c00 0500 07000000 00000000
+		02 01 0000                            # SET_SERVICE
+		4000 0180
+		0600 0100 0a00 0000                   # AF 10
+		0800 0500 04030201                    # FWMARK only: no protocol, address or port
+		0700 0600 736800 00                   # SCHED_NAME "sh\0", padded
+		0800 0b00 73697000                    # PE_NAME "sip\0"
+		0c00 0700 08000000 ffffffff
+		0800 0800 00000000
+		0800 0900 40000000                    # NETMASK: an IPv6 prefix length, host order
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdSetService, Service: &s}), want)
+}
+
+func TestEncodeNewDest(t *testing.T) {
+	s := Service{Family: AFInet, FWMark: 5, Scheduler: "", Netmask: 0xffffffff}
+	d := Destination{Family: AFInet6, Addr: netip.MustParseAddr("2001:db8::1"), Port: 8080, FwdMethod: FwdTunnel,
+		Weight: 2147483647, TunType: TunGUE, TunPort: 6080, TunFlags: TunFlagCsum, UThreshold: 10, LThreshold: 2}
+	want := unhex(t, `
+		ac000000 1c00 0500 07000000 00000000
+		05 01 0000                            # NEW_DEST
+		3800 0180                             # SERVICE nest
+		0600 0100 0200 0000
+		0800 0500 05000000
+		0500 0600 00 000000                   # SCHED_NAME "" (ipvsadm sends it empty)
+		0c00 0700 00000000 ffffffff
+		0800 0800 00000000
+		0800 0900 ffffffff
+		6000 0280                             # DEST nest, 96 bytes
+		0600 0b00 0a00 0000                   # ADDR_FAMILY 10 first
+		1400 0100 20010db8000000000000000000000001
+		0600 0200 1f90 0000                   # PORT 8080, network order
+		0800 0300 02000000                    # FWD_METHOD tunnel
+		0800 0400 ffffff7f                    # WEIGHT
+		0500 0d00 01 000000                   # TUN_TYPE gue
+		0600 0e00 17c0 0000                   # TUN_PORT 6080, network order
+		0600 0f00 0100 0000                   # TUN_FLAGS csum
+		0800 0500 0a000000                    # U_THRESH
+		0800 0600 02000000                    # L_THRESH
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdNewDest, Service: &s, Dest: &d}), want)
+}
+
+func TestEncodeDaemons(t *testing.T) {
+	start := Daemon{State: DaemonBackup, Interface: "eth0", SyncID: 9, MaxLen: 1400, Group: netip.MustParseAddr("239.1.2.3"), Port: 8849, TTL: 2}
+	want := unhex(t, `
+		54000000 1c00 0500 07000000 00000000
+		09 01 0000                            # NEW_DAEMON
+		4000 0380
+		0800 0100 02000000                    # STATE backup
+		0900 0200 65746830 00 000000          # MCAST_IFN "eth0\0"
+		0800 0300 09000000                    # SYNC_ID
+		0600 0400 7805 0000                   # SYNC_MAXLEN 1400
+		0600 0700 9122 0000                   # MCAST_PORT 8849, host order
+		0500 0800 02 000000                   # MCAST_TTL
+		0800 0500 ef010203                    # MCAST_GROUP as address bytes
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdNewDaemon, Daemon: &start}), want)
+
+	bare := Daemon{State: DaemonMaster, Interface: "lo"}
+	want = unhex(t, `
+		30000000 1c00 0500 07000000 00000000
+		09 01 0000
+		1c00 0380
+		0800 0100 01000000
+		0700 0200 6c6f00 00                   # unset options are not sent
+		0800 0300 00000000
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdNewDaemon, Daemon: &bare}), want)
+
+	stop := Daemon{State: DaemonMaster, SyncID: 3, MaxLen: 1, TTL: 1, Port: 1, Group: netip.MustParseAddr("224.0.0.1")}
+	want = unhex(t, `
+		30000000 1c00 0500 07000000 00000000
+		0a 01 0000                            # DEL_DAEMON: state, empty interface, sync id only
+		1c00 0380
+		0800 0100 01000000
+		0500 0200 00 000000
+		0800 0300 03000000
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdDelDaemon, Daemon: &stop}), want)
+}
+
+func TestEncodeConfigZeroFlush(t *testing.T) {
+	want := unhex(t, `
+		2c000000 1c00 0500 07000000 00000000
+		0c 01 0000                            # SET_CONFIG: all three, always
+		0800 0400 0a000000
+		0800 0500 00000000
+		0800 0600 14000000
+	`)
+	checkBytes(t, encode(Request{Cmd: CmdSetConfig, Timeouts: &Timeouts{TCP: 10, UDP: 20}}), want)
+	checkBytes(t, encode(Request{Cmd: CmdZero}), unhex(t, `14000000 1c00 0500 07000000 00000000 10 01 0000`))
+	checkBytes(t, encode(Request{Cmd: CmdFlush}), unhex(t, `14000000 1c00 0500 07000000 00000000 11 01 0000`))
+}
+
+func TestEncodeGetDestNamesTheServiceOnly(t *testing.T) {
+	s := Service{Family: AFInet, Protocol: ProtoUDP, Addr: netip.MustParseAddr("192.0.2.1"), Port: 53, Scheduler: "rr", Flags: 1, Timeout: 9, Netmask: 1}
+	var m builder
+	m.begin(0x1c, nlmFRequest|nlmFAck|nlmFDump, 7, uint8(CmdGetDest), 1)
+	n := m.nest(cmdAttrService)
+	m.serviceIdentity(&s)
+	m.endNest(n)
+	m.end()
+	want := unhex(t, `
+		44000000 1c00 0503 07000000 00000000  # REQUEST|ACK|DUMP
+		08 01 0000
+		3000 0180
+		0600 0100 0200 0000
+		0600 0200 1100 0000
+		1400 0300 c0000201 000000000000000000000000
+		0600 0400 0035 0000
+	`)
+	checkBytes(t, m.b, want)
+}
