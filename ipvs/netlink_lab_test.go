@@ -429,7 +429,7 @@ func TestFakeMatchesKernelStepByStep(t *testing.T) {
 		case k < 19:
 			r = ipvs.Request{Cmd: ipvs.CmdSetConfig, Timeouts: &ipvs.Timeouts{TCP: uint32(rng.IntN(3)), UDP: uint32(rng.IntN(2) * 9000000)}}
 		default:
-			if rng.IntN(10) == 0 {
+			if rng.IntN(50) == 0 {
 				r = ipvs.Request{Cmd: ipvs.CmdFlush}
 			} else {
 				r = ipvs.Request{Cmd: ipvs.CmdZero}
