@@ -95,7 +95,7 @@ func bashCompleter(withBashCompletion bool) completer {
 		if withBashCompletion {
 			lib = hosttool.RequireFile(t, "/usr/share/bash-completion/bash_completion", "bash-completion")
 		}
-		cmd := exec.Command("bash", "--norc", "--noprofile", "testdata/complete.bash", lib, "bash/ipvsadm")
+		cmd := exec.Command("bash", "--norc", "--noprofile", "testdata/complete.bash", lib, "bash")
 		cmd.Env = append(os.Environ(), "PATH="+fakeIpvsadmPath(t))
 		cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 		var stdout, stderr bytes.Buffer
@@ -117,8 +117,7 @@ func zshCompleter(t *testing.T, lines []string) [][]string {
 func fishCompleter(t *testing.T, lines []string) [][]string {
 	t.Helper()
 	hosttool.Require(t, "fish", "fish")
-	out := run(t, fakeIpvsadmPath(t), "fish", append([]string{"-N", "-c",
-		"source fish/ipvsadm-save.fish; source fish/ipvsadm-restore.fish; source testdata/complete.fish fish/ipvsadm.fish $argv", "--"}, lines...)...)
+	out := run(t, fakeIpvsadmPath(t), "fish", append([]string{"-N", "testdata/complete.fish", "fish"}, lines...)...)
 	return splitResults(t, out, len(lines))
 }
 

@@ -1,12 +1,14 @@
 # Drives a bash completion function the way readline does, for the tests.
-# usage: bash complete.bash BASH_COMPLETION_OR_EMPTY SCRIPT < lines
+# usage: bash complete.bash BASH_COMPLETION_OR_EMPTY SCRIPT_DIR < lines
 # For each input line (the command line up to the cursor) it sets COMP_LINE,
 # COMP_POINT, COMP_WORDS and COMP_CWORD as bash would (COMP_WORDBREAKS
 # characters ':' and '=' become words of their own), calls the function
 # registered for the command and prints COMPREPLY, one candidate a line,
 # followed by a line "<<END>>".
 [[ -n $1 ]] && source "$1"
-source "$2"
+for script in "$2"/*; do
+    source "$script"
+done
 while IFS= read -r COMP_LINE; do
     COMP_POINT=${#COMP_LINE}
     COMP_WORDS=()

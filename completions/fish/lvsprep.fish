@@ -1,0 +1,79 @@
+# fish completion for lvsprep (lvskit)
+#
+# lvsprep <command> [flags]: the commands are director {nat,fullnat,dr,tun},
+# realserver (or rs) {dr,tun,nat}, check followed by one of those, and
+# status. The global flags may appear anywhere.
+
+# Prints the command words typed so far (flag values skipped, rs spelled
+# realserver), separated by spaces.
+function __fish_lvsprep_path
+    set -l tokens (commandline -opc)
+    set -l path
+    set -l skip 0
+    for t in $tokens[2..-1]
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --state-dir --vip --dev --rs-net --out-dev --snat --proto --port --gateway
+                set skip 1
+            case '-*'
+            case rs
+                set -a path realserver
+            case '*'
+                set -a path $t
+        end
+    end
+    echo $path
+end
+
+# True when the command words typed so far are exactly the arguments.
+function __fish_lvsprep_path_is
+    test "$(__fish_lvsprep_path)" = "$argv"
+end
+
+# True when the profile (the command without "check") is one of the arguments.
+function __fish_lvsprep_profile_is
+    set -l p (string replace -r -- '^check ' '' (__fish_lvsprep_path))
+    contains -- "$p" $argv
+end
+
+complete -c lvsprep -f
+
+# Global flags.
+complete -c lvsprep -s h -l help -d 'Show context-sensitive help'
+complete -c lvsprep -s n -l dry-run -d 'Print the equivalent commands instead of changing anything'
+complete -c lvsprep -l undo -d 'Restore what the profile changed, from its state file'
+complete -c lvsprep -l state-dir -x -a '(__fish_complete_directories)' -d 'Where applied profiles record what they changed'
+complete -c lvsprep -l version -d 'Print the version and exit'
+
+# Commands.
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a director -d 'Prepare a director (the host running IPVS)'
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a realserver -d 'Prepare a real server behind a director'
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a rs -d 'Prepare a real server (short for realserver)'
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a check -d 'Tell what is missing or wrong for a profile'
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a status -d 'List the profiles applied on this host'
+complete -c lvsprep -n '__fish_lvsprep_path_is check' -a 'director realserver rs' -d 'Profile to check'
+for p in director 'check director'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a nat -d 'VS/NAT director'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a fullnat -d 'Full-NAT director'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a dr -d 'VS/DR director'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a tun -d 'VS/TUN director'
+end
+for p in realserver 'check realserver'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a dr -d 'VS/DR real server'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a tun -d 'VS/TUN real server'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a nat -d 'VS/NAT real server'
+end
+
+# Flags of the profiles.
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'realserver dr' 'realserver tun'" -l vip -x -d 'Virtual IP'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'realserver dr' 'realserver tun' 'realserver nat'" -l dev -x -a '(__fish_print_interfaces)' -d Interface
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l rs-net -x -d "Real servers' subnet, masqueraded"
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l out-dev -x -a '(__fish_print_interfaces)' -d 'Masquerade only traffic leaving through this interface'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l ftp -d 'Load the IPVS FTP helper'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l snat -x -d 'Director address the real servers see as the client'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l proto -x -a 'tcp udp sctp' -d 'Protocol of --port'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l port -x -d 'Rewrite only connections to this VIP port'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'realserver nat'" -l gateway -x -d "Director's address on the real servers' network"
