@@ -44,6 +44,12 @@ check:
 	$(GO) tool staticcheck ./...
 	$(GO) tool staticcheck -tags lab ./...
 
+## demo: boot the lab and build the LVS paper's VS/NAT example with our
+## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
+## the weights, ipvsadm -Ln --stats and one request's addresses (e2e TestDemo)
+demo: build labrun
+	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
+
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
 lab-run: build labrun

@@ -1,0 +1,145 @@
+//go:build lab
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo is what make demo shows a newcomer: the VS/NAT example from the
+// LVS paper (VIP 202.103.106.5; port 80 to 172.16.0.2:80 with weight 1 and
+// 172.16.0.3:8000 with weight 2; port 21 to 172.16.0.3:21), built with our
+// lvsprep and ipvsadm on a real kernel, with real requests. It prints as it
+// goes and asserts the split, so it is a test as well.
+func TestDemo(t *testing.T) {
+	out := os.Stdout
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	indent := func(s string) {
+		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+			p("    %s", l)
+		}
+	}
+	n := seedNetwork(t, "demo")
+	// show runs one of our tools on a host and prints the command and its
+	// output, as a terminal session would.
+	show := func(host, tool string, args ...string) string {
+		var o string
+		if tool == "lvsprep" {
+			o = n.lvsprep(host, args...)
+		} else {
+			o = n.ipvsadm(host, args...)
+		}
+		p("  %s# %s %s", host, tool, strings.Join(args, " "))
+		if o != "" {
+			indent(o)
+		}
+		return o
+	}
+
+	p("")
+	p("== lvskit demo: the VS/NAT example of the LVS paper, on a real kernel ==")
+	p("")
+	p("Four hosts (network namespaces in the lab VM), two networks:")
+	p("  client   %-22s the Internet side", seedClient)
+	p("  dir      %-22s the director: VIP on eth0, %s on eth1", seedVIP+" (VIP)", seedGateway)
+	p("  rs1      %-22s real server: HTTP on :80", hostOf(seedRS1))
+	p("  rs2      %-22s real server: HTTP on :8000, FTP on :21", hostOf(seedRS2))
+	p("Each HTTP server answers with its name and the addresses it sees.")
+	p("")
+	p("1. Prepare the hosts (lvsprep; --dry-run would print these as ip/sysctl/iptables commands):")
+	show("dir", "lvsprep", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24", "--ftp")
+	show("rs1", "lvsprep", "realserver", "nat", "--gateway", seedGateway)
+	show("rs2", "lvsprep", "realserver", "nat", "--gateway", seedGateway)
+	p("")
+	p("2. The virtual services (our ipvsadm):")
+	show("dir", "ipvsadm", "-A", "-t", seedVIP80, "-s", "wrr")
+	show("dir", "ipvsadm", "-a", "-t", seedVIP80, "-r", seedRS1, "-m", "-w", "1")
+	show("dir", "ipvsadm", "-a", "-t", seedVIP80, "-r", seedRS2, "-m", "-w", "2")
+	show("dir", "ipvsadm", "-A", "-t", seedVIP+":21")
+	show("dir", "ipvsadm", "-a", "-t", seedVIP+":21", "-r", seedRS2FTP, "-m")
+	show("dir", "ipvsadm", "-Ln")
+	p("")
+
+	p("3. %d requests from the client to http://%s/, each on a new connection:", seedRequests, seedVIP)
+	start := time.Now()
+	tally := n.get("client", seedVIP80, seedRequests)
+	p("  %-6s %-16s %6s %9s %5s", "SERVER", "ADDRESS", "WEIGHT", "EXPECTED", "GOT")
+	for _, s := range []struct {
+		name, addr string
+		weight     int
+	}{{"rs1", seedRS1, 1}, {"rs2", seedRS2, 2}} {
+		p("  %-6s %-16s %6d %9d %5d", s.name, s.addr, s.weight, seedRequests*s.weight/3, tally.ByServer[s.name])
+	}
+	p("  (%d answered, %d failed, in %.1fs; every answer came from %v)", seedRequests-len(tally.Errors), len(tally.Errors), time.Since(start).Seconds(), keys(tally.Remotes))
+	checkSplit(t, tally, seedVIP80, 1, 2, seedTolerance)
+	p("")
+
+	p("4. One request, before and after the director rewrote it:")
+	k := n.keepAlive("client", seedVIP80)
+	a, err := k.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entry string
+	for _, l := range strings.Split(n.ipvsadm("dir", "-Lnc"), "\n") {
+		if strings.Contains(l, a.ClientLocal) {
+			entry = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	p("  the client sent   %s -> %s", a.ClientLocal, a.ClientRemote)
+	p("  %s received      %s -> %s", a.Server, a.ServerRemote, a.ServerLocal)
+	p("  and its reply went back through the director, rewritten to come from %s.", a.ClientRemote)
+	p("  The director's connection entry (ipvsadm -Lnc: proto expire state source virtual destination):")
+	p("    %s", entry)
+	if hostOf(a.ServerRemote) != seedClient || hostOf(a.ClientRemote) != seedVIP || !strings.Contains(entry, a.ServerLocal) {
+		t.Errorf("addresses do not show the NAT: %+v, entry %q", a, entry)
+	}
+	p("")
+
+	p("5. Port 21: a passive-mode FTP download through VS/NAT (the kernel's ip_vs_ftp helper):")
+	var ftp FTPResult
+	n.role("client", "ftpget", &ftp, seedVIP+":21")
+	okSum := ftp.SHA256 == SHA256Hex(FileContent(ftpSize))
+	p("  rs2 offered its own address; the client got: %s", ftp.PASVReply)
+	p("  %d bytes from %s, checksum %s", ftp.Size, ftp.DataAddr, map[bool]string{true: "intact", false: "WRONG"}[okSum])
+	if !okSum || ftp.Size != ftpSize {
+		t.Errorf("FTP transfer corrupted: %+v", ftp)
+	}
+	p("")
+
+	// The kernel folds its per-CPU counters into the totals every two
+	// seconds.
+	time.Sleep(2500 * time.Millisecond)
+	p("6. The director's counters:")
+	show("dir", "ipvsadm", "-Ln", "--stats")
+	p("")
+
+	p("7. Take it all down again: ipvsadm -C, and lvsprep --undo restores each host exactly:")
+	show("dir", "ipvsadm", "-C")
+	show("dir", "lvsprep", "director", "nat", "--vip", seedVIP, "--undo")
+	show("rs1", "lvsprep", "realserver", "nat", "--gateway", seedGateway, "--undo")
+	show("rs2", "lvsprep", "realserver", "nat", "--gateway", seedGateway, "--undo")
+	p("")
+	p("More: docs/lvsprep.md, the tests in %s, and make lab for the whole suite.", filepath.Base(mustGetwd(t)))
+}
+
+func keys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func mustGetwd(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
