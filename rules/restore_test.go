@@ -18,11 +18,11 @@ import (
 
 // testResolver answers names from the golden transcripts' hosts file and
 // a fixed services file, never from the host or DNS.
-func testResolver() *names.Resolver {
-	return names.NewResolverFiles(
-		filepath.Join("..", "testscripts", "golden", "hosts"),
-		filepath.Join("..", "ipvsadm", "testdata", "services"), "")
-}
+func testResolver() *names.Resolver { return sharedResolver }
+
+var sharedResolver = names.NewResolverFiles(
+	filepath.Join("..", "testscripts", "golden", "hosts"),
+	filepath.Join("..", "ipvsadm", "testdata", "services"), "")
 
 // lazyKernel is the fake kernel behind a connection that answers late:
 // its pipeline applies a request only when the answer is delivered, and
@@ -212,7 +212,7 @@ func restoreWith(t testing.TB, engine ipvsadm.RestoreEngine, input string, seed 
 	env := ipvsadm.Env{
 		Open:          func() (ipvs.Client, error) { return k, nil },
 		Resolver:      testResolver(),
-		ConnFile:      filepath.Join(t.TempDir(), "ip_vs_conn"),
+		ConnFile:      "testdata/no-ip_vs_conn", // -c is not generated
 		RestoreEngine: engine,
 	}
 	r.status = ipvsadm.Main([]string{"ipvsadm", "-R"}, strings.NewReader(input),
@@ -240,7 +240,11 @@ func compareRuns(t *testing.T, input string, want, got run) {
 // the same status and the same final tables.
 func TestPipelinedMatchesSequential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 3000 {
+	n := 5000
+	if testing.Short() {
+		n = 300
+	}
+	for i := range n {
 		input := genInput(rng)
 		seed := rng.Uint64()
 		window := []int{1, 2, 3, 8, 256}[rng.IntN(5)]

@@ -1,0 +1,220 @@
+package rules
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/ipvsadm"
+	"golang.org/x/sys/unix"
+)
+
+// scriptFilter is what Debian's ipvsadm-restore does to its input before
+// "ipvsadm -R" reads it, with the script's own commands.
+const scriptFilter = `INPUT="$(grep -v '^#')"; echo "$INPUT"`
+
+// TestFilterMatchesBashAndGrep runs the script's filtering commands with
+// the real bash and GNU grep and compares what they pass on to ipvsadm -R
+// (and what grep says on stderr) with RestoreScript's filtering.
+func TestFilterMatchesBashAndGrep(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatalf("bash is needed to check the script's behaviour: %v", err)
+	}
+	inputs := []string{
+		"",
+		"\n",
+		"\n\n\n",
+		"-A -t 1.1.1.1:80\n",
+		"-A -t 1.1.1.1:80",
+		"# comment\n-A -t 1.1.1.1:80\n# another\n",
+		"#only\n#comments",
+		"  # indented comment stays\n",
+		"\n\n-A -t 1.1.1.1:80\n\n\n-a -t 1.1.1.1:80 -r 2.2.2.2\n\n\n\n",
+		"-A -t 1.1.1.1:80\r\n#x\r\n\r\n",
+		"-n\n", "-n", "-e\n\n", "-E", "-nEe\n", "-neX\n", "-\n", "--\n", "-n -e\n", "#\n-n\n#\n",
+		"ab\x00cd\n", "#\x00\n", "a\n#\x00\n", "#a\n#\x00", "#\x00#\n",
+		"x\xff y\n-A -t 1.1.1.1:80\n", "#\xff\n",
+		"x\xed\xa0\x80\n", "x\xc0\x80\n", "x\xf4\x90\x80\x80\n", "x\xf8\x88\x80\x80\x80\n",
+		"x\xfc\x84\x80\x80\x80\x80\n", "x\xfe\n", "x\xf0\x80\x80\x80\n", "x\xe2\x82\n", "x\xe2\x82\xac\n",
+	}
+	for _, locale := range []string{"C", "C.UTF-8"} {
+		for _, in := range inputs {
+			cmd := exec.Command(bash, "-c", scriptFilter)
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=" + locale}
+			cmd.Stdin = strings.NewReader(in)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v", scriptFilter, err)
+			}
+			kept, warning := grepComments([]byte(in), utf8Locale(func(k string) string {
+				if k == "LC_ALL" {
+					return locale
+				}
+				return ""
+			}))
+			got, _ := io.ReadAll(echo(bytes.TrimRight(kept, "\n")))
+			if string(got) != stdout.String() || warning != stderr.String() {
+				t.Errorf("LC_ALL=%s, input %q: got %q, stderr %q; bash and grep give %q, stderr %q",
+					locale, in, got, warning, stdout.String(), stderr.String())
+			}
+		}
+	}
+}
+
+func TestUTF8Locale(t *testing.T) {
+	for env, want := range map[[3]string]bool{
+		{"", "", ""}:                       false,
+		{"C", "", ""}:                      false,
+		{"", "", "en_US.UTF-8"}:            true,
+		{"", "C.utf8", ""}:                 true,
+		{"C", "C.UTF-8", "en_US.UTF-8"}:    false,
+		{"de_DE.UTF-8@euro", "", ""}:       true,
+		{"", "", "de_DE.ISO-8859-1"}:       false,
+		{"", "POSIX", "en_US.UTF-8"}:       false,
+		{"", "", "en_US"}:                  false,
+		{"en_US.Utf-8", "C.ISO8859-1", ""}: true,
+	} {
+		got := utf8Locale(func(k string) string {
+			switch k {
+			case "LC_ALL":
+				return env[0]
+			case "LC_CTYPE":
+				return env[1]
+			}
+			return env[2]
+		})
+		if got != want {
+			t.Errorf("LC_ALL=%q LC_CTYPE=%q LANG=%q: UTF-8 %v, want %v", env[0], env[1], env[2], got, want)
+		}
+	}
+}
+
+func TestScriptName(t *testing.T) {
+	for arg0, want := range map[string]string{
+		"ipvsadm-save":              "ipvsadm-save",
+		"/usr/sbin/ipvsadm-save":    "ipvsadm-save",
+		"./save/":                   "save",
+		"/":                         "/",
+		"//":                        "/",
+		"/opt/lvskit/bin/my-save//": "my-save",
+	} {
+		if got := scriptName(arg0); got != want {
+			t.Errorf("scriptName(%q) = %q, want %q", arg0, got, want)
+		}
+	}
+}
+
+// scriptRun is one wrapper run on a fake kernel.
+type scriptRun struct {
+	stdout, stderr string
+	status         int
+}
+
+// fakeEnv is the environment of an ipvsadm process on the fake kernel f,
+// whose connection answers late.
+func fakeEnv(t testing.TB, f *ipvstest.Fake) ipvsadm.Env {
+	return ipvsadm.Env{
+		Open: func() (ipvs.Client, error) {
+			return &lazyKernel{Fake: f, t: t, rng: rand.New(rand.NewPCG(5, 5))}, nil
+		},
+		Resolver:      testResolver(),
+		RestoreEngine: Pipelined(DefaultWindow),
+	}
+}
+
+func TestSaveScript(t *testing.T) {
+	f := ipvstest.New()
+	for _, line := range []string{"-A -t 10.0.0.1:80 -s rr", "-a -t 10.0.0.1:80 -r 192.168.10.1:80 -m -w 2"} {
+		var errb strings.Builder
+		if st := ipvsadm.Main(append([]string{"ipvsadm"}, strings.Fields(line)...), nil, io.Discard, &errb, fakeEnv(t, f)); st != 0 {
+			t.Fatalf("%s: status %d %s", line, st, errb.String())
+		}
+	}
+	numeric := "-A -t 10.0.0.1:80 -s rr\n-a -t 10.0.0.1:80 -r 192.168.10.1:80 -m -w 2\n"
+	names := "-A -t vip1.example.com:http -s rr\n-a -t vip1.example.com:http -r rs1.example.com:http -m -w 2\n"
+	usage := ": Script to save the IPVS table to stdout.\n   With the -n option, prints out the table in numeric format.\n"
+	tests := []struct {
+		args []string
+		want scriptRun
+	}{
+		{[]string{"ipvsadm-save"}, scriptRun{names, "", 0}},
+		{[]string{"ipvsadm-save", "-n"}, scriptRun{numeric, "", 0}},
+		{[]string{"ipvsadm-save", "foo", "-n", "bar"}, scriptRun{numeric, "", 0}},
+		{[]string{"ipvsadm-save", "-n", "-n"}, scriptRun{numeric, "", 0}},
+		{[]string{"/usr/sbin/ipvsadm-save", "-n", "-x"}, scriptRun{"", "ipvsadm-save" + usage, 1}},
+		{[]string{"save", "--numeric"}, scriptRun{"", "save" + usage, 1}},
+		{[]string{"ipvsadm-save", "-"}, scriptRun{"", "ipvsadm-save" + usage, 1}},
+		{[]string{"ipvsadm-save", "-S"}, scriptRun{"", "ipvsadm-save" + usage, 1}},
+	}
+	for _, tc := range tests {
+		var out, errb strings.Builder
+		st := SaveScript(tc.args, &out, &errb, fakeEnv(t, f))
+		got := scriptRun{out.String(), errb.String(), st}
+		if got != tc.want {
+			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestSaveScriptInitError(t *testing.T) {
+	env := ipvsadm.Env{Open: func() (ipvs.Client, error) {
+		return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.EPERM}
+	}}
+	var out, errb strings.Builder
+	st := SaveScript([]string{"ipvsadm-save", "-n"}, &out, &errb, env)
+	want := "Can't initialize ipvs: Permission denied (you must be root)\nAre you sure that IP Virtual Server is built in the kernel or as module?\n"
+	if st != 2 || out.String() != "" || errb.String() != want {
+		t.Errorf("status %d, stdout %q, stderr %q; want 2, \"\", %q", st, out.String(), errb.String(), want)
+	}
+}
+
+func TestRestoreScript(t *testing.T) {
+	tests := []struct {
+		name, input string
+		want        scriptRun
+		save        string
+	}{
+		{"empty input flushes", "", scriptRun{"", "", 0}, ""},
+		{"comments dropped", "# ipvsadm.rules\n-A -t 10.0.0.2:80 -s rr\n#-a x\n-a -t 10.0.0.2:80 -r 192.168.0.1:80 -m\n",
+			scriptRun{"", "", 0}, "-A -t 10.0.0.2:80 -s rr\n-a -t 10.0.0.2:80 -r 192.168.0.1:80 -m -w 1\n"},
+		{"indented comment breaks the restore", "-A -t 10.0.0.2:80\n  # x\n-A -t 10.0.0.3:80\n",
+			scriptRun{"", "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n", 255}, "-A -t 10.0.0.2:80 -s wlc\n"},
+		{"trailing white space is kept by the final newline", "-A -t 10.0.0.2:80  ",
+			scriptRun{"", "", 0}, "-A -t 10.0.0.2:80 -s wlc\n"},
+		{"kernel error last", "-A -t 10.0.0.2:80\n-A -t 10.0.0.2:80\n\n\n",
+			scriptRun{"", "Service already exists\n", 255}, "-A -t 10.0.0.2:80 -s wlc\n"},
+		{"echo option", "-n\n", scriptRun{"", "", 0}, ""},
+		{"listing", "-A -t 10.0.0.2:80\n-S -n\n", scriptRun{"-A -t 10.0.0.2:80 -s wlc\n", "", 0}, "-A -t 10.0.0.2:80 -s wlc\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := ipvstest.New()
+			// A table to be flushed first.
+			if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &ipvs.Service{
+				Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.9.9.9"), Port: 1,
+				Scheduler: "wlc", Netmask: 0xffffffff}}); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb strings.Builder
+			st := RestoreScript([]string{"ipvsadm-restore", "-x"}, strings.NewReader(tc.input), &out, &errb, fakeEnv(t, f), func(string) string { return "" })
+			got := scriptRun{out.String(), errb.String(), st}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			var save strings.Builder
+			if st := SaveScript([]string{"ipvsadm-save", "-n"}, &save, io.Discard, fakeEnv(t, f)); st != 0 || save.String() != tc.save {
+				t.Errorf("table afterwards:\n%s(status %d), want\n%s", save.String(), st, tc.save)
+			}
+		})
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
