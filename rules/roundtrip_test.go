@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -13,7 +12,6 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/ipvsadm"
-	"github.com/lvskit/lvskit/ipvsadm/list"
 )
 
 // The round trip: restore(save(table)) reproduces the table, for tables
@@ -450,8 +448,3 @@ func mustExec(t testing.TB, f *ipvstest.Fake, req ipvs.Request) {
 		t.Fatalf("%v: %v", req.Cmd, err)
 	}
 }
-
-var (
-	_ = io.Discard
-	_ = list.Options{}
-)
