@@ -14,10 +14,9 @@ import (
 )
 
 // serviceRun runs ipvsadm-service with a fake ipvsadm that logs its
-// arguments (one call per line) and answers -S -n with a fixed table; exit
-// statuses can be forced per command with FAIL_<letter>.
+// arguments (one call per line), keeps what -R reads, answers -S -n with a
+// fixed table, and exits 2 for the one argument list given in fail.
 type serviceRun struct {
-	dir    string
 	config string // contents of /etc/default/ipvsadm, "" for no file
 	rules  string // contents of /etc/ipvsadm.rules, "" for no file
 	fail   string // ipvsadm arguments (joined with spaces) that fail
