@@ -139,6 +139,10 @@ func overlayWorkTree(top, dir string) error {
 	return nil
 }
 
+// cleanMakeEnv keeps an outer make (make test runs go test) from passing
+// its flags and jobserver to the make the tests run in the clone.
+var cleanMakeEnv = []string{"MAKEFLAGS=", "MFLAGS=", "MAKELEVEL="}
+
 var (
 	debOnce sync.Once
 	debFile string
@@ -153,7 +157,7 @@ func builtDeb(t *testing.T) string {
 		makeMu.Lock()
 		defer makeMu.Unlock()
 		dist := filepath.Join(shared, "dist")
-		if _, debErr = command(clone, nil, "make", "deb", "DEB_DISTDIR="+dist); debErr != nil {
+		if _, debErr = command(clone, cleanMakeEnv, "make", "deb", "DEB_DISTDIR="+dist); debErr != nil {
 			return
 		}
 		debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))

@@ -17,7 +17,7 @@ func makeInstall(t *testing.T, prefix string) string {
 	dest := t.TempDir()
 	makeMu.Lock()
 	defer makeMu.Unlock()
-	if _, err := command(clone, nil, "make", "install", "DESTDIR="+dest, "PREFIX="+prefix); err != nil {
+	if _, err := command(clone, cleanMakeEnv, "make", "install", "DESTDIR="+dest, "PREFIX="+prefix); err != nil {
 		t.Fatal(err)
 	}
 	return dest
