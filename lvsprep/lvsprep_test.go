@@ -275,7 +275,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	out := th.mustRun("--dry-run", "director", "nat", "--vip", "202.103.106.5/24", "--dev", "eth1", "--rs-net", "172.16.0.0/24")
 	want := "# director nat --vip 202.103.106.5/24 --dev eth1 --rs-net 172.16.0.0/24 (dry run: nothing is changed)\n" +
 		"sysctl -w net.ipv4.ip_forward=1\n" +
-		"ip address add 202.103.106.5/24 dev eth1\n" +
+		"ip address add 202.103.106.5/24 brd + dev eth1\n" +
 		"iptables -t nat -A POSTROUTING -s 172.16.0.0/24 ! -d 172.16.0.0/24 -j MASQUERADE\n"
 	if out != want {
 		t.Errorf("dry run printed:\n%s\nwant:\n%s", out, want)

@@ -401,7 +401,11 @@ func applyCommands(s Step, priorRoutes []netfilter.Route) []string {
 	case kindLinkUp:
 		return []string{"ip link set dev " + s.Dev + " up"}
 	case kindAddr:
-		c := "ip address add " + s.Addr.String() + " dev " + s.Dev
+		c := "ip address add " + s.Addr.String()
+		if s.Addr.Addr().Is4() && s.Addr.Bits() < 31 {
+			c += " brd +" // netlink.AddrAdd sets the broadcast address too
+		}
+		c += " dev " + s.Dev
 		if s.Addr.Addr().Is6() {
 			c += " nodad"
 		}

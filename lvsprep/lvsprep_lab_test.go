@@ -1,0 +1,190 @@
+//go:build lab
+
+package lvsprep
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/lvskit/lvskit/lab/labtest"
+)
+
+// These tests run the lvsprep binary against the lab's real kernel, each in
+// a fresh network namespace, for what the e2e tests do not reach: rollback
+// of real changes, refusals, routes with attributes, and --dry-run's
+// commands doing what lvsprep does.
+
+var lvsprepBin = labtest.Ours("lvsprep")
+
+// hostState is what the tests compare: addresses, routes, the nat table and
+// the sysctls lvsprep touches, in the calling thread's namespace.
+func hostState(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"-o", "-4", "address", "show"}, {"route", "show"}} {
+		r := labtest.Run(t, "", "/usr/bin/ip", args...)
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			l, _, _ = strings.Cut(l, "valid_lft")
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString(labtest.Run(t, "", "/usr/sbin/iptables", "-t", "nat", "-S").Stdout)
+	for _, pat := range []string{"ipv4/ip_forward", "ipv4/conf/*/arp_ignore", "ipv4/conf/*/arp_announce"} {
+		files, _ := filepath.Glob("/proc/sys/net/" + pat)
+		for _, f := range files {
+			v, _ := os.ReadFile(f)
+			b.WriteString(f + "=" + string(v))
+		}
+	}
+	return b.String()
+}
+
+func sh(t *testing.T, script string) {
+	t.Helper()
+	if r := labtest.Sh(t, script); r.Code != 0 {
+		t.Fatalf("%s: exit %d: %s%s", script, r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+func TestLabFailureMidwayRollsBackRealChanges(t *testing.T) {
+	labtest.Netns(t)
+	sh(t, "ip link add eth0 type dummy && ip link set eth0 up")
+	before := hostState(t)
+	dir := t.TempDir()
+	// Without iptables on PATH the last step (the masquerading rule) fails
+	// after forwarding and the VIP were changed for real.
+	cmd := []string{"env", "PATH=/nonexistent", lvsprepBin, "--state-dir", dir,
+		"director", "nat", "--vip", "192.0.2.5/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24"}
+	r := labtest.Run(t, "", "/usr/bin/env", cmd[1:]...)
+	if r.Code != 1 || !strings.Contains(r.Stderr, "iptables") || !strings.Contains(r.Stderr, "rolled back: nothing changed") {
+		t.Errorf("exit %d, stderr %q; want 1 and an explanation", r.Code, r.Stderr)
+	}
+	for _, w := range []string{"changed   sysctl -w net.ipv4.ip_forward=1", "reverted  ip address del 192.0.2.5/24 dev eth0", "reverted  sysctl -w net.ipv4.ip_forward=0"} {
+		if !strings.Contains(r.Stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, r.Stdout)
+		}
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("rollback left a trace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("state left after rollback: %v", ents)
+	}
+}
+
+func TestLabRefusalsChangeNothing(t *testing.T) {
+	labtest.Netns(t)
+	sh(t, "ip link add eth0 type dummy && ip link set eth0 up")
+	before := hostState(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		uid    uint32
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"not root", 65534, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "must run as root"},
+		{"unknown interface", 0, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth9"}, 1, `no network interface "eth9"`},
+		{"bad address", 0, []string{"realserver", "dr", "--vip", "10.0.0.256", "--dev", "eth0"}, 2, "not an IP address"},
+		{"snat not local", 0, []string{"director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth0", "--snat", "10.9.9.9"}, 1, "not an address of this host"},
+	} {
+		cmd := labtestCommand(t, tc.uid, append([]string{"--state-dir", dir}, tc.args...))
+		if cmd.Code != tc.code || !strings.Contains(cmd.Stderr, tc.stderr) {
+			t.Errorf("%s: exit %d, stderr %q; want %d and %q", tc.name, cmd.Code, cmd.Stderr, tc.code, tc.stderr)
+		}
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("a refused command changed the host:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// labtestCommand runs lvsprep as uid (0 through labtest.Run).
+func labtestCommand(t *testing.T, uid uint32, args []string) labtest.Result {
+	t.Helper()
+	if uid == 0 {
+		return labtest.Run(t, "", lvsprepBin, args...)
+	}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(lvsprepBin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		t.Fatal(err)
+	}
+	return labtest.Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+}
+
+func TestLabRealServerNATRestoresRoutesWithTheirAttributes(t *testing.T) {
+	labtest.Netns(t)
+	sh(t, `ip link add eth0 type dummy && ip link set eth0 up && ip address add 192.0.2.2/24 dev eth0
+ip link add eth1 type dummy && ip link set eth1 up && ip address add 198.51.100.2/24 dev eth1
+ip route add default via 192.0.2.1 dev eth0 metric 100 proto dhcp src 192.0.2.2
+ip route add default via 198.51.100.1 dev eth1 metric 200 proto static`)
+	before := hostState(t)
+	dir := t.TempDir()
+	out := labtest.Run(t, "", lvsprepBin, "--state-dir", dir, "realserver", "nat", "--gateway", "192.0.2.254", "--dev", "eth0")
+	if out.Code != 0 {
+		t.Fatalf("apply: %+v", out)
+	}
+	routes := labtest.Run(t, "", "/usr/bin/ip", "route", "show", "default").Stdout
+	if strings.TrimSpace(routes) != "default via 192.0.2.254 dev eth0" {
+		t.Errorf("default routes after apply:\n%s\nwant only the one via 192.0.2.254", routes)
+	}
+	if r := labtest.Run(t, "", lvsprepBin, "--state-dir", dir, "check", "realserver", "nat", "--gateway", "192.0.2.254", "--dev", "eth0"); r.Code != 0 {
+		t.Errorf("check after apply: exit %d\n%s", r.Code, r.Stdout)
+	}
+	if r := labtest.Run(t, "", lvsprepBin, "--state-dir", dir, "realserver", "nat", "--gateway", "192.0.2.254", "--undo"); r.Code != 0 {
+		t.Fatalf("undo: %+v", r)
+	}
+	if after := hostState(t); after != before {
+		t.Errorf("undo did not restore the routes exactly:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestLabDryRunCommandsDoWhatLvsprepDoes applies two profiles in one
+// namespace with lvsprep and in another by running the commands --dry-run
+// printed, and compares the hosts.
+func TestLabDryRunCommandsDoWhatLvsprepDoes(t *testing.T) {
+	profiles := [][]string{
+		{"director", "nat", "--vip", "192.0.2.5/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24"},
+		{"realserver", "dr", "--vip", "192.0.2.6", "--dev", "eth0"},
+	}
+	setup := "ip link add eth0 type dummy && ip link set eth0 up"
+	var byTool, byCommands string
+	t.Run("lvsprep", func(t *testing.T) {
+		labtest.Netns(t)
+		sh(t, setup)
+		dir := t.TempDir()
+		for _, args := range profiles {
+			if r := labtest.Run(t, "", lvsprepBin, append([]string{"--state-dir", dir}, args...)...); r.Code != 0 {
+				t.Fatalf("apply: %+v", r)
+			}
+		}
+		byTool = hostState(t)
+	})
+	t.Run("dry-run", func(t *testing.T) {
+		labtest.Netns(t)
+		sh(t, setup)
+		dir := t.TempDir()
+		for _, args := range profiles {
+			r := labtest.Run(t, "", lvsprepBin, append([]string{"--state-dir", dir, "--dry-run"}, args...)...)
+			if r.Code != 0 {
+				t.Fatalf("dry run: %+v", r)
+			}
+			sh(t, "set -e\n"+r.Stdout)
+		}
+		byCommands = hostState(t)
+	})
+	if byTool == "" || byTool != byCommands {
+		t.Errorf("lvsprep and its --dry-run commands differ:\nlvsprep:\n%s\ncommands:\n%s", byTool, byCommands)
+	}
+}
