@@ -241,17 +241,25 @@ type Request struct {
 type Client interface {
 	// Info reports the IPVS version and connection table size.
 	Info() (Info, error)
-	// Services lists every service in the kernel's dump order.
+	// Services lists every service in the kernel's dump order, which is
+	// hash order and not reproducible; callers sort.
 	Services() ([]Service, error)
 	// Service fetches the one service identified by key (ESRCH if absent).
 	Service(key Service) (Service, error)
-	// Destinations lists a service's destinations in the kernel's dump order.
+	// Destinations lists a service's destinations in the kernel's dump
+	// order (most recently added first). Only svc's identity is used. A
+	// missing service has no destinations and no error, as the kernel ends
+	// such a dump silently; ipvsadm fetches the service first for ESRCH.
 	Destinations(svc Service) ([]Destination, error)
 	// Timeouts reports the tcp, tcpfin and udp timeouts.
 	Timeouts() (Timeouts, error)
 	// Daemons lists the running sync daemons, master first.
 	Daemons() ([]Daemon, error)
-	// Exec performs one change and waits for the kernel's answer.
+	// Exec performs one change and waits for the kernel's answer. Commands
+	// that do not change anything (reads, unknown numbers) fail with EINVAL
+	// without reaching the kernel. A stop of a sync daemon whose thread had
+	// not run yet can fail with ErrNoAnswer wrapping unix.EINTR: the kernel
+	// stopped it but sent no answer (see ErrNoAnswer).
 	Exec(req Request) error
 	// Pipeline returns a way to send many changes without waiting for each
 	// answer, with at most window requests in flight.

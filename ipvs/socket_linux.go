@@ -114,23 +114,24 @@ func (s *socket) setup() error {
 	s.names = make([]unix.RawSockaddrNetlink, recvMany)
 	s.msgs = make([]unix.Mmsghdr, recvMany)
 	s.out = make([][]byte, 0, recvMany)
-	big := make([]byte, recvQuery*bigBuf)
-	small := make([]byte, (recvMany-recvQuery)*smallBuf)
-	for i := range s.bufs {
-		if i < recvQuery {
-			s.bufs[i] = big[i*bigBuf : (i+1)*bigBuf]
-		} else {
-			j := i - recvQuery
-			s.bufs[i] = small[j*smallBuf : (j+1)*smallBuf]
-		}
+	s.addBuffers(0, recvQuery, bigBuf)
+	return nil
+}
+
+// addBuffers gives slots [from, to) receive buffers of size bytes each. The
+// small ones only a pipeline needs are added on its first receive.
+func (s *socket) addBuffers(from, to, size int) {
+	mem := make([]byte, (to-from)*size)
+	for i := from; i < to; i++ {
+		j := i - from
+		s.bufs[i] = mem[j*size : (j+1)*size]
 		s.iovs[i].Base = &s.bufs[i][0]
-		s.iovs[i].SetLen(len(s.bufs[i]))
+		s.iovs[i].SetLen(size)
 		h := &s.msgs[i].Hdr
 		h.Name = (*byte)(unsafe.Pointer(&s.names[i]))
 		h.Iov = &s.iovs[i]
 		h.Iovlen = 1
 	}
-	return nil
 }
 
 func (s *socket) setTimeout(d time.Duration) error {
@@ -163,6 +164,9 @@ func (s *socket) recv(max int) ([][]byte, error) {
 	}
 	if max < 1 {
 		max = 1
+	}
+	if max > recvQuery && s.bufs[recvQuery] == nil {
+		s.addBuffers(recvQuery, recvMany, smallBuf)
 	}
 	for i := 0; i < max; i++ {
 		m := &s.msgs[i]
