@@ -109,17 +109,18 @@ func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.Service, error) {
 // them unless noSort, and calls fn. Only one service's destinations are
 // held at a time; fn must not keep the slice.
 func ForEachService(c ipvs.Client, svcs []ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
-	var tmp []ipvs.Destination
+	var spare []ipvs.Destination
+	var k keySorter
 	for i := range svcs {
 		dests, err := c.Destinations(svcs[i])
 		if err != nil {
 			return err
 		}
 		if !noSort {
-			if cap(tmp) < len(dests) {
-				tmp = make([]ipvs.Destination, len(dests))
+			if cap(spare) < len(dests) {
+				spare = make([]ipvs.Destination, len(dests))
 			}
-			mergeSort(dests, tmp[:len(dests)], CompareDestinations)
+			sortBy(&k, dests, spare[:len(dests)], destKey, compareDestKeys)
 		}
 		if err := fn(&svcs[i], dests); err != nil {
 			return err

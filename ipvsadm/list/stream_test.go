@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,11 +21,32 @@ import (
 // and report its peak RSS instead of running tests.
 const streamChildEnv = "LVSKIT_LIST_STREAM_CHILD"
 
+// peakRSSChildEnv makes the test binary run the command given in it
+// (arguments separated by \x1f) with stdout discarded and print the
+// command's peak RSS in KiB. A small fresh process has to start the
+// command: Linux carries the starting process's high-water mark into the
+// child's ru_maxrss when it execs from a vfork-style clone, as os/exec does.
+const peakRSSChildEnv = "LVSKIT_PEAK_RSS_OF"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(streamChildEnv); mode != "" {
 		os.Exit(streamChild(mode))
 	}
+	if command := os.Getenv(peakRSSChildEnv); command != "" {
+		os.Exit(peakRSSChild(strings.Split(command, "\x1f")))
+	}
 	os.Exit(m.Run())
+}
+
+func peakRSSChild(args []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	os.Stdout.WriteString(strconv.FormatInt(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, 10) + "\n")
+	return 0
 }
 
 func streamChild(mode string) int {

@@ -122,13 +122,25 @@ func appendInetNtop(b []byte, family uint16, raw [16]byte) []byte {
 }
 
 func appendDotted(b []byte, a, c, d, e byte) []byte {
-	b = strconv.AppendUint(b, uint64(a), 10)
+	b = appendOctet(b, a)
 	b = append(b, '.')
-	b = strconv.AppendUint(b, uint64(c), 10)
+	b = appendOctet(b, c)
 	b = append(b, '.')
-	b = strconv.AppendUint(b, uint64(d), 10)
+	b = appendOctet(b, d)
 	b = append(b, '.')
-	return strconv.AppendUint(b, uint64(e), 10)
+	return appendOctet(b, e)
+}
+
+// appendOctet appends a byte in decimal; addresses are most of a listing,
+// so this avoids the general conversion.
+func appendOctet(b []byte, v byte) []byte {
+	switch {
+	case v >= 100:
+		return append(b, '0'+v/100, '0'+v/10%10, '0'+v%10)
+	case v >= 10:
+		return append(b, '0'+v/10, '0'+v%10)
+	}
+	return append(b, '0'+v)
 }
 
 // appendInet6Ntop formats an IPv6 address as glibc's inet_ntop does. It
