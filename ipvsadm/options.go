@@ -152,17 +152,16 @@ type OptionSpec struct {
 	Command Command // the command this option selects, NoCommand if none
 	Option  Option  // the bit it records, NoOption if none (-6, --sort, commands)
 	Help    string  // one-line description
-	// Documented is false for options ipvsadm -h does not mention
-	// (--version, -X as a short name is covered by ShortUndocumented).
+	// Documented is true for options ipvsadm -h lists (all but --version).
 	Documented bool
 	// ShortUndocumented is true when the short letter works but -h does
 	// not show it (-X for --exact).
 	ShortUndocumented bool
 }
 
-// Options is ipvsadm's option table in popt's search order. The order
-// matters only for the two entries that could both match, which cannot
-// happen here; it is kept as in ipvsadm for clarity.
+// Options is ipvsadm 1.31's option table, in ipvsadm's order. Every long
+// name and short letter is unique, so popt's first-match search finds the
+// same entry whatever the order.
 var Options = []OptionSpec{
 	{Long: "add-service", Short: "A", Command: CmdAddService, Option: NoOption, Help: "add virtual service with options", Documented: true},
 	{Long: "edit-service", Short: "E", Command: CmdEditService, Option: NoOption, Help: "edit virtual service with options", Documented: true},

@@ -1,0 +1,49 @@
+package ipvsadm
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOptionTable(t *testing.T) {
+	longs, shorts := map[string]bool{}, map[rune]bool{}
+	bits := map[Option]bool{}
+	commands := map[Command]bool{}
+	for _, o := range Options {
+		if longs[o.Long] {
+			t.Errorf("--%s twice", o.Long)
+		}
+		longs[o.Long] = true
+		for _, c := range o.Short {
+			if shorts[c] {
+				t.Errorf("-%c twice", c)
+			}
+			shorts[c] = true
+		}
+		if (o.Command == NoCommand) == (o.Option == NoOption) && o.Long != "sort" && o.Long != "ipv6" {
+			t.Errorf("--%s: command %d, option %d", o.Long, o.Command, o.Option)
+		}
+		bits[o.Option] = true
+		commands[o.Command] = true
+		usage := Usage("ipvsadm")
+		if o.Documented && !strings.Contains(usage, "--"+o.Long+" ") && !strings.Contains(usage, "--"+o.Long+"|") {
+			t.Errorf("--%s is documented but not in -h", o.Long)
+		}
+		if o.Arg != ArgNone && o.ArgName == "" {
+			t.Errorf("--%s has no argument name", o.Long)
+		}
+	}
+	for o := Option(0); int(o) < NumOptions; o++ {
+		if !bits[o] {
+			t.Errorf("no option sets bit %s", o.Name())
+		}
+	}
+	for c := Command(0); c <= CmdVersion; c++ {
+		if !commands[c] {
+			t.Errorf("no option selects command %s", c.Name())
+		}
+	}
+	if !strings.Contains(Usage("ipvsadm"), "--set tcp tcpfin udp ") {
+		t.Error("usage lost --set")
+	}
+}
