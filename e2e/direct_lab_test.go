@@ -140,6 +140,8 @@ func testDirect(t *testing.T, mode, flag string) {
 		}
 	})
 
+	schedulingChecks(t, n, lanVIP80, flag, [2]realServer{{"rs1", lanRS1, 1}, {"rs2", lanRS2, 2}})
+
 	t.Run("undo", func(t *testing.T) {
 		n.ipvsadm("dir", "-C")
 		n.lvsprep("dir", "director", mode, "--vip", lanVIP, "--undo")

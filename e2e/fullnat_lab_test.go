@@ -48,6 +48,8 @@ func TestFullNAT(t *testing.T) {
 		}
 	})
 
+	schedulingChecks(t, n, seedVIP80, "-m", [2]realServer{{"rs1", seedRS1, 1}, {"rs2", seedRS2, 2}})
+
 	t.Run("undo", func(t *testing.T) {
 		n.ipvsadm("dir", "-C")
 		n.lvsprep("dir", "director", "fullnat", "--vip", seedVIP, "--undo")

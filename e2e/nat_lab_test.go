@@ -102,7 +102,6 @@ func TestVSNAT(t *testing.T) {
 	n.count("client", "filter", "INPUT", "-p", "tcp")
 	n.count("dir", "mangle", "PREROUTING", "-p", "tcp", "--sport", "80")
 
-	var busy string // the server the kept-alive connection is on
 	t.Run("split", func(t *testing.T) {
 		tally := n.get("client", seedVIP80, seedRequests)
 		checkSplit(t, tally, seedVIP80, 1, 2, seedTolerance)
@@ -142,38 +141,6 @@ func TestVSNAT(t *testing.T) {
 		}
 	})
 
-	t.Run("weight0", func(t *testing.T) {
-		k := n.keepAlive("client", seedVIP80)
-		a, err := k.get()
-		if err != nil {
-			t.Fatal(err)
-		}
-		busy = a.Server
-		rip, other := seedRS1, "rs2"
-		if busy == "rs2" {
-			rip, other = seedRS2, "rs1"
-		}
-		n.ipvsadm("dir", "-e", "-t", seedVIP80, "-r", rip, "-m", "-w", "0")
-		tally := n.get("client", seedVIP80, 9)
-		if tally.ByServer[other] != 9 {
-			t.Errorf("after weight 0 on %s, new connections went %v, want all 9 to %s", busy, tally.ByServer, other)
-		}
-		a, err = k.get()
-		if err != nil || a.Server != busy {
-			t.Errorf("the existing connection to %s: %+v, %v; want it to keep working", busy, a, err)
-		}
-		n.ipvsadm("dir", "-e", "-t", seedVIP80, "-r", rip, "-m", "-w", map[string]string{"rs1": "1", "rs2": "2"}[busy])
-	})
-
-	t.Run("persistence", func(t *testing.T) {
-		n.ipvsadm("dir", "-E", "-t", seedVIP80, "-s", "wrr", "-p", "300")
-		tally := n.get("client", seedVIP80, 12)
-		if len(tally.ByServer) != 1 || len(tally.Errors) > 0 {
-			t.Errorf("with -p, 12 requests from one client went %v (errors %v), want one server", tally.ByServer, tally.Errors)
-		}
-		n.ipvsadm("dir", "-E", "-t", seedVIP80, "-s", "wrr")
-	})
-
 	t.Run("ftp", func(t *testing.T) {
 		var res FTPResult
 		n.role("client", "ftpget", &res, seedVIP+":21")
@@ -186,23 +153,8 @@ func TestVSNAT(t *testing.T) {
 		}
 	})
 
-	t.Run("delete", func(t *testing.T) {
-		n.ipvsadm("dir", "-d", "-t", seedVIP80, "-r", seedRS1)
-		for _, args := range [][]string{{"-Ln"}, {"-Sn"}} {
-			if out := n.ipvsadm("dir", args...); strings.Contains(out, seedRS1) {
-				t.Errorf("ipvsadm %s still shows %s:\n%s", args[0], seedRS1, out)
-			}
-		}
-		tally := n.get("client", seedVIP80, 6)
-		if tally.ByServer["rs2"] != 6 {
-			t.Errorf("after -d of rs1, requests went %v (errors %v), want all 6 to rs2", tally.ByServer, tally.Errors)
-		}
-		n.ipvsadm("dir", "-D", "-t", seedVIP80)
-		n.ipvsadm("dir", "-D", "-t", seedVIP+":21")
-		if out := n.ipvsadm("dir", "-Ln"); strings.Contains(out, "TCP") {
-			t.Errorf("services left after -D:\n%s", out)
-		}
-	})
+	schedulingChecks(t, n, seedVIP80, "-m", [2]realServer{{"rs1", seedRS1, 1}, {"rs2", seedRS2, 2}})
+	n.ipvsadm("dir", "-C")
 
 	t.Run("undo", func(t *testing.T) {
 		n.lvsprep("dir", "director", "nat", "--vip", seedVIP, "--undo")
