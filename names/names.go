@@ -201,8 +201,9 @@ func parseHostsAddr(s string) (netip.Addr, bool) {
 }
 
 // hostSources returns the sources of the nsswitch "hosts:" line that this
-// package implements (files, dns), in order. Criteria in brackets and other
-// sources (mdns, myhostname, ...) are ignored.
+// package implements, in order: files, and dns (systemd's resolve module
+// counts as dns: both ask the configured name servers). Criteria in
+// brackets and other sources (mdns, myhostname, ...) are ignored.
 func hostSources(path string, none bool) []string {
 	if none {
 		return []string{"files"}
@@ -216,8 +217,11 @@ func hostSources(path string, none bool) []string {
 		}
 		sources = sources[:0]
 		for _, f := range fields[1:] {
-			if f == "files" || f == "dns" {
+			switch f {
+			case "files", "dns":
 				sources = append(sources, f)
+			case "resolve":
+				sources = append(sources, "dns")
 			}
 		}
 	})

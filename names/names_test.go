@@ -196,6 +196,10 @@ func TestHostSources(t *testing.T) {
 	if len(got) != 2 || got[0] != "files" || got[1] != "dns" {
 		t.Errorf("hostSources = %v, want [files dns]", got)
 	}
+	writeFile(t, conf, "hosts: resolve [!UNAVAIL=return] files\n")
+	if got := hostSources(conf, false); len(got) != 2 || got[0] != "dns" || got[1] != "files" {
+		t.Errorf("hostSources = %v, want [dns files]", got)
+	}
 	writeFile(t, conf, "hosts: files\n")
 	if got := hostSources(conf, false); len(got) != 1 || got[0] != "files" {
 		t.Errorf("hostSources = %v, want [files]", got)

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -508,6 +509,14 @@ func TestGoldenListings(t *testing.T) {
 		if !checked[name] {
 			t.Errorf("%s was not replayed: %s", name, skipped[name])
 		}
+	}
+	if os.Getenv("LVSKIT_LIST_REPLAYED") != "" {
+		var names []string
+		for n := range checked {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Logf("replayed: %s", strings.Join(names, " "))
 	}
 	t.Logf("replayed %d golden transcripts byte for byte; %d others are not listings of this package (CLI errors, restore, -c/--timeout/--daemon, shell commands)", len(checked), len(skipped))
 }
