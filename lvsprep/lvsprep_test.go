@@ -684,3 +684,35 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Errorf("check --undo: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestModulesAreHandedOverAcrossNamespaces(t *testing.T) {
+	th := newTestHost(t)
+	// Two network namespaces have their own state directories side by side
+	// (see namespaceStateDir); the kernel's modules are shared by both.
+	nsA, nsB := filepath.Join(th.stateDir, "netns-a"), filepath.Join(th.stateDir, "netns-b")
+	runIn := func(dir string, args ...string) string {
+		t.Helper()
+		var o, e bytes.Buffer
+		h := *th.Host
+		if code := Run(append([]string{"--state-dir", dir}, args...), &o, &e, &h); code != 0 {
+			t.Fatalf("lvsprep %v: exit %d: %s", args, code, e.String())
+		}
+		return o.String()
+	}
+	runIn(nsA, "rs", "tun", "--vip", "10.0.0.100")
+	runIn(nsB, "rs", "tun", "--vip", "10.0.0.101")
+	out := runIn(nsA, "rs", "tun", "--vip", "10.0.0.100", "--undo")
+	if !th.modules.Present["ipip"] {
+		t.Fatalf("undo in one namespace unloaded ipip that the other still uses:\n%s", out)
+	}
+	if !strings.Contains(out, "kept      module ipip: realserver tun --vip 10.0.0.101 (in "+nsB+") still needs it") {
+		t.Errorf("undo output:\n%s", out)
+	}
+	if !strings.Contains(out, "reverted  sysctl -w net.ipv4.conf.all.arp_ignore=0") {
+		t.Errorf("a namespace's own sysctls must not be handed to another namespace:\n%s", out)
+	}
+	runIn(nsB, "rs", "tun", "--vip", "10.0.0.101", "--undo")
+	if th.modules.Present["ipip"] {
+		t.Error("ipip still loaded after both namespaces undid their profiles")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -209,7 +210,7 @@ func (r *runner) undo(p Profile) error {
 	if err != nil {
 		return err
 	}
-	dirty := map[string]bool{}
+	dirty := map[*otherState]bool{}
 	var kept []Record
 	var errs []error
 	reverted := 0
@@ -218,9 +219,9 @@ func (r *runner) undo(p Profile) error {
 		if !rec.Changed {
 			continue
 		}
-		if owner := handOver(others, rec); owner != "" {
+		if owner := handOver(others, rec); owner != nil {
 			dirty[owner] = true
-			r.logf("kept      %s: %s still needs it\n", rec.Setting(), others[owner].Profile+" "+strings.Join(others[owner].Args, " "))
+			r.logf("kept      %s: %s still needs it\n", rec.Setting(), owner)
 			continue
 		}
 		note, err := r.h.revert(rec)
@@ -236,8 +237,8 @@ func (r *runner) undo(p Profile) error {
 			r.logf("note: %s\n", note)
 		}
 	}
-	for key := range dirty {
-		if err := saveState(r.dir, key, others[key]); err != nil {
+	for o := range dirty {
+		if err := saveState(o.dir, o.key, o.st); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -255,50 +256,82 @@ func (r *runner) undo(p Profile) error {
 	return nil
 }
 
-func (r *runner) otherStates(self string) (map[string]*State, error) {
-	keys, err := stateKeys(r.dir)
-	if err != nil {
-		return nil, err
+// otherState is an applied profile other than the one being undone.
+type otherState struct {
+	dir, key string
+	st       *State
+	// local is true in the same network namespace. Only there do profiles
+	// share sysctls, addresses and rules; kernel modules are shared by all
+	// namespaces of the machine.
+	local bool
+}
+
+func (o *otherState) String() string {
+	s := o.st.Profile + " " + strings.Join(o.st.Args, " ")
+	if !o.local {
+		s += " (in " + o.dir + ")"
 	}
-	out := map[string]*State{}
-	for _, k := range keys {
-		if k == self {
-			continue
+	return s
+}
+
+// otherStates loads the other state files: those of this namespace first,
+// then those of the machine's other namespaces (the directories beside it,
+// see namespaceStateDir).
+func (r *runner) otherStates(self string) ([]*otherState, error) {
+	dirs := []string{r.dir}
+	root := r.dir
+	if strings.HasPrefix(filepath.Base(r.dir), "netns-") {
+		root = filepath.Dir(r.dir)
+		dirs = append(dirs, root)
+	}
+	siblings, _ := filepath.Glob(filepath.Join(root, "netns-*"))
+	for _, d := range siblings {
+		if d != r.dir {
+			dirs = append(dirs, d)
 		}
-		st, err := loadState(r.dir, k)
+	}
+	var out []*otherState
+	for _, d := range dirs {
+		keys, err := stateKeys(d)
 		if err != nil {
 			return nil, err
 		}
-		if st != nil {
-			out[k] = st
+		for _, k := range keys {
+			if d == r.dir && k == self {
+				continue
+			}
+			st, err := loadState(d, k)
+			if err != nil {
+				return nil, err
+			}
+			if st != nil {
+				out = append(out, &otherState{dir: d, key: k, st: st, local: d == r.dir})
+			}
 		}
 	}
 	return out, nil
 }
 
-// handOver looks for another state that relies on the record's setting. If
-// there is one, the record's memory of the prior value moves to it (when it
-// found the setting already in place) and its key is returned.
-func handOver(others map[string]*State, rec Record) string {
-	keys := make([]string, 0, len(others))
-	for k := range others {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		st := others[k]
-		j := findRecord(st.Records, rec.Key())
+// handOver looks for another applied profile that relies on the record's
+// setting. If there is one, the record's memory of the prior value moves to
+// it (when it found the setting already in place) and it is returned.
+func handOver(others []*otherState, rec Record) *otherState {
+	for _, o := range others {
+		if !o.local && rec.Kind != kindModule {
+			continue
+		}
+		j := findRecord(o.st.Records, rec.Key())
 		if j < 0 {
 			continue
 		}
-		if !st.Records[j].Changed {
-			st.Records[j].Changed = true
-			st.Records[j].Prior = rec.Prior
-			st.Records[j].PriorRoutes = rec.PriorRoutes
+		if !o.st.Records[j].Changed {
+			o.st.Records[j].Changed = true
+			o.st.Records[j].Prior = rec.Prior
+			o.st.Records[j].PriorRoutes = rec.PriorRoutes
 		}
-		return k
+		return o
 	}
-	return ""
+	return nil
 }
 
 // plan prints the commands equivalent to applying (or undoing) the profile
