@@ -1,0 +1,1 @@
+ipvsadm -Ln=5

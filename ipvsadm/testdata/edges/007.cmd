@@ -1,0 +1,1 @@
+ipvsadm foo -L

@@ -1,0 +1,1 @@
+POSIXLY_CORRECT=1 ipvsadm -L foo --bogus

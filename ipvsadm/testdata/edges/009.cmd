@@ -1,0 +1,1 @@
+POSIXLY_CORRECT= ipvsadm -L foo --bogus

@@ -1,0 +1,1 @@
+ipvsadm --start-daemon=

@@ -1,0 +1,1 @@
+ipvsadm -A -f 1 -6 -M 64x -p; ipvsadm -Ln

@@ -1,0 +1,1 @@
+ipvsadm -Z -t [::]:0; echo rc=$?

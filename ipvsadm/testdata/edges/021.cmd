@@ -1,0 +1,1 @@
+ipvsadm -hq | head -2

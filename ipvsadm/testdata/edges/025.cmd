@@ -1,0 +1,1 @@
+ipvsadm --set 0 0 0 extra

@@ -1,0 +1,1 @@
+ipvsadm -L -6 -f 1

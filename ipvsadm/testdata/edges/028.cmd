@@ -1,0 +1,1 @@
+ipvsadm -A -f 1 -6 -6 -p; ipvsadm -Ln

@@ -1,0 +1,1 @@
+ipvsadm -A -t localhost:http -p; ipvsadm -L

@@ -1,0 +1,1 @@
+ipvsadm -L -x5

@@ -1,0 +1,1 @@
+ipvsadm --stop-daemon backup --syncid 300

@@ -1,0 +1,1 @@
+ipvsadm -L --daemon --syncid 3 -n

@@ -1,0 +1,1 @@
+ipvsadm -A -t 1.2.3.4:80 -p 10 --pe ''; ipvsadm -S -n

@@ -1,0 +1,1 @@
+ipvsadm -A -t 0x1.2:80; ipvsadm -Ln

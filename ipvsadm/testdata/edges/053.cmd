@@ -1,0 +1,1 @@
+ipvsadm -A -t vip1.:80; ipvsadm -Ln

@@ -1,0 +1,1 @@
+ipvsadm -A -t VIP1:80; ipvsadm -Ln

@@ -1,0 +1,1 @@
+ipvsadm -Lc --persistent-conn -n

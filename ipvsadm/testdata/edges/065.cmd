@@ -1,0 +1,1 @@
+ipvsadm --start-daemon master --mcast-group ff02::1%lo

@@ -1,0 +1,1 @@
+ipvsadm --stop-daemon master --mcast-interface=lo

@@ -1,0 +1,1 @@
+printf '%s\n' '-S -n' '-h' | ipvsadm -R | tail -2

@@ -1,0 +1,1 @@
+ipvsadm -R < /dev/null extra

@@ -1,0 +1,1 @@
+ipvsadm -l -n -- -t

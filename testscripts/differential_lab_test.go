@@ -1,0 +1,482 @@
+//go:build lab
+
+package testscripts
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/lab/labtest"
+)
+
+// systemPath is PATH for the reference side; ours puts our bin directory
+// in front of it.
+const systemPath = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+// commandTimeout bounds one corpus command (the longest sleep 3 and send
+// traffic under TCG).
+const commandTimeout = 90 * time.Second
+
+// side is one of the two implementations under comparison: the programs it
+// finds on PATH and the scratch directory its commands run in.
+type side struct {
+	name string   // "reference" or "ours"
+	path []string // PATH, in order
+	dir  string   // working directory, private to the side
+}
+
+func (s side) env() []string {
+	return []string{"PATH=" + strings.Join(s.path, ":"), "HOME=/root"}
+}
+
+// lookPath finds a program as sh would with the side's PATH (not the test
+// process's).
+func (s side) lookPath(prog string) (string, error) {
+	if strings.Contains(prog, "/") {
+		if !filepath.IsAbs(prog) {
+			prog = filepath.Join(s.dir, prog)
+		}
+		return prog, nil
+	}
+	for _, d := range s.path {
+		p := filepath.Join(d, prog)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found on the %s side's PATH", prog, s.name)
+}
+
+// command builds the process for one corpus command: the program itself
+// when the line needs no shell (same argv as sh would pass, one fork less
+// under TCG), else /bin/sh -c.
+func (s side) command(line string) (*exec.Cmd, error) {
+	cmd := &exec.Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", line}}
+	if argv, ok := simpleArgv(line); ok {
+		p, err := s.lookPath(argv[0])
+		if err != nil {
+			return nil, err
+		}
+		cmd = &exec.Cmd{Path: p, Args: argv}
+	}
+	cmd.Env = s.env()
+	cmd.Dir = s.dir
+	return cmd, nil
+}
+
+// newSide creates the side's scratch directory with sbin/ links to the
+// ipvsadm programs the side uses, so that a corpus line can call them by a
+// path that reads the same on both sides (./sbin/ipvsadm): ipvsadm prints
+// argv[0] in its help and "Try ..." texts.
+func newSide(t *testing.T, root, name string, path []string, progDir string) side {
+	t.Helper()
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(filepath.Join(dir, "sbin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"ipvsadm", "ipvsadm-save", "ipvsadm-restore"} {
+		if err := os.Symlink(filepath.Join(progDir, p), filepath.Join(dir, "sbin", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return side{name: name, path: path, dir: dir}
+}
+
+// newNetns creates a network namespace with lo up and returns a handle on
+// it; the namespace lives as long as the handle is open (or a process runs
+// in it).
+func newNetns() (ns *os.File, err error) {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	defer orig.Close()
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("unshare(CLONE_NEWNET): %w", err)
+	}
+	ns, err = os.Open("/proc/thread-self/ns/net")
+	if err == nil {
+		// Without lo up the kernel rejects every IPVS destination.
+		err = linkUp("lo")
+	}
+	if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
+		// The thread stays locked and dies with its goroutine.
+		return nil, fmt.Errorf("setns back to the original namespace: %w", e)
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
+		if ns != nil {
+			ns.Close()
+		}
+		return nil, err
+	}
+	return ns, nil
+}
+
+// linkUp sets IFF_UP on an interface of the calling thread's namespace.
+func linkUp(name string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// startIn starts cmd from a thread that sits in namespace ns, so the
+// process (and everything it starts) lives there.
+func startIn(ns *os.File, cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer orig.Close()
+	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("setns: %w", err)
+	}
+	startErr := cmd.Start()
+	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Leave the thread locked: it dies with the goroutine instead of
+		// serving others from the wrong namespace.
+		return fmt.Errorf("setns back to the original namespace: %w", err)
+	}
+	runtime.UnlockOSThread()
+	return startErr
+}
+
+// run runs cmd in namespace ns with stdin as its standard input and returns
+// what it left behind; a process killed by a signal reports 128+signal, as
+// a shell does.
+func run(t *testing.T, ns *os.File, cmd *exec.Cmd, stdin string) labtest.Result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A process group, so that a timeout kills the children of sh too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startIn(ns, cmd); err != nil {
+		t.Fatalf("start %q: %v", cmd.Args, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(commandTimeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Fatalf("%q: still running after %v; killed (stdout %q, stderr %q)", cmd.Args, commandTimeout, stdout.String(), stderr.String())
+	}
+	res := labtest.Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Code = 128 + int(ws.Signal())
+		} else {
+			res.Code = exitErr.ExitCode()
+		}
+	default:
+		t.Fatalf("%q: %v", cmd.Args, err)
+	}
+	return res
+}
+
+// compareResults describes how ours differs from the reference, or returns
+// "" when stdout, stderr and exit status are identical.
+func compareResults(ref, ours labtest.Result) string {
+	var b strings.Builder
+	if ref.Stdout != ours.Stdout {
+		fmt.Fprintf(&b, "  stdout (-reference +ours):\n%s", lineDiff(ref.Stdout, ours.Stdout))
+	}
+	if ref.Stderr != ours.Stderr {
+		fmt.Fprintf(&b, "  stderr (-reference +ours):\n%s", lineDiff(ref.Stderr, ours.Stderr))
+	}
+	if ref.Code != ours.Code {
+		fmt.Fprintf(&b, "  exit status: reference %d, ours %d\n", ref.Code, ours.Code)
+	}
+	return b.String()
+}
+
+// fileResult is what one corpus file contributed.
+type fileResult struct {
+	name                          string
+	lines, invocations, identical int
+	ran                           bool
+	failed                        bool
+	elapsed                       time.Duration
+}
+
+func TestDifferential(t *testing.T) {
+	labtest.Require(t)
+	paths, err := filepath.Glob("differential/*.txt")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no corpus in differential/ (cwd must be the package directory): %v", err)
+	}
+	corpus := map[string][]corpusLine{}
+	total := 0
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := parseCorpus(filepath.Base(p), f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus[p] = lines
+		for _, l := range lines {
+			if l.compared() {
+				total += countInvocations(l.Cmd)
+			}
+		}
+	}
+	// Our side must really be ours: a missing program would silently fall
+	// back to the reference further down PATH.
+	for _, p := range []string{"ipvsadm", "ipvsadm-save", "ipvsadm-restore"} {
+		if fi, err := os.Stat(labtest.Ours(p)); err != nil || !fi.Mode().IsRegular() {
+			t.Fatalf("our %s is missing from %s (run make build before the lab): %v", p, labtest.OurBinDir, err)
+		}
+	}
+	// Non-numeric output depends on /etc/hosts: it must be the golden one.
+	want, err := os.ReadFile("golden/hosts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile("/etc/hosts"); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("/etc/hosts in the lab is not testscripts/golden/hosts (err %v)", err)
+	}
+
+	checkSides(t)
+
+	results := make([]*fileResult, 0, len(paths))
+	for _, p := range paths {
+		res := &fileResult{name: filepath.Base(p)}
+		results = append(results, res)
+		t.Run(strings.TrimSuffix(res.name, ".txt"), func(t *testing.T) {
+			start := time.Now()
+			res.ran = true
+			runFile(t, corpus[p], res)
+			res.elapsed = time.Since(start)
+			res.failed = t.Failed()
+		})
+	}
+
+	var sum fileResult
+	all := true
+	var report strings.Builder
+	fmt.Fprintf(&report, "%-28s %6s %12s %10s %8s  %s\n", "file", "lines", "invocations", "identical", "seconds", "result")
+	for _, r := range results {
+		if !r.ran {
+			all = false
+			continue
+		}
+		status := "PASS"
+		if r.failed {
+			status = "FAIL"
+		}
+		fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f  %s\n", r.name, r.lines, r.invocations, r.identical, r.elapsed.Seconds(), status)
+		sum.lines += r.lines
+		sum.invocations += r.invocations
+		sum.identical += r.identical
+		sum.elapsed += r.elapsed
+	}
+	fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f\n", "total", sum.lines, sum.invocations, sum.identical, sum.elapsed.Seconds())
+	t.Logf("differential corpus: %d files, %d invocations in all\n%s", len(paths), total, report.String())
+	if total < minInvocations {
+		t.Errorf("the corpus has %d invocations; it must keep at least %d", total, minInvocations)
+	}
+	if all && sum.identical != total {
+		t.Errorf("%d of %d invocations identical", sum.identical, total)
+	}
+	if !all {
+		t.Logf("partial run (-run): the identical count covers the files that ran only")
+	}
+}
+
+// checkSides makes sure that each side's shell finds the programs the
+// comparison is about: the reference's in /usr/sbin, ours in our bin
+// directory, and the sbin/ links of the working directories likewise.
+func checkSides(t *testing.T) {
+	root := t.TempDir()
+	ref, ours := newSides(t, root)
+	ns, err := newNetns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	const script = "for p in ipvsadm ipvsadm-save ipvsadm-restore; do command -v $p; done; for p in ipvsadm ipvsadm-save ipvsadm-restore; do readlink sbin/$p; done"
+	for _, c := range []struct {
+		s   side
+		dir string
+	}{{ref, "/usr/sbin"}, {ours, labtest.OurBinDir}} {
+		cmd, err := c.s.command(script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, ns, cmd, "")
+		var want strings.Builder
+		for range 2 {
+			for _, p := range []string{"ipvsadm", "ipvsadm-save", "ipvsadm-restore"} {
+				want.WriteString(filepath.Join(c.dir, p) + "\n")
+			}
+		}
+		if r.Code != 0 || r.Stdout != want.String() {
+			t.Fatalf("the %s side finds the wrong programs: %+v, want stdout %q", c.s.name, r, want.String())
+		}
+	}
+}
+
+// newSides creates the scratch directories of both sides below root.
+func newSides(t *testing.T, root string) (ref, ours side) {
+	t.Helper()
+	sys := strings.Split(systemPath, ":")
+	ref = newSide(t, root, "reference", sys, "/usr/sbin")
+	ours = newSide(t, root, "ours", append([]string{labtest.OurBinDir}, sys...), labtest.OurBinDir)
+	return ref, ours
+}
+
+// runFile runs one corpus file in two fresh namespaces.
+func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
+	root, err := os.MkdirTemp("", "differential-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	// Readable by everyone: some lines run commands as nobody.
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref, ours := newSides(t, root)
+	nsRef, err := newNetns()
+	if err != nil {
+		t.Fatalf("reference namespace: %v", err)
+	}
+	t.Cleanup(func() { nsRef.Close() })
+	nsOurs, err := newNetns()
+	if err != nil {
+		t.Fatalf("our namespace: %v", err)
+	}
+	t.Cleanup(func() { nsOurs.Close() })
+
+	connRef, err := dialIPVS(nsRef)
+	if err != nil {
+		t.Fatalf("netlink in the reference namespace: %v", err)
+	}
+	t.Cleanup(func() { connRef.Close() })
+	connOurs, err := dialIPVS(nsOurs)
+	if err != nil {
+		t.Fatalf("netlink in our namespace: %v", err)
+	}
+	t.Cleanup(func() { connOurs.Close() })
+	state := func(c *ipvsConn) string {
+		t.Helper()
+		s, err := c.kernelState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	exec1 := func(ns *os.File, s side, line string) labtest.Result {
+		t.Helper()
+		cmd, err := s.command(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return run(t, ns, cmd, "")
+	}
+	snap := func(ns *os.File) snapshot {
+		t.Helper()
+		// The reference binary reads both namespaces.
+		cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-R"}, Env: ref.env(), Dir: ref.dir}
+		r := run(t, ns, cmd, snapshotInput)
+		return parseSnapshot(r.Stdout, r.Stderr, r.Code)
+	}
+	lastStateDiff := ""
+	for _, l := range lines {
+		res.lines++
+		n := 0
+		if l.compared() {
+			n = countInvocations(l.Cmd)
+			res.invocations += n
+		}
+		ok := true
+		switch l.Kind {
+		case setup:
+			for _, s := range []struct {
+				ns *os.File
+				sd side
+			}{{nsRef, ref}, {nsOurs, ours}} {
+				if r := exec1(s.ns, s.sd, l.Cmd); r.Code != 0 {
+					t.Errorf("%v\n  setup failed in the %s namespace: exit %d\n  stdout: %q\n  stderr: %q", l, s.sd.name, r.Code, r.Stdout, r.Stderr)
+					ok = false
+				}
+			}
+		case plain:
+			if d := compareResults(exec1(nsRef, ref, l.Cmd), exec1(nsOurs, ours, l.Cmd)); d != "" {
+				t.Errorf("%v\n%s", l, d)
+				ok = false
+			}
+		case same, timing:
+			r, o := exec1(nsRef, ref, l.Cmd), exec1(nsRef, ours, l.Cmd)
+			if l.Kind == timing {
+				r.Stdout, o.Stdout = maskTiming(r.Stdout), maskTiming(o.Stdout)
+			}
+			if d := compareResults(r, o); d != "" {
+				t.Errorf("%v\n%s", l, d)
+				ok = false
+			}
+		}
+		// The kernel state of both namespaces, read over netlink: after
+		// read-only lines too, since ours runs in the reference's namespace
+		// there.
+		d := ""
+		if r, o := state(connRef), state(connOurs); r != o {
+			d = lineDiff(r, o)
+			ok = false
+			// A divergence persists; report it when it starts or changes.
+			if d != lastStateDiff {
+				t.Errorf("%v\n  the kernel state differs afterwards (-reference namespace +ours):\n%s", l, d)
+			}
+		}
+		lastStateDiff = d
+		if ok {
+			res.identical += n
+		}
+	}
+	// The final tables as the reference ipvsadm prints them, as a check of
+	// the netlink comparison above.
+	if d := diffSnapshots(snap(nsRef), snap(nsOurs)); d != "" {
+		t.Errorf("%s: at the end, the reference ipvsadm lists different tables in the two namespaces:\n%s", res.name, d)
+	}
+}
