@@ -322,12 +322,6 @@ func maskTiming(out string) string {
 	return strings.Join(lines, "")
 }
 
-// snapshotInput is what the runner feeds the reference ipvsadm's -R after
-// every state-changing line: one process prints the table (-S -n), the
-// timeouts, the sync daemons and the thresholds listing (the only
-// configuration -S does not write).
-const snapshotInput = "-S -n\n-L --timeout\n-L --daemon\n-L -n --thresholds\n"
-
 // snapshot is the normalised kernel state of one namespace.
 type snapshot struct {
 	Save       string // -S -n lines, sorted

@@ -28,6 +28,12 @@ const systemPath = "/usr/sbin:/usr/bin:/sbin:/bin"
 // traffic under TCG).
 const commandTimeout = 90 * time.Second
 
+// snapshotInput is what the runner feeds the reference ipvsadm's -R at
+// the end of every file: one process prints the table (-S -n), the
+// timeouts, the sync daemons and the thresholds listing (the only
+// configuration -S does not write).
+const snapshotInput = "-S -n\n-L --timeout\n-L --daemon\n-L -n --thresholds\n"
+
 // side is one of the two implementations under comparison: the programs it
 // finds on PATH and the scratch directory its commands run in.
 type side struct {
