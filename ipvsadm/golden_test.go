@@ -1,4 +1,4 @@
-package ipvsadm
+package ipvsadm_test
 
 import (
 	"bytes"
@@ -20,11 +20,17 @@ import (
 // one command to the next, and compares stdout, stderr and the status with
 // what the real binary produced.
 
+// goldenDir holds the transcripts of the real ipvsadm 1.31.
+var goldenDir = filepath.Join("..", "testscripts", "golden")
+
 // replaySet is a directory of transcripts replayed in one fake kernel.
 type replaySet struct {
 	name, dir string
 	// setup is run before each step, its output not compared.
 	setup string
+	// engine is the restore engine: "" for the one cmd/ipvsadm uses
+	// (rules.Pipelined), "sequential" for ipvsadm.RestoreSequential.
+	engine string
 }
 
 // replaySets are the transcript directories replayed: the golden
@@ -37,6 +43,9 @@ var replaySets = []replaySet{
 	{name: "r0"}, {name: "r1"}, {name: "r2"}, {name: "r3"}, {name: "r5"}, {name: "r6"},
 	{name: "r7"}, {name: "r10"}, {name: "r11"}, {name: "r12"},
 	{name: "edges", dir: filepath.Join("testdata", "edges"), setup: edgeSetup},
+	// The sets that restore, again with the sequential engine.
+	{name: "r3", engine: "sequential"}, {name: "r12", engine: "sequential"},
+	{name: "edges", dir: filepath.Join("testdata", "edges"), setup: edgeSetup, engine: "sequential"},
 }
 
 // edgeSetup is the start state of every edge case.
@@ -242,10 +251,14 @@ func TestGoldenReplay(t *testing.T) {
 	}
 	for _, set := range replaySets {
 		dir := set.name
-		t.Run(dir, func(t *testing.T) {
+		title := dir
+		if set.engine != "" {
+			title += "-" + set.engine
+		}
+		t.Run(title, func(t *testing.T) {
 			t.Parallel()
 			compared, skipped := 0, 0
-			defer func() { t.Logf("%s: compared %d steps, %d excluded", dir, compared, skipped) }()
+			defer func() { t.Logf("%s: compared %d steps, %d excluded", title, compared, skipped) }()
 			tmp := t.TempDir()
 			bin := filepath.Join(tmp, "bin")
 			if err := os.Mkdir(bin, 0o755); err != nil {
@@ -291,6 +304,9 @@ func TestGoldenReplay(t *testing.T) {
 				}
 				if ifaces != "" {
 					env = append(env, helperIfaces+"="+ifaces)
+				}
+				if set.engine != "" {
+					env = append(env, helperEngine+"="+set.engine)
 				}
 				if strings.HasPrefix(cmd, "/usr/sbin/ipvsadm ") {
 					cmd = strings.TrimPrefix(cmd, "/usr/sbin/")

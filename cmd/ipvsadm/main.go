@@ -9,6 +9,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/names"
+	"github.com/lvskit/lvskit/rules"
 )
 
 func main() {
@@ -23,6 +24,8 @@ func main() {
 		Modprobe: modprobe,
 		Resolver: names.NewResolver(),
 		Posix:    posix,
+		// -R sends its changes pipelined on one socket; same output.
+		RestoreEngine: rules.Pipelined(rules.DefaultWindow),
 	})
 	if status == ipvsadm.StatusCrash {
 		dieOfSegfault()
