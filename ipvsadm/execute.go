@@ -111,7 +111,7 @@ func (inv *Invocation) ListOptions(p *Program) list.Options {
 		Numeric:  inv.Has(OptNumeric),
 		Exact:    inv.Has(OptExact),
 		NoSort:   inv.Has(OptNoSort),
-		Resolver: p.Resolver,
+		Resolver: p.resolver(),
 	}
 	switch {
 	case inv.Has(OptStats):
@@ -212,5 +212,5 @@ func listOutcome(err error) Outcome {
 // listDefaults are the listing options of a bare "ipvsadm": names, sorted,
 // default format.
 func listDefaults(p *Program) list.Options {
-	return list.Options{Resolver: p.Resolver}
+	return list.Options{Resolver: p.resolver()}
 }

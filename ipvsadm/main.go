@@ -46,7 +46,7 @@ type Env struct {
 	// returns nil if the module loader succeeded. nil means no loader.
 	Modprobe func() error
 	// Resolver answers host and service name questions; nil means the
-	// system files.
+	// system's (names.NewResolver).
 	Resolver *names.Resolver
 	// ConnFile is the connection table file; empty means DefaultConnFile.
 	ConnFile string
@@ -62,17 +62,29 @@ type Env struct {
 type Program struct {
 	Client ipvs.Client
 	// Info is what the kernel reported at start-up (the listing header).
-	Info     ipvs.Info
-	Stdin    io.Reader
-	Stdout   io.Writer
-	Stderr   io.Writer
+	Info   ipvs.Info
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Resolver answers name questions; nil means the system's.
 	Resolver *names.Resolver
+	// ConnFile is read by -L -c.
 	ConnFile string
-	Posix    bool
+	// Posix is popt's POSIXLY_CORRECT mode (see Env).
+	Posix bool
 	// RestoreEngine runs -R; nil means RestoreSequential.
 	RestoreEngine RestoreEngine
 
 	restoring bool
+}
+
+// resolver returns the program's name resolver, the system's files when
+// none was given.
+func (p *Program) resolver() *names.Resolver {
+	if p.Resolver == nil {
+		p.Resolver = names.NewResolver()
+	}
+	return p.Resolver
 }
 
 // RunLine parses and executes one command line (argv[0] = program name),

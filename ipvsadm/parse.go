@@ -162,7 +162,7 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 		default:
 			svc.Protocol = ipvs.ProtoSCTP
 		}
-		h, ok := parseHostAddress(value, svc.Protocol, p.Resolver)
+		h, ok := parseHostAddress(value, svc.Protocol, p.resolver())
 		if !ok {
 			return invalid("illegal virtual server address[:port] specified")
 		}
@@ -195,7 +195,7 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 		}
 	case "netmask":
 		if svc.Family != ipvs.AFInet6 {
-			mask, ok := parseNetmask4(value, p.Resolver)
+			mask, ok := parseNetmask4(value, p.resolver())
 			if !ok {
 				return invalid("illegal virtual server persistent mask specified")
 			}
@@ -209,7 +209,7 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 			}
 		}
 	case "real-server":
-		h, ok := parseHostAddress(value, svc.Protocol, p.Resolver)
+		h, ok := parseHostAddress(value, svc.Protocol, p.resolver())
 		if !ok {
 			return invalid("illegal real server address[:port] specified")
 		}
