@@ -326,3 +326,22 @@ func findShort(c byte) *OptionSpec {
 	}
 	return nil
 }
+
+// OptionsFor lists the options that command c accepts after it, in table
+// order: those the matrix does not make illegal, plus --sort and -6, which
+// every command accepts (-6 only after -f). Help and version take nothing.
+func OptionsFor(c Command) []OptionSpec {
+	if c < 0 || int(c) >= NumMatrixCommands {
+		return nil
+	}
+	var out []OptionSpec
+	for _, o := range Options {
+		if o.Command != NoCommand {
+			continue
+		}
+		if o.Option == NoOption || Allowed(c, o.Option) != Illegal {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -47,3 +47,24 @@ func TestOptionTable(t *testing.T) {
 		t.Error("usage lost --set")
 	}
 }
+
+func TestOptionsFor(t *testing.T) {
+	names := func(c Command) string {
+		var s []string
+		for _, o := range OptionsFor(c) {
+			s = append(s, o.Long)
+		}
+		return strings.Join(s, " ")
+	}
+	for c, want := range map[Command]string{
+		CmdSave:         "numeric sort ipv6",
+		CmdRestore:      "sort ipv6",
+		CmdDeleteServer: "tcp-service udp-service sctp-service fwmark-service real-server sort ipv6",
+		CmdStopDaemon:   "syncid sort ipv6",
+		CmdHelp:         "",
+	} {
+		if got := names(c); got != want {
+			t.Errorf("%s: got %q, want %q", c.Name(), got, want)
+		}
+	}
+}
