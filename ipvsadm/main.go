@@ -55,6 +55,10 @@ type Env struct {
 	Posix bool
 	// RestoreEngine runs -R; nil means RestoreSequential.
 	RestoreEngine RestoreEngine
+	// StdoutIsTerminal makes stdout unbuffered: the C library writes a
+	// terminal line by line, so listing text and messages on stderr
+	// appear in the order they are produced.
+	StdoutIsTerminal bool
 }
 
 // Program is one running ipvsadm: its kernel connection and streams. The
@@ -128,11 +132,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	}
 
 	out := bufio.NewWriterSize(stdout, stdoutBufferSize)
+	var progOut io.Writer = out
+	if env.StdoutIsTerminal {
+		progOut = stdout
+	}
 	p := &Program{
 		Client:        client,
 		Info:          info,
 		Stdin:         stdin,
-		Stdout:        out,
+		Stdout:        progOut,
 		Stderr:        stderr,
 		Resolver:      env.Resolver,
 		ConnFile:      env.ConnFile,

@@ -251,3 +251,24 @@ func TestRestoreEngineIsPluggable(t *testing.T) {
 		t.Errorf("engine calls %d, status %d, stderr %q", len(lines), status, errb.String())
 	}
 }
+
+// TestStdoutBuffering checks the order of listing text and messages when
+// both streams go to one place: held back until exit for a pipe or file (as
+// with the C library's full buffering), as produced for a terminal.
+func TestStdoutBuffering(t *testing.T) {
+	for _, terminal := range []bool{false, true} {
+		f := ipvstest.New()
+		var both strings.Builder
+		status := Main([]string{"ipvsadm", "-R"}, strings.NewReader("-L -n\n-A -t 1.2.3.4:80 --bogus\n"), &both, &both, Env{
+			Open: func() (ipvs.Client, error) { return keepOpen{f}, nil }, Resolver: testResolver(t), StdoutIsTerminal: terminal,
+		})
+		listing := "IP Virtual Server version 1.2.1 (size=4096)\nProt LocalAddress:Port Scheduler Flags\n  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+		want := "--bogus: unknown option\n" + listing
+		if terminal {
+			want = listing + "--bogus: unknown option\n"
+		}
+		if status != 255 || both.String() != want {
+			t.Errorf("terminal %v: status %d\n%s", terminal, status, both.String())
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -26,11 +27,19 @@ func main() {
 		Posix:    posix,
 		// -R sends its changes pipelined on one socket; same output.
 		RestoreEngine: rules.Pipelined(rules.DefaultWindow),
+		// The C library line-buffers a terminal and fully buffers
+		// anything else.
+		StdoutIsTerminal: isTerminal(os.Stdout),
 	})
 	if status == ipvsadm.StatusCrash {
 		dieOfSegfault()
 	}
 	os.Exit(status)
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 func open() (ipvs.Client, error) {
