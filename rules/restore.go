@@ -41,6 +41,7 @@ func Pipelined(window int) ipvsadm.RestoreEngine {
 		// The line being submitted joins the queue before Submit waits
 		// for room in the window.
 		e.queue.buf = make([]*ipvsadm.Invocation, window+1)
+		e.done = e.answer // one function value for every request
 		return e.run(prog)
 	}
 }
@@ -55,6 +56,8 @@ type engine struct {
 	// queue holds the lines whose changes await an answer. The pipeline
 	// answers in submission order, so an answer belongs to the oldest.
 	queue fifo
+	// done is e.answer, made once: a method value allocates.
+	done func(error)
 	// last is how the last line that ran ended; the restore's status.
 	last ipvsadm.Kind
 }
@@ -125,7 +128,7 @@ func (e *engine) submit(inv *ipvsadm.Invocation, req ipvs.Request) {
 		return
 	}
 	e.queue.push(inv)
-	if err := e.pipe.Submit(req, e.answer); err != nil {
+	if err := e.pipe.Submit(req, e.done); err != nil {
 		e.broken(err)
 	}
 }
