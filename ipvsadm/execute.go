@@ -97,6 +97,19 @@ func (inv *Invocation) operation() operation {
 	return opGeneric
 }
 
+// ChangeOutcome is the outcome of a change the kernel answered with err
+// (nil for success). One case is not an error although the kernel sends no
+// acknowledgement: stopping a sync daemon whose thread has not run yet makes
+// the kernel's handler return EINTR, which netlink answers with silence; the
+// daemon is stopped all the same (ipvs.ErrNoAnswer). Debian's ipvsadm would
+// wait forever there; we report the success the kernel carried out.
+func ChangeOutcome(inv *Invocation, err error) Outcome {
+	if err == nil || (inv.Command == CmdStopDaemon && errors.Is(err, ipvs.ErrNoAnswer)) {
+		return Outcome{Kind: Success}
+	}
+	return KernelErrorOutcome(inv, err)
+}
+
 // KernelErrorOutcome is the outcome of a change the kernel refused with
 // err: ipvsadm prints the message and the line's status is 255.
 func KernelErrorOutcome(inv *Invocation, err error) Outcome {
@@ -154,10 +167,7 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 	if !ok {
 		return Outcome{Kind: Success}
 	}
-	if err := p.Client.Exec(req); err != nil {
-		return KernelErrorOutcome(inv, err)
-	}
-	return Outcome{Kind: Success}
+	return ChangeOutcome(inv, p.Client.Exec(req))
 }
 
 // list runs -L in its variants: connections, one service, timeouts,

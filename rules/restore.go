@@ -143,12 +143,9 @@ func (e *engine) answer(err error) {
 
 // finish prints a line's kernel error, if any, and records how it ended.
 func (e *engine) finish(inv *ipvsadm.Invocation, err error) {
-	if err != nil {
-		e.p.Print(ipvsadm.KernelErrorOutcome(inv, err))
-		e.last = ipvsadm.KernelError
-		return
-	}
-	e.last = ipvsadm.Success
+	o := ipvsadm.ChangeOutcome(inv, err)
+	e.p.Print(o)
+	e.last = o.Kind
 }
 
 // flush waits for every outstanding answer.

@@ -1,0 +1,35 @@
+package ipvsadm
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"golang.org/x/sys/unix"
+)
+
+// A stop whose kernel acknowledgement never comes (ipvs.ErrNoAnswer) was
+// carried out; any other silence or refusal is a kernel error.
+func TestChangeOutcomeNoAnswer(t *testing.T) {
+	noAnswer := &ipvs.OpError{Op: ipvs.CmdDelDaemon, Err: fmt.Errorf("%w: %w", ipvs.ErrNoAnswer, unix.EINTR)}
+	cases := []struct {
+		cmd  Command
+		err  error
+		want Kind
+	}{
+		{CmdStopDaemon, nil, Success},
+		{CmdStopDaemon, noAnswer, Success},
+		{CmdStopDaemon, unix.ESRCH, KernelError},
+		{CmdStartDaemon, noAnswer, KernelError},
+		{CmdAddService, unix.EEXIST, KernelError},
+	}
+	for _, c := range cases {
+		got := ChangeOutcome(&Invocation{Command: c.cmd}, c.err)
+		if got.Kind != c.want {
+			t.Errorf("ChangeOutcome(%v, %v) = %v, want %v", c.cmd.Name(), c.err, got.Kind, c.want)
+		}
+		if c.want == Success && (got.Stdout != "" || got.Stderr != "") {
+			t.Errorf("ChangeOutcome(%v, %v) prints %q%q", c.cmd.Name(), c.err, got.Stdout, got.Stderr)
+		}
+	}
+}
