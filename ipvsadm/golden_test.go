@@ -35,7 +35,7 @@ type replaySet struct {
 
 // replaySets are the transcript directories replayed: the golden
 // transcripts, and testdata/edges, edge cases recorded from the real
-// ipvsadm 1.31 in the same kind of VM (see testdata/differential-edges.txt),
+// ipvsadm 1.31 in the same kind of VM (their commands are testscripts/differential/edges.txt),
 // each from the same start state. Golden r4, r8 and r9 are left out whole:
 // they are about real traffic (connection entries, counters, rates), which
 // the fake cannot produce.
