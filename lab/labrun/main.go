@@ -19,18 +19,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
 	"go/build/constraint"
+	"go/parser"
+	"go/token"
 	"io"
 	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/lvskit/lvskit/lab/internal/wire"
 	"github.com/lvskit/lvskit/lab/vm"
@@ -264,8 +269,10 @@ func printTimings(rep *vm.Report) {
 type testPkg struct {
 	ImportPath string
 	Dir        string
-	rel        string // directory relative to the module root
-	binary     string // host path of the test binary
+	rel        string   // directory relative to the module root
+	tests      []string // test functions of its lab files
+	run        string   // the -test.run pattern for it
+	binary     string   // host path of the test binary
 	buildErr   error
 	result     vm.StepResult
 	ran        bool
@@ -318,6 +325,23 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		fmt.Fprintf(os.Stderr, "labrun: no package in %s has lab tests (files with //go:build lab)\n", strings.Join(patterns, " "))
 		return exitFail
 	}
+	var matched []*testPkg
+	for _, p := range pkgs {
+		pattern, ok, err := runPattern(p.tests, o.run)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+			return exitUsage
+		}
+		if ok {
+			p.run = pattern
+			matched = append(matched, p)
+		}
+	}
+	if len(matched) == 0 {
+		fmt.Fprintf(os.Stderr, "labrun: no lab test in %s matches -run %q\n", strings.Join(patterns, " "), o.run)
+		return exitFail
+	}
+	pkgs = matched
 	buildStart := time.Now()
 	buildTests(lab, pkgs)
 	buildTime := time.Since(buildStart)
@@ -480,9 +504,7 @@ func bootGroup(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, g 
 		guest := guestTests + "/" + filepath.Base(p.binary)
 		run.Files = append(run.Files, vm.Entry{Path: guest, HostPath: p.binary, Mode: 0o755})
 		argv := []string{guest, "-test.v", "-test.timeout=" + o.testTimeout.String()}
-		if o.run != "" {
-			argv = append(argv, "-test.run="+o.run)
-		}
+		argv = append(argv, "-test.run="+p.run)
 		if o.count > 0 {
 			argv = append(argv, fmt.Sprintf("-test.count=%d", o.count))
 		}
@@ -546,11 +568,18 @@ func findLabPackages(root string, patterns []string) ([]*testPkg, error) {
 			return nil, fmt.Errorf("go list output: %w", err)
 		}
 		lab := false
+		var tests []string
 		for _, f := range append(p.TestGoFiles, p.XTestGoFiles...) {
-			if isLabFile(filepath.Join(p.Dir, f)) {
-				lab = true
-				break
+			path := filepath.Join(p.Dir, f)
+			if !isLabFile(path) {
+				continue
 			}
+			lab = true
+			names, err := testFuncs(path)
+			if err != nil {
+				return nil, err
+			}
+			tests = append(tests, names...)
 		}
 		if !lab {
 			continue
@@ -559,9 +588,93 @@ func findLabPackages(root string, patterns []string) ([]*testPkg, error) {
 		if err != nil || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		pkgs = append(pkgs, &testPkg{ImportPath: p.ImportPath, Dir: p.Dir, rel: filepath.ToSlash(rel)})
+		sort.Strings(tests)
+		pkgs = append(pkgs, &testPkg{ImportPath: p.ImportPath, Dir: p.Dir, rel: filepath.ToSlash(rel), tests: tests})
 	}
 	return pkgs, nil
+}
+
+// testFuncs returns the names of the test functions a file declares, by
+// the go test rule: TestXxx where Xxx does not start with a lower-case
+// letter, taking one parameter.
+func testFuncs(path string) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Type.Params == nil || len(fn.Type.Params.List) != 1 {
+			continue
+		}
+		name := fn.Name.Name
+		if !strings.HasPrefix(name, "Test") || name == "TestMain" {
+			continue
+		}
+		if rest := name[len("Test"):]; rest != "" && unicode.IsLower([]rune(rest)[0]) {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// runPattern is the -test.run value that runs only the package's lab tests
+// (its other tests ran on the host already and may need host tools), narrowed
+// by the user's -run pattern; ok is false when no lab test matches.
+func runPattern(tests []string, user string) (pattern string, ok bool, err error) {
+	first, rest := user, ""
+	if i := splitTopLevel(user); i >= 0 {
+		first, rest = user[:i], user[i:]
+	}
+	var keep []string
+	if first == "" {
+		keep = tests
+	} else {
+		re, err := regexp.Compile(first)
+		if err != nil {
+			return "", false, fmt.Errorf("-run: %w", err)
+		}
+		for _, t := range tests {
+			if re.MatchString(t) {
+				keep = append(keep, t)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		return "", false, nil
+	}
+	for i, t := range keep {
+		keep[i] = regexp.QuoteMeta(t)
+	}
+	return "^(" + strings.Join(keep, "|") + ")$" + rest, true, nil
+}
+
+// splitTopLevel returns the index of the first "/" of a -run pattern that
+// separates test from subtest patterns (not inside brackets or parentheses,
+// not escaped), or -1.
+func splitTopLevel(re string) int {
+	depth, class := 0, false
+	for i := 0; i < len(re); i++ {
+		switch c := re[i]; {
+		case c == '\\':
+			i++
+		case class:
+			if c == ']' {
+				class = false
+			}
+		case c == '[':
+			class = true
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == '/' && depth == 0:
+			return i
+		}
+	}
+	return -1
 }
 
 // isLabFile reports whether a Go file's build constraint requires the lab

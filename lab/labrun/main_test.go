@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,58 @@ func TestTestCountReadsTopLevelResults(t *testing.T) {
 	}
 	if c.passed != 2 || c.failed != 1 || c.skipped != 1 {
 		t.Errorf("counted %d passed, %d failed, %d skipped; want 2, 1, 1", c.passed, c.failed, c.skipped)
+	}
+}
+
+func TestTestFuncsFollowsGoTestRule(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x_lab_test.go")
+	src := `//go:build lab
+
+package x
+
+import "testing"
+
+func TestMain(m *testing.M) {}
+func TestA(t *testing.T)    {}
+func Test(t *testing.T)     {}
+func Testlower(t *testing.T) {}
+func TestÄ(t *testing.T)    {}
+func helper(t *testing.T)   {}
+func BenchmarkB(b *testing.B) {}
+type s struct{}
+func (s) TestM(t *testing.T) {}
+`
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := testFuncs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != "TestA Test TestÄ" {
+		t.Errorf("testFuncs = %v", got)
+	}
+}
+
+func TestRunPatternSelectsLabTests(t *testing.T) {
+	tests := []string{"TestNetns", "TestNetnsLo", "TestHeader"}
+	for _, c := range []struct {
+		user, want string
+		ok         bool
+	}{
+		{"", "^(TestNetns|TestNetnsLo|TestHeader)$", true},
+		{"Netns", "^(TestNetns|TestNetnsLo)$", true},
+		{"TestNetns$/first", "^(TestNetns)$/first", true},
+		{"(Header|Lo)$", "^(TestNetnsLo|TestHeader)$", true},
+		{"[/]x", "", false},
+		{"Nothing", "", false},
+	} {
+		got, ok, err := runPattern(tests, c.user)
+		if err != nil || got != c.want || ok != c.ok {
+			t.Errorf("runPattern(%q) = %q, %v, %v; want %q, %v", c.user, got, ok, err, c.want, c.ok)
+		}
+	}
+	if _, _, err := runPattern(tests, "("); err == nil {
+		t.Error("a bad -run pattern is not an error")
 	}
 }
