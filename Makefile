@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit lab labrun check install deb lintian demo lab-run clean
+.PHONY: all build test unit lab labrun check install deb lintian demo bench lab-run clean
 
 all: build
 
@@ -49,6 +49,11 @@ check:
 ## the weights, ipvsadm -Ln --stats and one request's addresses (e2e TestDemo)
 demo: build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
+
+## bench: time our ipvsadm against Debian's in the lab (one boot, full size:
+## the reference needs minutes) and print the table docs/benchmarks.md keeps
+bench: build labrun
+	$(LABRUN) -tests -run '^TestBenchmarks$$' -test-timeout 150m -timeout 160m ./bench
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
