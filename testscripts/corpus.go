@@ -124,15 +124,19 @@ var invocationNames = map[string]bool{"ipvsadm": true, "ipvsadm-save": true, "ip
 // env and timeout) has one of those base names, by any path. The -c script
 // of sh, bash and su is counted recursively. The count is static: a loop body
 // counts once, text that is only data (printf input for -R) counts zero.
-func countInvocations(cmd string) int {
-	n := 0
+func countInvocations(cmd string) int { return len(invokedPrograms(cmd)) }
+
+// invokedPrograms returns the command words of the invocations
+// countInvocations counts, as written.
+func invokedPrograms(cmd string) []string {
+	var progs []string
 	for _, words := range simpleCommands(cmd) {
-		n += countSimple(words)
+		progs = append(progs, invokedBy(words)...)
 	}
-	return n
+	return progs
 }
 
-func countSimple(words []string) int {
+func invokedBy(words []string) []string {
 	i := 0
 	for i < len(words) {
 		w := words[i]
@@ -151,25 +155,25 @@ func countSimple(words []string) int {
 			i += 2 // timeout DURATION command...
 			continue
 		case w == "for" || w == "case":
-			return 0 // the words up to the next separator are data
+			return nil // the words up to the next separator are data
 		}
 		break
 	}
 	if i >= len(words) {
-		return 0
+		return nil
 	}
 	prog := path.Base(words[i])
 	if invocationNames[prog] {
-		return 1
+		return []string{words[i]}
 	}
 	if prog == "sh" || prog == "bash" || prog == "su" {
 		for j := i + 1; j+1 < len(words); j++ {
 			if words[j] == "-c" {
-				return countInvocations(words[j+1])
+				return invokedPrograms(words[j+1])
 			}
 		}
 	}
-	return 0
+	return nil
 }
 
 var assignmentRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)

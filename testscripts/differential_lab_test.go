@@ -239,6 +239,9 @@ type fileResult struct {
 	ran                           bool
 	failed                        bool
 	elapsed                       time.Duration
+	// where the time went: corpus commands, netlink state dumps, the
+	// reference snapshot at the end
+	inCommands, inState, inSnapshot time.Duration
 }
 
 func TestDifferential(t *testing.T) {
@@ -291,7 +294,7 @@ func TestDifferential(t *testing.T) {
 		t.Run(strings.TrimSuffix(res.name, ".txt"), func(t *testing.T) {
 			start := time.Now()
 			res.ran = true
-			runFile(t, corpus[p], res)
+			runFile(t, corpus[p], res, labtest.OurBinDir, t.Errorf)
 			res.elapsed = time.Since(start)
 			res.failed = t.Failed()
 		})
@@ -300,7 +303,7 @@ func TestDifferential(t *testing.T) {
 	var sum fileResult
 	all := true
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-28s %6s %12s %10s %8s  %s\n", "file", "lines", "invocations", "identical", "seconds", "result")
+	fmt.Fprintf(&report, "%-28s %6s %12s %10s %8s %8s %8s  %s\n", "file", "lines", "invocations", "identical", "seconds", "commands", "state", "result")
 	for _, r := range results {
 		if !r.ran {
 			all = false
@@ -310,13 +313,15 @@ func TestDifferential(t *testing.T) {
 		if r.failed {
 			status = "FAIL"
 		}
-		fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f  %s\n", r.name, r.lines, r.invocations, r.identical, r.elapsed.Seconds(), status)
+		fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f %8.1f %8.1f  %s\n", r.name, r.lines, r.invocations, r.identical, r.elapsed.Seconds(), r.inCommands.Seconds(), (r.inState + r.inSnapshot).Seconds(), status)
 		sum.lines += r.lines
 		sum.invocations += r.invocations
 		sum.identical += r.identical
 		sum.elapsed += r.elapsed
+		sum.inCommands += r.inCommands
+		sum.inState += r.inState + r.inSnapshot
 	}
-	fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f\n", "total", sum.lines, sum.invocations, sum.identical, sum.elapsed.Seconds())
+	fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f %8.1f %8.1f\n", "total", sum.lines, sum.invocations, sum.identical, sum.elapsed.Seconds(), sum.inCommands.Seconds(), sum.inState.Seconds())
 	t.Logf("differential corpus: %d files, %d invocations in all\n%s", len(paths), total, report.String())
 	if total < minInvocations {
 		t.Errorf("the corpus has %d invocations; it must keep at least %d", total, minInvocations)
@@ -329,12 +334,24 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// changedLines keeps the - and + lines of a lineDiff: what identifies a
+// divergence, whatever the context around it.
+func changedLines(diff string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(diff, "\n") {
+		if strings.HasPrefix(l, "   -") || strings.HasPrefix(l, "   +") {
+			b.WriteString(l)
+		}
+	}
+	return b.String()
+}
+
 // checkSides makes sure that each side's shell finds the programs the
 // comparison is about: the reference's in /usr/sbin, ours in our bin
 // directory, and the sbin/ links of the working directories likewise.
 func checkSides(t *testing.T) {
 	root := t.TempDir()
-	ref, ours := newSides(t, root)
+	ref, ours := newSides(t, root, labtest.OurBinDir)
 	ns, err := newNetns()
 	if err != nil {
 		t.Fatal(err)
@@ -362,17 +379,18 @@ func checkSides(t *testing.T) {
 	}
 }
 
-// newSides creates the scratch directories of both sides below root.
-func newSides(t *testing.T, root string) (ref, ours side) {
+// newSides creates the scratch directories of both sides below root; our
+// side finds its programs in oursDir first.
+func newSides(t *testing.T, root, oursDir string) (ref, ours side) {
 	t.Helper()
 	sys := strings.Split(systemPath, ":")
 	ref = newSide(t, root, "reference", sys, "/usr/sbin")
-	ours = newSide(t, root, "ours", append([]string{labtest.OurBinDir}, sys...), labtest.OurBinDir)
+	ours = newSide(t, root, "ours", append([]string{oursDir}, sys...), oursDir)
 	return ref, ours
 }
 
 // runFile runs one corpus file in two fresh namespaces.
-func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
+func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, errorf func(format string, args ...any)) {
 	root, err := os.MkdirTemp("", "differential-")
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +400,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ref, ours := newSides(t, root)
+	ref, ours := newSides(t, root, oursDir)
 	nsRef, err := newNetns()
 	if err != nil {
 		t.Fatalf("reference namespace: %v", err)
@@ -406,6 +424,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 	t.Cleanup(func() { connOurs.Close() })
 	state := func(c *ipvsConn) string {
 		t.Helper()
+		defer func(start time.Time) { res.inState += time.Since(start) }(time.Now())
 		s, err := c.kernelState()
 		if err != nil {
 			t.Fatal(err)
@@ -415,6 +434,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 
 	exec1 := func(ns *os.File, s side, line string) labtest.Result {
 		t.Helper()
+		defer func(start time.Time) { res.inCommands += time.Since(start) }(time.Now())
 		cmd, err := s.command(line)
 		if err != nil {
 			t.Fatal(err)
@@ -423,6 +443,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 	}
 	snap := func(ns *os.File) snapshot {
 		t.Helper()
+		defer func(start time.Time) { res.inSnapshot += time.Since(start) }(time.Now())
 		// The reference binary reads both namespaces.
 		cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-R"}, Env: ref.env(), Dir: ref.dir}
 		r := run(t, ns, cmd, snapshotInput)
@@ -444,13 +465,13 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 				sd side
 			}{{nsRef, ref}, {nsOurs, ours}} {
 				if r := exec1(s.ns, s.sd, l.Cmd); r.Code != 0 {
-					t.Errorf("%v\n  setup failed in the %s namespace: exit %d\n  stdout: %q\n  stderr: %q", l, s.sd.name, r.Code, r.Stdout, r.Stderr)
+					errorf("%v\n  setup failed in the %s namespace: exit %d\n  stdout: %q\n  stderr: %q", l, s.sd.name, r.Code, r.Stdout, r.Stderr)
 					ok = false
 				}
 			}
 		case plain:
 			if d := compareResults(exec1(nsRef, ref, l.Cmd), exec1(nsOurs, ours, l.Cmd)); d != "" {
-				t.Errorf("%v\n%s", l, d)
+				errorf("%v\n%s", l, d)
 				ok = false
 			}
 		case same, timing:
@@ -459,23 +480,24 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 				r.Stdout, o.Stdout = maskTiming(r.Stdout), maskTiming(o.Stdout)
 			}
 			if d := compareResults(r, o); d != "" {
-				t.Errorf("%v\n%s", l, d)
+				errorf("%v\n%s", l, d)
 				ok = false
 			}
 		}
 		// The kernel state of both namespaces, read over netlink: after
 		// read-only lines too, since ours runs in the reference's namespace
 		// there.
-		d := ""
+		key := ""
 		if r, o := state(connRef), state(connOurs); r != o {
-			d = lineDiff(r, o)
+			d := lineDiff(r, o)
+			key = changedLines(d)
 			ok = false
 			// A divergence persists; report it when it starts or changes.
-			if d != lastStateDiff {
-				t.Errorf("%v\n  the kernel state differs afterwards (-reference namespace +ours):\n%s", l, d)
+			if key != lastStateDiff {
+				errorf("%v\n  the kernel state differs afterwards (-reference namespace +ours):\n%s", l, d)
 			}
 		}
-		lastStateDiff = d
+		lastStateDiff = key
 		if ok {
 			res.identical += n
 		}
@@ -483,6 +505,6 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult) {
 	// The final tables as the reference ipvsadm prints them, as a check of
 	// the netlink comparison above.
 	if d := diffSnapshots(snap(nsRef), snap(nsOurs)); d != "" {
-		t.Errorf("%s: at the end, the reference ipvsadm lists different tables in the two namespaces:\n%s", res.name, d)
+		errorf("%s: at the end, the reference ipvsadm lists different tables in the two namespaces:\n%s", res.name, d)
 	}
 }

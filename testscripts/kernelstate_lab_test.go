@@ -80,6 +80,7 @@ type ipvsConn struct {
 	fd     int
 	seq    uint32
 	family uint16
+	buf    []byte // receive buffer, reused: zeroing a fresh one per request is slow under TCG
 }
 
 // dialIPVS opens a generic netlink socket in namespace ns (a socket stays in
@@ -145,7 +146,10 @@ func (c *ipvsConn) request(cmd uint8, flags uint16, attrs []byte) ([][]byte, err
 		return nil, err
 	}
 	var out [][]byte
-	buf := make([]byte, 1<<20)
+	if c.buf == nil {
+		c.buf = make([]byte, 1<<20)
+	}
+	buf := c.buf
 	for {
 		n, _, err := unix.Recvfrom(c.fd, buf, 0)
 		if err != nil {
