@@ -101,10 +101,32 @@ func run(res *results) error {
 		return err
 	}
 	res.record(wire.KindReady, initUp, uptime(), strconv.FormatInt(modMS, 10))
-	for i, step := range plan.Steps {
-		runStep(res, i, step)
+	if !plan.Interactive {
+		for i, step := range plan.Steps {
+			runStep(res, i, step)
+		}
+		return nil
 	}
-	return nil
+	cmds := bufio.NewReader(res.f)
+	for {
+		line, err := cmds.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("read the host's next command: %w", err)
+		}
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 1 && f[0] == wire.CmdDone:
+			return nil
+		case len(f) == 2 && f[0] == wire.CmdRun:
+			i, err := strconv.Atoi(f[1])
+			if err != nil || i < 0 || i >= len(plan.Steps) {
+				return fmt.Errorf("bad step in host command %q", line)
+			}
+			runStep(res, i, plan.Steps[i])
+		default:
+			return fmt.Errorf("unknown host command %q", line)
+		}
+	}
 }
 
 func mountAll() {

@@ -6,10 +6,11 @@
 //
 // With -tests it compiles every package (default ./...) that has test files
 // with the "lab" build tag into a static test binary, packs them with bin/*
-// and the source tree into one initramfs, runs them all in one boot (or in
-// -vms parallel boots), streams their output and prints a summary. With --
-// it runs one shell command in the lab with our bin/ first on PATH and exits
-// with the command's status. See docs/lab.md.
+// and the source tree into one initramfs, and runs the tests of those files
+// in one boot per VM: -vms VMs (default one per CPU, at most four) run in
+// parallel and take packages from one shared queue. It streams their output
+// and prints a summary. With -- it runs one shell command in the lab with our
+// bin/ first on PATH and exits with the command's status. See docs/lab.md.
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -48,6 +50,9 @@ const (
 	exitUsage   = 2   // bad invocation
 	exitHarness = 125 // the lab itself failed: packages, build, boot
 )
+
+// maxAutoVMs caps the default number of parallel VMs.
+const maxAutoVMs = 4
 
 const (
 	guestBin   = "/opt/lvskit/bin"
@@ -78,7 +83,7 @@ func mainErr() int {
 	fs.BoolVar(&o.tests, "tests", false, "run the lab tests of the given packages (default ./...)")
 	fs.StringVar(&o.run, "run", "", "run only tests matching `REGEX` (passed to the test binaries as -test.run)")
 	fs.IntVar(&o.count, "count", 0, "run each test `N` times (-test.count)")
-	fs.IntVar(&o.vms, "vms", 1, "split the test packages over `N` VMs booted in parallel")
+	fs.IntVar(&o.vms, "vms", 0, "run the test packages in `N` VMs booted in parallel (0: one per CPU, at most 4)")
 	fs.DurationVar(&o.timeout, "timeout", 25*time.Minute, "limit for each VM boot")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
 	fs.DurationVar(&o.bootTimeout, "boot-timeout", 60*time.Second, "limit for a boot to reach the guest's /init (retried once)")
@@ -95,9 +100,6 @@ func mainErr() int {
 	if o.tests == dashdash {
 		fs.Usage()
 		return exitUsage
-	}
-	if o.vms < 1 {
-		o.vms = 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -272,6 +274,7 @@ type testPkg struct {
 	rel        string   // directory relative to the module root
 	tests      []string // test functions of its lab files
 	run        string   // the -test.run pattern for it
+	index      int      // its step in the VMs' plan
 	binary     string   // host path of the test binary
 	buildErr   error
 	result     vm.StepResult
@@ -349,13 +352,18 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 	var runnable []*testPkg
 	for _, p := range pkgs {
 		if p.buildErr == nil {
+			p.index = len(runnable)
 			runnable = append(runnable, p)
 		} else {
 			fmt.Printf("--- lab: %s: build failed\n%v\n", p.ImportPath, p.buildErr)
 		}
 	}
 	est := readTimings(lab)
-	groups := split(runnable, o.vms, est)
+	queue := order(runnable, est)
+	vms := min(o.vms, len(runnable))
+	if vms < 1 {
+		vms = min(runtime.NumCPU(), maxAutoVMs, len(runnable))
+	}
 	var (
 		mu     sync.Mutex
 		wg     sync.WaitGroup
@@ -363,25 +371,37 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		errs   []error
 		vmTime time.Duration
 	)
-	live := len(groups) == 1
-	for _, g := range groups {
+	// Every VM carries every test binary and takes the next package from
+	// the shared queue whenever it is free.
+	next := func() (int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(queue) == 0 || ctx.Err() != nil {
+			return 0, false
+		}
+		p := queue[0]
+		queue = queue[1:]
+		return p.index, true
+	}
+	for n := 1; n <= vms; n++ {
 		wg.Add(1)
-		go func(g []*testPkg) {
+		go func(n int) {
 			defer wg.Done()
-			rep, err := bootGroup(ctx, lab, files, o, g, live, &mu)
+			rep, err := bootVM(ctx, lab, files, o, runnable, vms == 1, &mu, next)
 			mu.Lock()
 			defer mu.Unlock()
 			if rep != nil {
 				boots += rep.Boots
 				vmTime = max(vmTime, rep.Wall)
 				if o.verbose {
+					fmt.Fprintf(os.Stderr, "lab: VM %d: %.1fs\n", n, rep.Wall.Seconds())
 					printTimings(rep)
 				}
 			}
 			if err != nil {
 				errs = append(errs, err)
 			}
-		}(g)
+		}(n)
 	}
 	wg.Wait()
 	writeTimings(lab, est, pkgs)
@@ -431,16 +451,10 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 	return 0
 }
 
-// split deals packages into at most n groups of about equal expected run
-// time: longest first, each to the group with the least work so far.
-// Packages without a known time count as the longest.
-func split(pkgs []*testPkg, n int, est map[string]float64) [][]*testPkg {
-	if n > len(pkgs) {
-		n = len(pkgs)
-	}
-	if n <= 1 {
-		return [][]*testPkg{pkgs}
-	}
+// order returns the packages longest first by their last run time, those
+// without one (new, or never finished) first of all, so that the VMs
+// sharing the queue end at about the same time.
+func order(pkgs []*testPkg, est map[string]float64) []*testPkg {
 	cost := func(p *testPkg) float64 {
 		if c, ok := est[p.ImportPath]; ok {
 			return c
@@ -449,30 +463,10 @@ func split(pkgs []*testPkg, n int, est map[string]float64) [][]*testPkg {
 	}
 	sorted := append([]*testPkg(nil), pkgs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return cost(sorted[i]) > cost(sorted[j]) })
-	groups := make([][]*testPkg, n)
-	load := make([]float64, n)
-	for i, p := range sorted {
-		g := 0
-		if i < n {
-			g = i // unknown costs are infinite: spread them first
-		} else {
-			for j := range load {
-				if load[j] < load[g] {
-					g = j
-				}
-			}
-		}
-		groups[g] = append(groups[g], p)
-		if c := cost(p); !math.IsInf(c, 1) {
-			load[g] += c
-		} else {
-			load[g] += 60
-		}
-	}
-	return groups
+	return sorted
 }
 
-// timingsFile keeps each package's last run time, to balance -vms groups.
+// timingsFile keeps each package's last run time, to order the queue.
 func timingsFile(lab *vm.Lab) string { return filepath.Join(lab.CacheDir, "timings.json") }
 
 func readTimings(lab *vm.Lab) map[string]float64 {
@@ -494,17 +488,17 @@ func writeTimings(lab *vm.Lab, est map[string]float64, pkgs []*testPkg) {
 	}
 }
 
-// bootGroup runs the test binaries of g in one VM. With live set, output
-// streams to stdout as it comes; otherwise each package's output is printed
-// whole when it ends, under mu.
-func bootGroup(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, g []*testPkg, live bool, mu *sync.Mutex) (*vm.Report, error) {
-	run := vm.Run{Files: append([]vm.Entry(nil), files...), Timeout: o.timeout}
+// bootVM boots one VM with every test binary of pkgs and runs the packages
+// that next hands it. With live set (a single VM), output streams to stdout
+// as it comes; otherwise each package's output is printed whole when it
+// ends, under mu.
+func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs []*testPkg, live bool, mu *sync.Mutex, next func() (int, bool)) (*vm.Report, error) {
+	run := vm.Run{Files: append([]vm.Entry(nil), files...), Timeout: o.timeout, Next: next}
 	run.Files = append(run.Files, vm.Entry{Path: guestTests, Dir: true, Mode: 0o755})
-	for _, p := range g {
+	for _, p := range pkgs {
 		guest := guestTests + "/" + filepath.Base(p.binary)
 		run.Files = append(run.Files, vm.Entry{Path: guest, HostPath: p.binary, Mode: 0o755})
-		argv := []string{guest, "-test.v", "-test.timeout=" + o.testTimeout.String()}
-		argv = append(argv, "-test.run="+p.run)
+		argv := []string{guest, "-test.v", "-test.timeout=" + o.testTimeout.String(), "-test.run=" + p.run}
 		if o.count > 0 {
 			argv = append(argv, fmt.Sprintf("-test.count=%d", o.count))
 		}
@@ -521,26 +515,31 @@ func bootGroup(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, g 
 	}
 	var out io.Writer = os.Stdout
 	run.OnBegin = func(i int) {
-		g[i].ran = true
+		mu.Lock()
+		defer mu.Unlock()
+		pkgs[i].ran = true
 		if live {
-			fmt.Fprintf(out, "=== lab: %s\n", g[i].ImportPath)
+			fmt.Fprintf(out, "=== lab: %s\n", pkgs[i].ImportPath)
 		}
 	}
 	run.OnOutput = func(i int, _ bool, p []byte) {
-		g[i].count.feed(p)
+		mu.Lock()
+		defer mu.Unlock()
+		pkgs[i].count.feed(p)
 		if live {
 			out.Write(p)
 		} else {
-			g[i].output.Write(p)
+			pkgs[i].output.Write(p)
 		}
 	}
 	run.OnEnd = func(i int, r vm.StepResult) {
-		g[i].result = r
+		mu.Lock()
+		defer mu.Unlock()
+		pkgs[i].result = r
 		if !live {
-			mu.Lock()
-			fmt.Fprintf(out, "=== lab: %s\n", g[i].ImportPath)
-			out.Write(g[i].output.Bytes())
-			mu.Unlock()
+			fmt.Fprintf(out, "=== lab: %s (%.1fs)\n", pkgs[i].ImportPath, r.Duration.Seconds())
+			out.Write(pkgs[i].output.Bytes())
+			pkgs[i].output.Reset()
 		}
 	}
 	return lab.Boot(ctx, run)

@@ -43,29 +43,14 @@ func TestShellQuote(t *testing.T) {
 	}
 }
 
-func TestSplitBalancesByKnownTimes(t *testing.T) {
+func TestOrderPutsUnknownThenLongestFirst(t *testing.T) {
 	pkgs := []*testPkg{{ImportPath: "a"}, {ImportPath: "b"}, {ImportPath: "c"}, {ImportPath: "d"}}
-	names := func(g []*testPkg) string {
-		s := ""
-		for _, p := range g {
-			s += p.ImportPath
-		}
-		return s
+	var got string
+	for _, p := range order(pkgs, map[string]float64{"a": 10, "b": 70, "d": 20}) {
+		got += p.ImportPath
 	}
-	g := split(pkgs, 2, map[string]float64{"a": 10, "b": 70, "c": 50, "d": 20})
-	if len(g) != 2 || names(g[0]) != "ba" || names(g[1]) != "cd" {
-		t.Errorf("split by times: %q %q", names(g[0]), names(g[1]))
-	}
-	// unknown packages are spread first
-	g = split(pkgs, 2, map[string]float64{"a": 10, "b": 70})
-	if names(g[0]) != "cb" || names(g[1]) != "da" {
-		t.Errorf("split with unknowns: %q %q", names(g[0]), names(g[1]))
-	}
-	if g := split(pkgs, 9, nil); len(g) != 4 {
-		t.Errorf("split into 9 gave %d groups, want one per package", len(g))
-	}
-	if g := split(pkgs, 1, nil); len(g) != 1 || names(g[0]) != "abcd" {
-		t.Errorf("split into 1 reorders: %v", g)
+	if got != "cbda" {
+		t.Errorf("order = %s, want cbda", got)
 	}
 }
 

@@ -110,6 +110,11 @@ type Run struct {
 	OnBegin  func(step int)
 	OnOutput func(step int, stderr bool, p []byte)
 	OnEnd    func(step int, r StepResult)
+	// Next, if set, makes the plan interactive: the guest runs the step
+	// Next returns, first when it is ready and then after each step ends,
+	// until Next says there is none left. Several boots can share one
+	// queue this way.
+	Next func() (step int, ok bool)
 }
 
 // StepResult is how a step ended.
@@ -176,8 +181,8 @@ func (l *Lab) Boot(ctx context.Context, r Run) (*Report, error) {
 }
 
 // writeInitrd writes the base image, zero padding to a 4-byte boundary (the
-// kernel looks for a following uncompressed archive only there) and the
-// run's overlay as an uncompressed cpio archive.
+// kernel looks for a following archive only there; a gzip'd base may end
+// anywhere) and the run's overlay as an uncompressed cpio archive.
 func (l *Lab) writeInitrd(dst string, r Run, rep *Report) error {
 	out, err := os.Create(dst)
 	if err != nil {
@@ -199,13 +204,15 @@ func (l *Lab) writeInitrd(dst string, r Run, rep *Report) error {
 		}
 		n += pad
 	}
-	plan, err := jsonMarshal(r.Plan)
+	plan := r.Plan
+	plan.Interactive = r.Next != nil
+	planJSON, err := jsonMarshal(plan)
 	if err != nil {
 		return err
 	}
 	files := append([]Entry{
 		{Path: "/init", HostPath: l.GuestInit, Mode: 0o755},
-		{Path: wire.PlanPath, Data: plan, Mode: 0o644},
+		{Path: wire.PlanPath, Data: planJSON, Mode: 0o644},
 	}, r.Files...)
 	w := &countingWriter{w: out}
 	bw := newBufferedWriter(w)
@@ -245,6 +252,22 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	defer stdin.Close()
+	// next hands the guest its next step (interactive plans only).
+	next := func() {
+		if r.Next == nil {
+			return
+		}
+		cmd := wire.CmdDone + "\n"
+		if i, ok := r.Next(); ok {
+			cmd = fmt.Sprintf("%s %d\n", wire.CmdRun, i)
+		}
+		_, _ = io.WriteString(stdin, cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start qemu: %w", err)
@@ -303,6 +326,7 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 				ms, _ := strconv.Atoi(rec.Fields[2])
 				rep.ModulesTime = time.Duration(ms) * time.Millisecond
 			}
+			next()
 		case wire.KindBegin:
 			if i, err := rec.Step(); err == nil && i < len(rep.Steps) && r.OnBegin != nil {
 				r.OnBegin(i)
@@ -323,6 +347,7 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 			if r.OnEnd != nil {
 				r.OnEnd(i, sr)
 			}
+			next()
 		case wire.KindNote:
 			rep.Notes = append(rep.Notes, rec.Rest())
 		case wire.KindFatal:

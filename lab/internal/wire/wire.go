@@ -25,10 +25,21 @@ const PlanPath = "/etc/lab/plan.json"
 // plan, one "path [params]" per line, in load order.
 const ModulesPath = "/etc/lab/modules.order"
 
-// Plan is what one boot executes: its steps, in order.
+// Plan is what one boot executes: its steps, in order, or, when
+// Interactive is set, in the order the host asks for them: the guest then
+// reads commands from the results port after its ready record, "run <i>"
+// to run step i and "done" to finish. That lets several VMs share one
+// queue of steps.
 type Plan struct {
-	Steps []Step
+	Steps       []Step
+	Interactive bool
 }
+
+// Commands the host sends to an interactive guest, one per line.
+const (
+	CmdRun  = "run"
+	CmdDone = "done"
+)
 
 // Step is one program run inside the guest.
 type Step struct {
