@@ -484,9 +484,16 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 				ok = false
 			}
 		}
-		// The kernel state of both namespaces, read over netlink: after
-		// read-only lines too, since ours runs in the reference's namespace
-		// there.
+		// The kernel state of both namespaces, read over netlink, after
+		// every line that may change it. (@same lines are read-only; if
+		// ours changed the reference's namespace in one, the next
+		// comparison shows it.)
+		if l.Kind == same {
+			if ok {
+				res.identical += n
+			}
+			continue
+		}
 		key := ""
 		if r, o := state(connRef), state(connOurs); r != o {
 			d := lineDiff(r, o)
