@@ -5,9 +5,10 @@
 // alternately, several times each, and the medians are compared.
 //
 // It holds only a lab test (bench_lab_test.go, build tag lab). `make bench`
-// runs it at full size and prints the table that docs/benchmarks.md
-// records; a plain `make lab` runs it small, as a check that the
-// measurements still work. Durations are reported, never asserted: the
+// gives it the long test timeout the full size needs and prints the table
+// that docs/benchmarks.md records; in a plain `make lab` (ten-minute test
+// timeout) it measures small tables, as a check that the measurements
+// still work. Durations are reported, never asserted: the
 // VM's speed varies with the host's load. Peak memory is asserted, because
 // it does not.
 package bench
