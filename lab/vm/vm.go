@@ -61,6 +61,13 @@ func New(root string, log io.Writer) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Work directories of runs that were killed before they could clean up.
+	stale, _ := filepath.Glob(filepath.Join(l.CacheDir, "run-*"))
+	for _, d := range stale {
+		if fi, err := os.Stat(d); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			os.RemoveAll(d)
+		}
+	}
 	l.Base = base
 	init, err := GoBuild(root, filepath.Join(l.CacheDir, "guestinit"), "build", "./lab/guestinit")
 	if err != nil {
