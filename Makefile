@@ -31,7 +31,7 @@ unit:
 LABRUN   := .cache/lab/labrun
 LAB_ARGS ?=
 lab: build labrun
-	$(LABRUN) -tests $(LAB_ARGS)
+	$(LABRUN) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
 
 labrun:
 	$(GO) build -o $(LABRUN) ./lab/labrun
