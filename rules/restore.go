@@ -73,7 +73,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 		if len(argv) < 2 {
 			continue // no tokens: ipvsadm skips the line
 		}
-		if o, stop := e.line(argv, prog); stop {
+		if o, stop := e.line(argv); stop {
 			return o
 		}
 	}
@@ -83,7 +83,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 
 // line runs one command line. It reports the restore's outcome and true
 // when the line ends the restore.
-func (e *engine) line(argv []string, prog string) (ipvsadm.Outcome, bool) {
+func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	inv, local := e.p.Parse(argv)
 	if local == nil {
 		if req, ok := inv.Request(); ok {
@@ -95,12 +95,11 @@ func (e *engine) line(argv []string, prog string) (ipvsadm.Outcome, bool) {
 	// be done and their messages printed first.
 	e.flush()
 	var o ipvsadm.Outcome
-	switch {
-	case local != nil:
+	if local != nil {
 		o = *local
-	case inv.Command == ipvsadm.CmdRestore:
-		o = nestedRestore(e.p, prog)
-	default:
+	} else {
+		// Listings, -S, and a nested -R, which Execute refuses while a
+		// restore runs.
 		o = e.p.Execute(inv)
 	}
 	e.p.Print(o)
@@ -109,15 +108,6 @@ func (e *engine) line(argv []string, prog string) (ipvsadm.Outcome, bool) {
 		return ipvsadm.Outcome{Kind: o.Kind}, true
 	}
 	return ipvsadm.Outcome{}, false
-}
-
-// nestedRestore is ipvsadm's answer to -R while restoring: the "Try ..."
-// of a bad first option, which stops the restore. ipvsadm.Execute gives it
-// only inside its own engine, so it is obtained from Parse, the one place
-// that words it: an argument vector without options gets exactly it.
-func nestedRestore(p *ipvsadm.Program, prog string) ipvsadm.Outcome {
-	_, o := p.Parse([]string{prog})
-	return *o
 }
 
 // submit sends one line's change, or runs it directly once the pipeline
