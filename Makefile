@@ -25,9 +25,9 @@ test: check unit lab
 unit:
 	$(GO) test ./...
 
-## lab: tests that need the real kernel, run inside the QEMU lab (one boot;
-## installs the lab's Debian packages when root). Narrow it with
-## make lab LAB_ARGS='-run TestName ./ipvs'
+## lab: tests that need the real kernel, run inside the QEMU lab (one boot
+## per CPU, sharing a queue of packages; installs the lab's Debian packages
+## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs'
 LABRUN   := .cache/lab/labrun
 LAB_ARGS ?=
 lab: build labrun
