@@ -117,7 +117,7 @@ func newNetns() (ns *os.File, err error) {
 	ns, err = os.Open("/proc/thread-self/ns/net")
 	if err == nil {
 		// Without lo up the kernel rejects every IPVS destination.
-		err = linkUp("lo")
+		err = labtest.LinkUp("lo")
 	}
 	if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
 		// The thread stays locked and dies with its goroutine.
@@ -131,24 +131,6 @@ func newNetns() (ns *os.File, err error) {
 		return nil, err
 	}
 	return ns, nil
-}
-
-// linkUp sets IFF_UP on an interface of the calling thread's namespace.
-func linkUp(name string) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // startIn starts cmd from a thread that sits in namespace ns, so the

@@ -98,13 +98,14 @@ func Netns(t testing.TB) {
 		runtime.UnlockOSThread()
 	})
 	// Without lo up the kernel rejects every IPVS destination with EINVAL.
-	if err := linkUp("lo"); err != nil {
+	if err := LinkUp("lo"); err != nil {
 		t.Fatalf("labtest.Netns: bring lo up: %v", err)
 	}
 }
 
-// linkUp sets IFF_UP on an interface of the calling thread's namespace.
-func linkUp(name string) error {
+// LinkUp sets IFF_UP on an interface of the calling thread's namespace
+// (tests that manage namespaces themselves bring their lo up with it).
+func LinkUp(name string) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
