@@ -1,0 +1,52 @@
+// Package sysenv wires the ipvsadm programs to the running system: the
+// kernel's netlink interface, /sbin/modprobe, the system's name files and
+// popt's POSIX switches. It is application wiring shared by the three
+// mains (ipvsadm, ipvsadm-save, ipvsadm-restore), not a library: it is
+// where running modprobe is allowed.
+package sysenv
+
+import (
+	"os"
+	"os/exec"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/names"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// Ipvsadm is the environment ipvsadm runs with on this system.
+func Ipvsadm() ipvsadm.Env {
+	// popt switches to POSIX argument order when either variable is set,
+	// even to the empty string.
+	_, posix := os.LookupEnv("POSIXLY_CORRECT")
+	if _, ok := os.LookupEnv("POSIX_ME_HARDER"); ok {
+		posix = true
+	}
+	return ipvsadm.Env{
+		Open:     open,
+		Modprobe: modprobe,
+		Resolver: names.NewResolver(),
+		Posix:    posix,
+		// -R sends its changes pipelined on one socket; same output.
+		RestoreEngine: rules.Pipelined(rules.DefaultWindow),
+	}
+}
+
+// open returns the netlink client as an ipvs.Client (a nil *ipvs.Conn must
+// not become a non-nil interface).
+func open() (ipvs.Client, error) {
+	c, err := ipvs.Open()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// modprobe loads the ip_vs module the way ipvsadm does: /sbin/modprobe with
+// our standard streams, success only if it exits 0.
+func modprobe() error {
+	cmd := exec.Command("/sbin/modprobe", "--", "ip_vs")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return cmd.Run()
+}
