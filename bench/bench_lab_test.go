@@ -467,7 +467,7 @@ func newNetns(t *testing.T) *netns {
 	}
 	f, err := os.Open("/proc/thread-self/ns/net")
 	if err == nil {
-		err = linkUp("lo") // without lo up the kernel refuses destinations
+		err = labtest.LinkUp("lo") // without lo up the kernel refuses destinations
 	}
 	if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
 		panic(fmt.Sprintf("setns back to the original namespace: %v", e))
@@ -511,23 +511,6 @@ func inNetns(t *testing.T, ns *netns, fn func()) {
 		}
 	}()
 	fn()
-}
-
-func linkUp(name string) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // run runs the program at path in namespace ns with argv[0] "ipvsadm",
