@@ -154,7 +154,8 @@ func (c *Conn) Daemons() ([]Daemon, error) {
 func (c *Conn) Exec(req Request) error {
 	p := &c.single
 	if p.c == nil {
-		*p = pipeline{c: c, window: 1}
+		// One request: its own acknowledgement is cheaper than a barrier.
+		*p = pipeline{c: c, window: 1, ackEach: true}
 		c.onResult = func(err error) { c.result = err }
 	}
 	c.result = nil
@@ -169,9 +170,10 @@ func (c *Conn) Exec(req Request) error {
 
 // Pipeline returns a pipeline with at most window unanswered requests
 // (window < 1 means 1). Requests are sent in batches of up to window
-// messages per system call and their acknowledgements drained many per
-// call. Do not call other Conn methods while a pipeline has unanswered
-// requests.
+// messages per system call. Changes go without NLM_F_ACK: the kernel then
+// answers only those that fail, and a NOOP barrier at the end of each
+// batch tells when the others are done (see docs/decisions). Do not call
+// other Conn methods while a pipeline has unanswered requests.
 func (c *Conn) Pipeline(window int) Pipeline {
 	if window < 1 {
 		window = 1
@@ -425,13 +427,19 @@ type pipeline struct {
 	unsent int       // the last unsent requests are encoded in c.tx
 	lastOp Command   // names the operation in a transport error
 	err    error
+	// ackEach asks for an acknowledgement of every request instead of
+	// quiet requests followed by a barrier.
+	ackEach bool
 }
 
 type pending struct {
 	seq     uint32
 	op      Command
 	done    func(error)
-	barrier bool // a NOOP sent only to learn that the request before it ended
+	barrier bool // a NOOP sent only to learn that the requests before it ended
+	// quiet requests were sent without NLM_F_ACK: the kernel answers them
+	// only with an error, and an answer to a later message means success.
+	quiet bool
 }
 
 // maxBatch bounds one sendmsg: the kernel refuses datagrams larger than
@@ -486,19 +494,34 @@ func (p *pipeline) Submit(req Request, done func(error)) error {
 		}
 	}
 	seq := c.nextSeq()
-	c.tx.request(c.family, nlmFRequest|nlmFAck, seq, &req)
-	p.push(pending{seq: seq, op: req.Cmd, done: done})
+	// A request the kernel may leave unanswered keeps its acknowledgement
+	// and gets a barrier: a quiet one would look like a success.
+	quiet := !p.ackEach && !mayGoUnanswered(req.Cmd)
+	flags := uint16(nlmFRequest | nlmFAck)
+	if quiet {
+		flags = nlmFRequest
+	}
+	c.tx.request(c.family, flags, seq, &req)
+	p.push(pending{seq: seq, op: req.Cmd, done: done, quiet: quiet})
 	if mayGoUnanswered(req.Cmd) {
-		seq := c.nextSeq()
-		c.tx.begin(nlmsgNoop, nlmFRequest|nlmFAck, seq, 0, 0)
-		c.tx.b = c.tx.b[:len(c.tx.b)-genlHdrLen] // a bare netlink header
-		c.tx.end()
-		p.push(pending{seq: seq, op: req.Cmd, barrier: true})
+		p.pushBarrier(req.Cmd)
 	}
 	if len(c.tx.b) >= maxBatch {
 		return p.sendBatch()
 	}
 	return nil
+}
+
+// pushBarrier queues a NLMSG_NOOP with NLM_F_ACK. The kernel handles a
+// socket's messages in order and acknowledges the NOOP without doing
+// anything, so its answer means every earlier request has been handled.
+func (p *pipeline) pushBarrier(op Command) {
+	c := p.c
+	seq := c.nextSeq()
+	c.tx.begin(nlmsgNoop, nlmFRequest|nlmFAck, seq, 0, 0)
+	c.tx.b = c.tx.b[:len(c.tx.b)-genlHdrLen] // a bare netlink header
+	c.tx.end()
+	p.push(pending{seq: seq, op: op, barrier: true})
 }
 
 func (p *pipeline) push(e pending) {
@@ -547,10 +570,14 @@ func (p *pipeline) Flush() error {
 	return nil
 }
 
-// sendBatch sends the encoded but unsent requests in one datagram.
+// sendBatch sends the encoded but unsent requests in one datagram, ended
+// by a barrier when its last request is quiet.
 func (p *pipeline) sendBatch() error {
 	if p.unsent == 0 {
 		return nil
+	}
+	if last := p.ring[(p.head+p.n-1)%len(p.ring)]; last.quiet {
+		p.pushBarrier(last.op)
 	}
 	c := p.c
 	err := c.sock.send(c.tx.b)
@@ -582,8 +609,9 @@ func (p *pipeline) receive() error {
 			if p.n == 0 || int32(h.seq-p.ring[p.head].seq) < 0 {
 				continue // a late answer to an abandoned request
 			}
-			// The kernel answers in order, so an answer to a later request
-			// means the earlier ones were processed without an answer.
+			// The kernel answers in order, so an answer to a later message
+			// means the earlier ones were processed: quiet requests
+			// succeeded, others went without the answer they asked for.
 			skipped := -1
 			for i := 0; i < p.n-p.unsent; i++ {
 				if p.ring[(p.head+i)%len(p.ring)].seq == h.seq {
@@ -595,6 +623,10 @@ func (p *pipeline) receive() error {
 				return p.abort(fmt.Errorf("%w: sequence %d while waiting for %d", errOutOfStep, h.seq, p.ring[p.head].seq))
 			}
 			for range skipped {
+				if p.ring[p.head].quiet {
+					p.pop(nil) // no news is good news
+					continue
+				}
 				op := p.ring[p.head].op
 				p.pop(&OpError{Op: op, Err: fmt.Errorf("%w (its handler returned EINTR): %w", ErrNoAnswer, unix.EINTR)})
 			}

@@ -118,9 +118,10 @@ func TestReceiveTimeoutReachesCaller(t *testing.T) {
 	}
 }
 
-// TestPipelineOverrunReportsENOBUFS: when the kernel drops
-// acknowledgements because the receive buffer is full, the pipeline fails
-// with ENOBUFS and every unanswered request hears about it.
+// TestPipelineOverrunReportsENOBUFS: when the kernel drops answers
+// because the receive buffer is full, the pipeline fails with ENOBUFS and
+// every unanswered request hears about it. Successful changes are not
+// answered, so the requests fail: the same service added 2000 times.
 func TestPipelineOverrunReportsENOBUFS(t *testing.T) {
 	c := openInNetns(t)
 	if err := ipvs.ShrinkReceiveBufferForTest(c); err != nil {
@@ -131,8 +132,8 @@ func TestPipelineOverrunReportsENOBUFS(t *testing.T) {
 	answers := 0
 	var failures []error
 	var submitErr error
-	for i := range n {
-		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, 1}), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+	for range n {
 		err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, func(err error) {
 			answers++
 			if err != nil {

@@ -96,17 +96,21 @@ func TestSwallowedStopDaemonIsReportedAtOnce(t *testing.T) {
 	}
 }
 
+// TestSwallowedAnswerInAPipeline: a daemon command the kernel handles
+// without an answer is reported as such, between quiet requests that
+// succeed and fail around it.
 func TestSwallowedAnswerInAPipeline(t *testing.T) {
 	k := newFakeKernel()
 	c := openFake(t, k)
-	k.swallow[ipvs.CmdZero] = true
+	k.swallow[ipvs.CmdDelDaemon] = true
 	p := c.Pipeline(8)
 	var got []error
 	done := func(err error) { got = append(got, err) }
 	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
 	reqs := []ipvs.Request{
 		{Cmd: ipvs.CmdNewService, Service: &s},
-		{Cmd: ipvs.CmdZero},
+		{Cmd: ipvs.CmdNewDaemon, Daemon: &ipvs.Daemon{State: ipvs.DaemonBackup, Interface: "lo"}},
+		{Cmd: ipvs.CmdDelDaemon, Daemon: &ipvs.Daemon{State: ipvs.DaemonBackup}},
 		{Cmd: ipvs.CmdNewService, Service: &s},
 		{Cmd: ipvs.CmdDelService, Service: &s},
 	}
@@ -118,8 +122,47 @@ func TestSwallowedAnswerInAPipeline(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 4 || got[0] != nil || !errors.Is(got[1], ipvs.ErrNoAnswer) || !errors.Is(got[2], unix.EEXIST) || got[3] != nil {
+	if len(got) != 5 || got[0] != nil || got[1] != nil || !errors.Is(got[2], ipvs.ErrNoAnswer) || !errors.Is(got[3], unix.EEXIST) || got[4] != nil {
 		t.Errorf("answers: %v", got)
+	}
+}
+
+// TestQuietRequestsAreAnsweredByTheBarrier: changes go without NLM_F_ACK,
+// so the kernel sends one answer per failure plus one per batch, and every
+// request still hears its own result in order.
+func TestQuietRequestsAreAnsweredByTheBarrier(t *testing.T) {
+	var answers int
+	spy := &spyKernel{fakeKernel: newFakeKernel(), onSend: func(int) {}}
+	c, err := ipvs.OpenTransportForTest(spy, testPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spy.onRecv = func(n int) { answers += n }
+	p := c.Pipeline(16)
+	var got []error
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+	for i := range 40 {
+		// Every fourth request adds the service again and fails.
+		r := ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}
+		if i%4 != 0 {
+			d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{10, 1, 0, byte(i)}), Port: 80, FwdMethod: ipvs.FwdMasq, Weight: 1}
+			r = ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}
+		}
+		if err := p.Submit(r, func(err error) { got = append(got, err) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range got {
+		if want := i%4 == 0 && i > 0; errors.Is(e, unix.EEXIST) != want || (!want && e != nil) {
+			t.Errorf("request %d: %v", i, e)
+		}
+	}
+	// 9 failures and one barrier per batch of 16 (3 batches).
+	if len(got) != 40 || answers != 9+3 {
+		t.Errorf("%d results, %d answers from the kernel; want 40 and 12", len(got), answers)
 	}
 }
 
@@ -130,8 +173,9 @@ func TestPipelineTransportFailureAnswersEveryRequest(t *testing.T) {
 	p := c.Pipeline(100)
 	var got []error
 	var submitErr error
-	for i := range 50 {
-		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), Port: 80, Scheduler: "rr"}
+	// The same service 50 times: 49 failures, each answered.
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, 1}), Port: 80, Scheduler: "rr"}
+	for range 50 {
 		if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, func(err error) { got = append(got, err) }); err != nil {
 			submitErr = err
 			break
@@ -182,8 +226,8 @@ func TestPipelineBatchesAndBoundsTheWindow(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if sends != 10 || maxOutstanding > 32 {
-		t.Errorf("%d datagrams (want 10), at most %d unanswered (want <= 32)", sends, maxOutstanding)
+	if sends != 10 || maxOutstanding > 32+1 {
+		t.Errorf("%d datagrams (want 10), at most %d messages in one (want <= 32 and a barrier)", sends, maxOutstanding)
 	}
 	svcs, err := c2.Services()
 	if err != nil || len(svcs) != 320 {
@@ -193,13 +237,26 @@ func TestPipelineBatchesAndBoundsTheWindow(t *testing.T) {
 
 type spyKernel struct {
 	*fakeKernel
-	onSend func(outstanding int)
+	onSend func(messages int)
+	onRecv func(answers int)
 }
 
 func (s *spyKernel) Send(b []byte) error {
+	messages := 0
+	for m := b; len(m) >= 16; m = m[(ne.Uint32(m)+3)&^3:] {
+		messages++
+	}
 	err := s.fakeKernel.Send(b)
-	s.onSend(len(s.queue)) // one queued acknowledgement per unanswered request
+	s.onSend(messages)
 	return err
+}
+
+func (s *spyKernel) Recv(max int) ([][]byte, error) {
+	d, err := s.fakeKernel.Recv(max)
+	if s.onRecv != nil {
+		s.onRecv(len(d))
+	}
+	return d, err
 }
 
 func TestDecodePrefersStats64(t *testing.T) {
