@@ -2,8 +2,8 @@ package ipvsadm
 
 import (
 	"bufio"
+	"bytes"
 	"io"
-	"strings"
 )
 
 // This file holds the simple restore (-R): ipvsadm 1.31's tokenizer and one
@@ -47,17 +47,24 @@ const restoreTokenMax = 4096
 
 // RestoreReader splits restore input into command lines the way ipvsadm
 // 1.31's config_stream_read does: tokens are runs of bytes other than
-// space, tab, CR and LF; a LF ends a line; tokens equal to "ipvsadm" are
-// dropped; there is no quoting and no comment syntax. At the end of input,
-// a last line is kept if its final token is directly followed by the end,
-// and silently dropped if white space comes between.
+// space, tab, CR and LF, cut into pieces of restoreTokenMax bytes, each
+// ending at its first NUL byte (C strings); a LF ends a line; tokens equal
+// to "ipvsadm" are dropped; there is no quoting and no comment syntax. At
+// the end of input, a last line without LF is kept if at most one white
+// space byte follows its final token, and silently dropped otherwise.
+//
+// It reads a line at a time from a large buffer and hands out tokens as
+// slices of that buffer, so a restore does not allocate per line.
 type RestoreReader struct {
-	r *bufio.Reader
+	r      *bufio.Reader
+	long   []byte // a line longer than the buffer, gathered
+	fields [][]byte
+	ended  bool
 }
 
 // NewRestoreReader reads restore input from r.
 func NewRestoreReader(r io.Reader) *RestoreReader {
-	return &RestoreReader{r: bufio.NewReader(r)}
+	return &RestoreReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 func isRestoreSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -65,77 +72,74 @@ func isRestoreSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || 
 // Next returns the next line as an argument vector starting with prog, and
 // false at the end of input. A line without tokens gives just {prog}.
 func (t *RestoreReader) Next(prog string) ([]string, bool) {
-	argv := []string{prog}
-	tokens := 0
-	for {
-		token, err := t.readToken()
-		if err != nil && token == "" {
-			// End of input before anything of this line.
-			if tokens == 0 {
-				return nil, false
-			}
-			return argv, true
-		}
-		if token == "" {
-			// The line continues with white space: skip it up to the
-			// next token or the end of the line. Reaching the end of
-			// input here drops the line.
-			for {
-				c, err := t.r.ReadByte()
-				if err != nil {
-					return nil, false
-				}
-				if c == '\n' {
-					return argv, true
-				}
-				if c != ' ' && c != '\t' && c != '\r' {
-					_ = t.r.UnreadByte()
-					break
-				}
-			}
-			continue
-		}
-		// C strings end at the first NUL byte.
-		if i := strings.IndexByte(token, 0); i >= 0 {
-			token = token[:i]
-		}
-		if token != "ipvsadm" {
-			tokens++
-			argv = append(argv, token)
-		}
-		// One white-space byte after the token is consumed with it.
-		c, err := t.r.ReadByte()
-		if err != nil {
-			continue // next readToken reports the end
-		}
-		if !isRestoreSpace(c) {
-			_ = t.r.UnreadByte() // a token longer than restoreTokenMax goes on
-			continue
-		}
-		if c == '\n' {
-			return argv, true
-		}
+	fields, ok := t.NextFields()
+	if !ok {
+		return nil, false
 	}
+	argv := make([]string, 1, 1+len(fields))
+	argv[0] = prog
+	for _, f := range fields {
+		argv = append(argv, string(f))
+	}
+	return argv, true
 }
 
-// readToken reads up to restoreTokenMax bytes that are not white space. It
-// returns "" when the next byte is white space, and an error with "" at the
-// end of input.
-func (t *RestoreReader) readToken() (string, error) {
-	var b []byte
-	for len(b) < restoreTokenMax {
-		c, err := t.r.ReadByte()
-		if err != nil {
-			if len(b) == 0 {
-				return "", err
-			}
-			break
-		}
-		if isRestoreSpace(c) {
-			_ = t.r.UnreadByte()
-			break
-		}
-		b = append(b, c)
+// NextFields returns the tokens of the next line (none for an empty line),
+// and false at the end of input. The slices are valid until the next call.
+func (t *RestoreReader) NextFields() ([][]byte, bool) {
+	if t.ended {
+		return nil, false
 	}
-	return string(b), nil
+	line, err := t.r.ReadSlice('\n')
+	if err == bufio.ErrBufferFull {
+		t.long = append(t.long[:0], line...)
+		for err == bufio.ErrBufferFull {
+			line, err = t.r.ReadSlice('\n')
+			t.long = append(t.long, line...)
+		}
+		line = t.long
+	}
+	if err == nil {
+		t.split(line[:len(line)-1])
+		return t.fields, true
+	}
+	// The end of input (ipvsadm treats a read error alike): a last line
+	// without LF. fscanf consumes one white-space byte after a token; a
+	// second one sends config_stream_read to skip blanks, where the end
+	// of input discards the line.
+	t.ended = true
+	t.split(line)
+	trailing := 0
+	for trailing < len(line) && isRestoreSpace(line[len(line)-1-trailing]) {
+		trailing++
+	}
+	if len(t.fields) == 0 || trailing > 1 {
+		return nil, false
+	}
+	return t.fields, true
+}
+
+// split cuts one line (without its LF) into tokens.
+func (t *RestoreReader) split(line []byte) {
+	t.fields = t.fields[:0]
+	for i := 0; i < len(line); {
+		if isRestoreSpace(line[i]) {
+			i++
+			continue
+		}
+		start := i
+		for i < len(line) && !isRestoreSpace(line[i]) {
+			i++
+		}
+		for run := line[start:i]; len(run) > 0; {
+			token := run[:min(len(run), restoreTokenMax)]
+			run = run[len(token):]
+			if nul := bytes.IndexByte(token, 0); nul >= 0 {
+				token = token[:nul]
+			}
+			if string(token) != "ipvsadm" {
+				t.fields = append(t.fields, token)
+			}
+		}
+	}
 }

@@ -109,6 +109,8 @@ var readerSeeds = []string{
 	strings.Repeat("x", 4096) + " y\n",
 	strings.Repeat("x", 4097) + "\n",
 	strings.Repeat("x", 9000),
+	// Lines longer than the reader's 64 KiB buffer.
+	strings.Repeat("ab ", 30000) + "\n-C\n" + strings.Repeat("y", 70000) + " ",
 }
 
 // TestReaderMatchesModel compares the tokenizer with the model of the C
