@@ -24,7 +24,7 @@ func TestChangeOutcomeNoAnswer(t *testing.T) {
 		{CmdAddService, unix.EEXIST, KernelError},
 	}
 	for _, c := range cases {
-		got := ChangeOutcome(&Invocation{Command: c.cmd}, c.err)
+		got := ChangeOutcome(c.cmd, c.err)
 		if got.Kind != c.want {
 			t.Errorf("ChangeOutcome(%v, %v) = %v, want %v", c.cmd.Name(), c.err, got.Kind, c.want)
 		}

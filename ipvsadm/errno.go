@@ -86,9 +86,9 @@ func errorText(op operation, err error) string {
 }
 
 // ErrorText is the message ipvsadm prints when the kernel refuses the
-// request of inv (for restore engines that send requests themselves).
-func ErrorText(inv *Invocation, err error) string {
-	return errorText(inv.operation(), err)
+// request of a cmd line (for restore engines that send requests themselves).
+func ErrorText(cmd Command, err error) string {
+	return errorText(cmd.operation(), err)
 }
 
 // strerrorExceptions are glibc 2.36 texts that cannot be derived from Go's

@@ -73,8 +73,8 @@ func (inv *Invocation) Request() (ipvs.Request, bool) {
 
 // operation is the libipvs call ipvsadm makes for the command, which
 // selects the error messages that apply.
-func (inv *Invocation) operation() operation {
-	switch inv.Command {
+func (c Command) operation() operation {
+	switch c {
 	case CmdAddService:
 		return opAddService
 	case CmdEditService:
@@ -103,17 +103,17 @@ func (inv *Invocation) operation() operation {
 // the kernel's handler return EINTR, which netlink answers with silence; the
 // daemon is stopped all the same (ipvs.ErrNoAnswer). Debian's ipvsadm would
 // wait forever there; we report the success the kernel carried out.
-func ChangeOutcome(inv *Invocation, err error) Outcome {
-	if err == nil || (inv.Command == CmdStopDaemon && errors.Is(err, ipvs.ErrNoAnswer)) {
+func ChangeOutcome(cmd Command, err error) Outcome {
+	if err == nil || (cmd == CmdStopDaemon && errors.Is(err, ipvs.ErrNoAnswer)) {
 		return Outcome{Kind: Success}
 	}
-	return KernelErrorOutcome(inv, err)
+	return KernelErrorOutcome(cmd, err)
 }
 
 // KernelErrorOutcome is the outcome of a change the kernel refused with
 // err: ipvsadm prints the message and the line's status is 255.
-func KernelErrorOutcome(inv *Invocation, err error) Outcome {
-	return Outcome{Kind: KernelError, Stderr: ErrorText(inv, err) + "\n"}
+func KernelErrorOutcome(cmd Command, err error) Outcome {
+	return Outcome{Kind: KernelError, Stderr: ErrorText(cmd, err) + "\n"}
 }
 
 // ListOptions are the listing options the invocation selects, with the
@@ -167,7 +167,7 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 	if !ok {
 		return Outcome{Kind: Success}
 	}
-	return ChangeOutcome(inv, p.Client.Exec(req))
+	return ChangeOutcome(inv.Command, p.Client.Exec(req))
 }
 
 // list runs -L in its variants: connections, one service, timeouts,

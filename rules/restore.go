@@ -40,7 +40,7 @@ func Pipelined(window int) ipvsadm.RestoreEngine {
 		e := &engine{p: p, pipe: p.Client.Pipeline(window)}
 		// The line being submitted joins the queue before Submit waits
 		// for room in the window.
-		e.queue.buf = make([]*ipvsadm.Invocation, window+1)
+		e.queue.buf = make([]ipvsadm.Command, window+1)
 		e.done = e.answer // one function value for every request
 		return e.run(prog)
 	}
@@ -65,13 +65,24 @@ type engine struct {
 func (e *engine) run(prog string) ipvsadm.Outcome {
 	lines := ipvsadm.NewRestoreReader(e.p.Stdin)
 	e.last = ipvsadm.Success
+	var fast ipvsadm.Invocation // reused: ParseFast does not allocate
 	for {
-		argv, ok := lines.Next(prog)
+		fields, ok := lines.NextFields()
 		if !ok {
 			break
 		}
-		if len(argv) < 2 {
+		if len(fields) == 0 {
 			continue // no tokens: ipvsadm skips the line
+		}
+		if ipvsadm.ParseFast(fields, &fast) {
+			req, _ := fast.Request()
+			e.submit(fast.Command, req)
+			continue
+		}
+		argv := make([]string, 1, 1+len(fields))
+		argv[0] = prog
+		for _, f := range fields {
+			argv = append(argv, string(f))
 		}
 		if o, stop := e.line(argv); stop {
 			return o
@@ -87,7 +98,7 @@ func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	inv, local := e.p.Parse(argv)
 	if local == nil {
 		if req, ok := inv.Request(); ok {
-			e.submit(inv, req)
+			e.submit(inv.Command, req)
 			return ipvsadm.Outcome{}, false
 		}
 	}
@@ -110,14 +121,14 @@ func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	return ipvsadm.Outcome{}, false
 }
 
-// submit sends one line's change, or runs it directly once the pipeline
-// is broken.
-func (e *engine) submit(inv *ipvsadm.Invocation, req ipvs.Request) {
+// submit sends the change of one line (command cmd), or runs it directly
+// once the pipeline is broken.
+func (e *engine) submit(cmd ipvsadm.Command, req ipvs.Request) {
 	if e.pipe == nil {
-		e.finish(inv, e.p.Client.Exec(req))
+		e.finish(cmd, e.p.Client.Exec(req))
 		return
 	}
-	e.queue.push(inv)
+	e.queue.push(cmd)
 	if err := e.pipe.Submit(req, e.done); err != nil {
 		e.broken(err)
 	}
@@ -132,8 +143,8 @@ func (e *engine) answer(err error) {
 }
 
 // finish prints a line's kernel error, if any, and records how it ended.
-func (e *engine) finish(inv *ipvsadm.Invocation, err error) {
-	o := ipvsadm.ChangeOutcome(inv, err)
+func (e *engine) finish(cmd ipvsadm.Command, err error) {
+	o := ipvsadm.ChangeOutcome(cmd, err)
 	e.p.Print(o)
 	e.last = o.Kind
 }
@@ -158,29 +169,29 @@ func (e *engine) broken(err error) {
 	e.pipe = nil
 }
 
-// fifo is a ring of the lines awaiting answers. It grows only if a
-// pipeline holds more requests than its window promised.
+// fifo is a ring of the commands of the lines awaiting answers (all an
+// answer's message depends on). It grows only if a pipeline holds more
+// requests than its window promised.
 type fifo struct {
-	buf     []*ipvsadm.Invocation
+	buf     []ipvsadm.Command
 	head, n int
 }
 
-func (q *fifo) push(inv *ipvsadm.Invocation) {
+func (q *fifo) push(cmd ipvsadm.Command) {
 	if q.n == len(q.buf) {
-		grown := make([]*ipvsadm.Invocation, 2*len(q.buf)+1)
+		grown := make([]ipvsadm.Command, 2*len(q.buf)+1)
 		for i := range q.n {
 			grown[i] = q.buf[(q.head+i)%len(q.buf)]
 		}
 		q.buf, q.head = grown, 0
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = inv
+	q.buf[(q.head+q.n)%len(q.buf)] = cmd
 	q.n++
 }
 
-func (q *fifo) pop() *ipvsadm.Invocation {
-	inv := q.buf[q.head]
-	q.buf[q.head] = nil
+func (q *fifo) pop() ipvsadm.Command {
+	cmd := q.buf[q.head]
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--
-	return inv
+	return cmd
 }

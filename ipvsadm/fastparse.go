@@ -1,0 +1,241 @@
+package ipvsadm
+
+import (
+	"net/netip"
+
+	"github.com/lvskit/lvskit/ipvs"
+)
+
+// ParseFast parses the lines a restore is mostly made of, the ones
+// ipvsadm -S -n writes ("-A -t 10.0.0.1:80 -s wlc", "-a -t 10.0.0.1:80 -r
+// 192.168.1.2:80 -m -w 1"), without allocating: fields are the line's
+// tokens after the program name.
+//
+// It accepts only lines whose every word is unambiguous: -A or -a first,
+// then separate words among -t, -u, -f, -s, -p, -M, -r, -w, -m, -g, -i, with
+// numeric IPv4 addresses in canonical dotted decimal, decimal numbers and
+// lower-case scheduler names. For such a line it fills *inv exactly as
+// Parse would (except Argv, left nil) and returns true; the matrix and
+// semantic checks are Parse's own. Anything else, including every line
+// Parse would refuse, returns false, and the caller uses Parse, which
+// prints ipvsadm's message. A property test holds ParseFast to Parse.
+func ParseFast(fields [][]byte, inv *Invocation) bool {
+	if len(fields) == 0 || len(fields[0]) != 2 || fields[0][0] != '-' {
+		return false
+	}
+	*inv = Invocation{}
+	switch fields[0][1] {
+	case 'A':
+		inv.Command = CmdAddService
+	case 'a':
+		inv.Command = CmdAddServer
+	default:
+		return false
+	}
+	svc, dest := &inv.Service, &inv.Dest
+	dest.Weight = 1
+	dest.FwdMethod = ipvs.FwdRoute
+	svc.Netmask = 0xffffffff
+
+	for i := 1; i < len(fields); i++ {
+		w := fields[i]
+		if len(w) != 2 || w[0] != '-' {
+			return false
+		}
+		letter := w[1]
+		opt := fastOption(letter)
+		if opt == NoOption || inv.Options.Has(opt) {
+			return false
+		}
+		inv.Options.add(opt)
+		// value is the next word, for the options that take one.
+		var value []byte
+		switch letter {
+		case 't', 'u', 'f', 's', 'M', 'r', 'w':
+			if i+1 >= len(fields) {
+				return false
+			}
+			i++
+			value = fields[i]
+		case 'p':
+			// An optional value: taken unless the next word looks like an
+			// option.
+			if i+1 < len(fields) && (len(fields[i+1]) == 0 || fields[i+1][0] != '-') {
+				i++
+				value = fields[i]
+			}
+		}
+		switch letter {
+		case 't', 'u':
+			svc.Protocol = ipvs.ProtoTCP
+			if letter == 'u' {
+				svc.Protocol = ipvs.ProtoUDP
+			}
+			a, port, hasPort, ok := fastHostPort(value)
+			if !ok {
+				return false
+			}
+			svc.Family, svc.Addr = ipvs.AFInet, a
+			if hasPort {
+				svc.Port = port
+			}
+		case 'f':
+			mark, ok := fastDecimal(value, 1, 1<<32-1)
+			if !ok {
+				return false
+			}
+			svc.Family, svc.Protocol, svc.FWMark = ipvs.AFInet, ipvs.ProtoTCP, uint32(mark)
+		case 's':
+			name, ok := fastSchedulerName(value)
+			if !ok {
+				return false
+			}
+			svc.Scheduler = name
+		case 'p':
+			svc.Flags |= ipvs.FlagPersistent
+			svc.Timeout = defaultPersist
+			if value != nil {
+				n, ok := fastDecimal(value, 1, maxTimeout)
+				if !ok {
+					return false
+				}
+				svc.Timeout = uint32(n)
+			}
+		case 'M':
+			// Addresses here are IPv4, so the mask is too.
+			mask, ok := fastIPv4(value)
+			if !ok {
+				return false
+			}
+			b := mask.As4()
+			svc.Netmask = uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		case 'r':
+			a, port, hasPort, ok := fastHostPort(value)
+			if !ok {
+				return false
+			}
+			dest.Family, dest.Addr, dest.Port = ipvs.AFInet, a, svc.Port
+			if hasPort {
+				dest.Port = port
+			}
+		case 'w':
+			n, ok := fastDecimal(value, 0, maxWeight)
+			if !ok {
+				return false
+			}
+			dest.Weight = uint32(n)
+		case 'm':
+			dest.FwdMethod = ipvs.FwdMasq
+		case 'g':
+			dest.FwdMethod = ipvs.FwdRoute
+		case 'i':
+			dest.FwdMethod = ipvs.FwdTunnel
+		}
+	}
+	return checkMatrix(inv.Command, inv.Options) == nil && inv.checkSemantics() == nil
+}
+
+// fastOption is the option bit of the letters ParseFast handles.
+func fastOption(letter byte) Option {
+	switch letter {
+	case 't', 'u', 'f':
+		return OptService
+	case 's':
+		return OptScheduler
+	case 'p':
+		return OptPersistent
+	case 'M':
+		return OptNetmask
+	case 'r':
+		return OptRealServer
+	case 'w':
+		return OptWeight
+	case 'm', 'g', 'i':
+		return OptForward
+	}
+	return NoOption
+}
+
+// fastSchedulerNames spares an allocation for the schedulers ipvsadm
+// knows; other names are copied.
+var fastSchedulerNames = [...]string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh"}
+
+// fastSchedulerName accepts 1 to schedNameMax lower-case letters or
+// digits: no truncation, and nothing popt would treat specially.
+func fastSchedulerName(b []byte) (string, bool) {
+	if len(b) == 0 || len(b) > schedNameMax {
+		return "", false
+	}
+	for _, c := range b {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return "", false
+		}
+	}
+	for _, name := range fastSchedulerNames {
+		if string(b) == name {
+			return name, true
+		}
+	}
+	return string(b), true
+}
+
+// fastDecimal accepts 1 to 10 decimal digits (no sign, no blanks) whose
+// value lies in [min, max]; strtol reads them alike.
+func fastDecimal(b []byte, min, max int64) (int64, bool) {
+	if len(b) == 0 || len(b) > 10 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, v >= min && v <= max
+}
+
+// fastIPv4 accepts four decimal numbers 0-255 without leading zeros (which
+// inet_aton would read as octal), separated by dots.
+func fastIPv4(b []byte) (netip.Addr, bool) {
+	var out [4]byte
+	part := 0
+	for i := 0; part < 4; part++ {
+		start := i
+		v := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 3 {
+			v = v*10 + int(b[i]-'0')
+			i++
+		}
+		if i == start || v > 255 || (b[start] == '0' && i-start > 1) {
+			return netip.Addr{}, false
+		}
+		out[part] = byte(v)
+		if part < 3 {
+			if i >= len(b) || b[i] != '.' {
+				return netip.Addr{}, false
+			}
+			i++
+		} else if i != len(b) {
+			return netip.Addr{}, false
+		}
+	}
+	return netip.AddrFrom4(out), true
+}
+
+// fastHostPort accepts "a.b.c.d" or "a.b.c.d:port" with a decimal port.
+func fastHostPort(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
+	host := b
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == ':' {
+			n, okPort := fastDecimal(b[i+1:], 0, 65535)
+			if !okPort {
+				return a, 0, false, false
+			}
+			host, port, hasPort = b[:i], uint16(n), true
+			break
+		}
+	}
+	a, ok = fastIPv4(host)
+	return a, port, hasPort, ok
+}

@@ -1,0 +1,189 @@
+package ipvsadm
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fastWords are the words the property test builds lines from: everything
+// ParseFast accepts, next to near misses of each (other forms of the same
+// option, values inet_aton or strtol read differently, names, IPv6,
+// options ParseFast leaves to Parse).
+var fastWords = []string{
+	"-A", "-a", "-E", "-e", "-d", "-D", "-L", "-C", "-R", "ipvsadm",
+	"-t", "-u", "-f", "-s", "-p", "-M", "-r", "-w", "-m", "-g", "-i",
+	"-x", "-y", "-b", "-6", "-o", "--pe", "-n", "-", "--", "-tm", "-mg", "-w5",
+	"-t10.0.0.1:80", "--tcp-service=10.0.0.1:80", "--weight", "-T",
+	"10.0.0.1:80", "10.0.0.1", "10.0.0.1:0", "10.0.0.2:80", "0.0.0.0:0", "255.255.255.255:65535",
+	"010.0.0.1:80", "10.0.0.256:80", "1.2.3:80", "1.2.3.4.5:80", "10.0.0.1:65536", "10.0.0.1:080",
+	"10.0.0.1:http", "10.0.0.1:", ":80", "localhost:80", "[::1]:80", "::1", "0x0a.0.0.1:80", "10.0.0.1:+80",
+	"wlc", "rr", "mh", "sed", "WLC", "abcdefghijklmnop", "abcdefghijklmno", "w-lc", "wlc!#:+",
+	"0", "1", "5", "360", "65535", "2678400", "2678401", "2147483647", "2147483648",
+	"4294967295", "4294967296", "-1", "+5", " 5", "00", "08", "abc", "",
+	"255.255.255.255", "255.255.255.0", "255.255.0", "!#:+",
+}
+
+// fastGood are values each option of a saved line takes.
+var fastGood = map[string][]string{
+	"-t": {"10.0.0.1:80", "10.0.0.1", "10.0.0.1:0", "1.2.3.4:65535"},
+	"-u": {"10.0.0.1:53", "10.0.0.2"},
+	"-r": {"192.168.1.2:80", "192.168.1.2", "192.168.1.3:8080", "10.0.0.1:0"},
+	"-f": {"1", "4294967295", "77"},
+	"-s": {"wlc", "rr", "mh", "foo"},
+	"-p": {"360", "1", "2678400", ""},
+	"-M": {"255.255.255.255", "255.255.255.0", "0.0.0.0"},
+	"-w": {"0", "1", "65535", "2147483647"},
+}
+
+// TestParseFastAgreesWithParse: on random lines, whenever ParseFast
+// accepts, Parse accepts too and builds the same invocation.
+func TestParseFastAgreesWithParse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := &Program{Resolver: testResolver(t)}
+	options := []string{"-t", "-u", "-f", "-s", "-p", "-M", "-r", "-w", "-m", "-g", "-i"}
+	accepted := 0
+	var inv Invocation
+	for n := 0; n < 200000; n++ {
+		words := []string{[]string{"-A", "-a"}[rng.IntN(2)]}
+		if rng.IntN(10) == 0 {
+			words[0] = fastWords[rng.IntN(len(fastWords))]
+		}
+		for range 1 + rng.IntN(5) {
+			switch k := rng.IntN(20); {
+			case k == 0:
+				words = append(words, fastWords[rng.IntN(len(fastWords))])
+			default:
+				o := options[rng.IntN(len(options))]
+				words = append(words, o)
+				if good, ok := fastGood[o]; ok {
+					v := good[rng.IntN(len(good))]
+					if k == 1 {
+						v = fastWords[rng.IntN(len(fastWords))]
+					}
+					if v != "" || o != "-p" {
+						words = append(words, v)
+					}
+				}
+			}
+		}
+		checkFastAgainstParse(t, p, words, &inv, &accepted)
+	}
+	// Saved lines with one or two words changed, swapped or added.
+	for n := 0; n < 100000; n++ {
+		words := strings.Fields(savedLines[rng.IntN(len(savedLines))])
+		for range 1 + rng.IntN(2) {
+			i, j := rng.IntN(len(words)), rng.IntN(len(words))
+			switch rng.IntN(4) {
+			case 0:
+				words[i] = fastWords[rng.IntN(len(fastWords))]
+			case 1:
+				words[i], words[j] = words[j], words[i]
+			case 2:
+				words = append(words[:i], words[i+1:]...)
+			default:
+				o := options[rng.IntN(len(options))]
+				words = append(words, o)
+				if good, ok := fastGood[o]; ok && good[0] != "" {
+					words = append(words, good[rng.IntN(len(good))])
+				}
+			}
+			if len(words) == 0 {
+				break
+			}
+		}
+		checkFastAgainstParse(t, p, words, &inv, &accepted)
+	}
+	if accepted < 10000 {
+		t.Errorf("ParseFast accepted only %d random lines: the test explores too little", accepted)
+	}
+}
+
+// TestParseFastTakesSavedLines: the lines ipvsadm -S -n writes for IPv4
+// services and destinations take the fast path.
+func TestParseFastTakesSavedLines(t *testing.T) {
+	p := &Program{Resolver: testResolver(t)}
+	var inv Invocation
+	accepted := 0
+	for _, l := range savedLines {
+		before := accepted
+		checkFastAgainstParse(t, p, strings.Fields(l), &inv, &accepted)
+		if accepted == before {
+			t.Errorf("%q: ParseFast declined", l)
+		}
+	}
+}
+
+// savedLines are lines as ipvsadm -S -n writes them.
+var savedLines = []string{
+	"-A -t 10.0.0.1:80 -s wlc",
+	"-A -u 10.0.0.1:53 -s rr",
+	"-A -t 10.0.0.1:443 -s sh -p 360",
+	"-A -t 10.0.0.1:0 -s wrr -p 60 -M 255.255.255.0",
+	"-A -f 1 -s mh",
+	"-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1",
+	"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -g -w 0",
+	"-a -u 10.0.0.1:53 -r 192.168.1.4:53 -i -w 65535",
+	"-a -f 1 -r 192.168.1.5:0 -g -w 2",
+}
+
+func checkFastAgainstParse(t *testing.T, p *Program, words []string, inv *Invocation, accepted *int) {
+	t.Helper()
+	fields := make([][]byte, len(words))
+	for i, w := range words {
+		fields[i] = []byte(w)
+	}
+	if !ParseFast(fields, inv) {
+		return
+	}
+	*accepted++
+	for _, posix := range []bool{false, true} {
+		p.Posix = posix
+		want, o := p.Parse(append([]string{"ipvsadm"}, words...))
+		if o != nil {
+			t.Fatalf("%q: ParseFast accepted, Parse says %+v", words, *o)
+		}
+		want.Argv = nil
+		if !reflect.DeepEqual(*inv, *want) {
+			t.Fatalf("%q:\nParseFast %+v\nParse     %+v", words, *inv, *want)
+		}
+	}
+}
+
+// FuzzParseFast: any line, split at blanks, that ParseFast accepts, Parse
+// accepts alike.
+func FuzzParseFast(f *testing.F) {
+	for _, l := range savedLines {
+		f.Add(l)
+	}
+	p := &Program{Resolver: testResolver(f)}
+	f.Fuzz(func(t *testing.T, line string) {
+		var inv Invocation
+		accepted := 0
+		checkFastAgainstParse(t, p, strings.Fields(line), &inv, &accepted)
+	})
+}
+
+// BenchmarkParseFast against BenchmarkParse: one saved destination line.
+func BenchmarkParseFast(b *testing.B) {
+	fields := [][]byte{[]byte("-a"), []byte("-t"), []byte("10.0.3.250:80"), []byte("-r"), []byte("192.168.10.250:80"), []byte("-m"), []byte("-w"), []byte("1")}
+	var inv Invocation
+	b.ReportAllocs()
+	for b.Loop() {
+		if !ParseFast(fields, &inv) {
+			b.Fatal("declined")
+		}
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	argv := []string{"ipvsadm", "-a", "-t", "10.0.3.250:80", "-r", "192.168.10.250:80", "-m", "-w", "1"}
+	p := &Program{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, o := p.Parse(argv); o != nil {
+			b.Fatal(o)
+		}
+	}
+}
