@@ -272,6 +272,8 @@ type Client interface {
 // submission order, each to the done function given with its request, from
 // within Submit or Flush. Every submitted request gets exactly one answer: its
 // kernel result, or, if the transport fails first, the transport error.
+// Submit does not keep req, or what it points to, once it returns (as
+// io.Writer does not keep its bytes), so callers may reuse them.
 type Pipeline interface {
 	// Submit queues req; it blocks while window requests are unanswered,
 	// delivering answers as they arrive. The returned error is a transport

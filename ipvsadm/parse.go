@@ -1,6 +1,9 @@
 package ipvsadm
 
 import (
+	"math/bits"
+	"strings"
+
 	"github.com/lvskit/lvskit/ipvs"
 )
 
@@ -313,6 +316,13 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 // order and report the first missing compulsory option, illegal option or
 // second exclusive option.
 func checkMatrix(cmd Command, given OptionSet) *Outcome {
+	if cmd >= 0 && int(cmd) < NumMatrixCommands {
+		// Most lines are fine: say so without walking the columns.
+		m := &matrixMasks[cmd]
+		if given&m.illegal == 0 && m.required&^given == 0 && bits.OnesCount64(uint64(given&m.oneOf)) <= 1 {
+			return nil
+		}
+	}
 	count := 0
 	var first Option
 	for o := Option(0); int(o) < NumOptions; o++ {
@@ -337,6 +347,32 @@ func checkMatrix(cmd Command, given OptionSet) *Outcome {
 	}
 	return nil
 }
+
+// matrixMasks are the matrix rows as option sets, for checkMatrix's
+// quick answer.
+var matrixMasks = func() (rows [NumMatrixCommands]struct{ required, illegal, oneOf OptionSet }) {
+	for c := range rows {
+		for o := Option(0); int(o) < NumOptions; o++ {
+			switch Allowed(Command(c), o) {
+			case Required:
+				rows[c].required.add(o)
+			case Illegal:
+				rows[c].illegal.add(o)
+			case OneOf:
+				rows[c].oneOf.add(o)
+			}
+		}
+	}
+	return rows
+}()
+
+// tunnelOptionSet holds the tunnelOptions.
+var tunnelOptionSet = func() (set OptionSet) {
+	for _, o := range tunnelOptions {
+		set.add(o)
+	}
+	return set
+}()
 
 // checkSemantics applies ipvsadm's checks and defaults that come after the
 // matrix, in its order.
@@ -387,6 +423,9 @@ func (inv *Invocation) checkSemantics() *Outcome {
 func checkTunnel(t uint8, given OptionSet) *Outcome {
 	if int(t) >= len(tunnelTypes) {
 		return nil
+	}
+	if given&tunnelOptionSet == 0 && strings.IndexByte(tunnelMatrix[t], byte(Required)) < 0 {
+		return nil // nothing given, nothing required
 	}
 	typeName := tunnelTypes[t]
 	count := 0

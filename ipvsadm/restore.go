@@ -127,15 +127,28 @@ func (t *RestoreReader) split(line []byte) {
 			i++
 			continue
 		}
-		start := i
-		for i < len(line) && !isRestoreSpace(line[i]) {
-			i++
+		start, nul := i, false
+		for ; i < len(line); i++ {
+			// White space and NUL are all below '!': one comparison
+			// for the usual byte.
+			if c := line[i]; c <= ' ' {
+				if isRestoreSpace(c) {
+					break
+				}
+				nul = nul || c == 0
+			}
+		}
+		if !nul && i-start <= restoreTokenMax {
+			if token := line[start:i]; string(token) != "ipvsadm" {
+				t.fields = append(t.fields, token)
+			}
+			continue
 		}
 		for run := line[start:i]; len(run) > 0; {
 			token := run[:min(len(run), restoreTokenMax)]
 			run = run[len(token):]
-			if nul := bytes.IndexByte(token, 0); nul >= 0 {
-				token = token[:nul]
+			if n := bytes.IndexByte(token, 0); n >= 0 {
+				token = token[:n]
 			}
 			if string(token) != "ipvsadm" {
 				t.fields = append(t.fields, token)

@@ -60,6 +60,9 @@ type engine struct {
 	done func(error)
 	// last is how the last line that ran ended; the restore's status.
 	last ipvsadm.Kind
+	// req holds what the request being submitted points to: pipelines do
+	// not keep requests, so one buffer serves every line.
+	req ipvsadm.RequestBuffer
 }
 
 func (e *engine) run(prog string) ipvsadm.Outcome {
@@ -75,7 +78,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 			continue // no tokens: ipvsadm skips the line
 		}
 		if ipvsadm.ParseFast(fields, &fast) {
-			req, _ := fast.Request()
+			req, _ := fast.RequestIn(&e.req)
 			e.submit(fast.Command, req)
 			continue
 		}
@@ -97,7 +100,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	inv, local := e.p.Parse(argv)
 	if local == nil {
-		if req, ok := inv.Request(); ok {
+		if req, ok := inv.RequestIn(&e.req); ok {
 			e.submit(inv.Command, req)
 			return ipvsadm.Outcome{}, false
 		}

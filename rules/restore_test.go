@@ -48,6 +48,32 @@ type pendingReq struct {
 
 func (k *lazyKernel) Close() error { return nil }
 
+// detach copies what req points to: a pipeline must not keep the caller's
+// values, which the caller reuses for its next request. The copies are
+// poisoned first, so a caller that changed them before this point shows up
+// as a wrong table, not as luck.
+func detach(req ipvs.Request) ipvs.Request {
+	if req.Service != nil {
+		s := *req.Service
+		*req.Service = ipvs.Service{Scheduler: "poisoned"}
+		req.Service = &s
+	}
+	if req.Dest != nil {
+		d := *req.Dest
+		*req.Dest = ipvs.Destination{Weight: 12345}
+		req.Dest = &d
+	}
+	if req.Daemon != nil {
+		d := *req.Daemon
+		req.Daemon = &d
+	}
+	if req.Timeouts != nil {
+		t := *req.Timeouts
+		req.Timeouts = &t
+	}
+	return req
+}
+
 func (k *lazyKernel) mustBeIdle(op string) {
 	if len(k.pending) > 0 {
 		k.t.Errorf("%s called with %d unanswered requests", op, len(k.pending))
@@ -132,7 +158,7 @@ func (p *lazyPipeline) Submit(req ipvs.Request, done func(error)) error {
 	for len(k.pending) >= p.window {
 		p.deliver(1 + k.rng.IntN(len(k.pending)))
 	}
-	k.pending = append(k.pending, pendingReq{req, done})
+	k.pending = append(k.pending, pendingReq{detach(req), done})
 	if k.rng.IntN(4) == 0 {
 		p.deliver(k.rng.IntN(len(k.pending) + 1))
 	}
