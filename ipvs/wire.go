@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 )
 
 var native = binary.NativeEndian
@@ -132,14 +133,14 @@ type builder struct {
 // form the genl header (typ is then the family id).
 func (m *builder) begin(typ, flags uint16, seq uint32, cmd, version uint8) {
 	m.start = len(m.b)
-	var h [nlmsgHdrLen + genlHdrLen]byte
+	h := m.put(nlmsgHdrLen + genlHdrLen)
+	clear(h)
 	native.PutUint16(h[4:], typ)
 	native.PutUint16(h[6:], flags)
 	native.PutUint32(h[8:], seq)
 	// nlmsg_pid 0: the kernel fills in the sender's port id.
 	h[16] = cmd
 	h[17] = version
-	m.b = append(m.b, h[:]...)
 }
 
 // end fixes the current message's length.
@@ -147,80 +148,83 @@ func (m *builder) end() {
 	native.PutUint32(m.b[m.start:], uint32(len(m.b)-m.start))
 }
 
+// put extends the buffer by n bytes and returns them to be filled in:
+// one length check per attribute instead of one per append.
+func (m *builder) put(n int) []byte {
+	l := len(m.b)
+	if cap(m.b)-l < n {
+		m.b = slices.Grow(m.b, n)
+	}
+	m.b = m.b[:l+n]
+	return m.b[l : l+n : l+n]
+}
+
+// header puts an attribute header for a payload of n bytes and returns
+// the attribute's bytes, payload and padding included. The padding is
+// zeroed; the caller writes every payload byte (the buffer is reused and
+// holds old bytes).
+func (m *builder) header(typ uint16, n int) []byte {
+	a := m.put(nlaHdrLen + (n+3)&^3)
+	native.PutUint16(a, uint16(nlaHdrLen+n))
+	native.PutUint16(a[2:], typ)
+	for i := nlaHdrLen + n; i < len(a); i++ {
+		a[i] = 0
+	}
+	return a
+}
+
 func (m *builder) attr(typ uint16, payload []byte) {
-	m.attrHeader(typ, len(payload))
-	m.b = append(m.b, payload...)
-	m.pad()
+	copy(m.header(typ, len(payload))[nlaHdrLen:], payload)
 }
 
 func (m *builder) attrHeader(typ uint16, n int) {
-	var h [nlaHdrLen]byte
-	native.PutUint16(h[0:], uint16(nlaHdrLen+n))
-	native.PutUint16(h[2:], typ)
-	m.b = append(m.b, h[:]...)
-}
-
-func (m *builder) pad() {
-	for len(m.b)%4 != 0 {
-		m.b = append(m.b, 0)
-	}
+	a := m.put(nlaHdrLen)
+	native.PutUint16(a, uint16(nlaHdrLen+n))
+	native.PutUint16(a[2:], typ)
 }
 
 func (m *builder) u8(typ uint16, v uint8) {
-	m.attrHeader(typ, 1)
-	m.b = append(m.b, v, 0, 0, 0)
+	m.header(typ, 1)[nlaHdrLen] = v
 }
 
 func (m *builder) u16(typ uint16, v uint16) {
-	m.attrHeader(typ, 2)
-	m.b = native.AppendUint16(m.b, v)
-	m.b = append(m.b, 0, 0)
+	native.PutUint16(m.header(typ, 2)[nlaHdrLen:], v)
 }
 
 // be16 is a u16 attribute in network byte order (ports).
 func (m *builder) be16(typ uint16, v uint16) {
-	m.attrHeader(typ, 2)
-	m.b = binary.BigEndian.AppendUint16(m.b, v)
-	m.b = append(m.b, 0, 0)
+	binary.BigEndian.PutUint16(m.header(typ, 2)[nlaHdrLen:], v)
 }
 
 func (m *builder) u32(typ uint16, v uint32) {
-	m.attrHeader(typ, 4)
-	m.b = native.AppendUint32(m.b, v)
+	native.PutUint32(m.header(typ, 4)[nlaHdrLen:], v)
 }
 
 func (m *builder) be32(typ uint16, v uint32) {
-	m.attrHeader(typ, 4)
-	m.b = binary.BigEndian.AppendUint32(m.b, v)
+	binary.BigEndian.PutUint32(m.header(typ, 4)[nlaHdrLen:], v)
 }
 
 // str is a NUL-terminated string attribute (NLA_PUT_STRING).
 func (m *builder) str(typ uint16, s string) {
-	m.attrHeader(typ, len(s)+1)
-	m.b = append(m.b, s...)
-	m.b = append(m.b, 0)
-	m.pad()
+	a := m.header(typ, len(s)+1)
+	copy(a[nlaHdrLen:], s)
+	a[nlaHdrLen+len(s)] = 0
 }
 
 // addr is a 16-byte union nf_inet_addr: IPv4 in the first four bytes.
 func (m *builder) addr(typ uint16, a netip.Addr, family uint16) {
-	m.attrHeader(typ, 16)
-	m.b = appendInetAddr(m.b, a, family)
-}
-
-func appendInetAddr(b []byte, a netip.Addr, family uint16) []byte {
-	var raw [16]byte
+	raw := (*[16]byte)(m.header(typ, 16)[nlaHdrLen:])
+	*raw = [16]byte{}
 	switch {
 	case !a.IsValid():
 	case family == AFInet6 && a.Is6():
-		raw = a.As16()
+		*raw = a.As16()
 	case a.Is4() || a.Is4In6():
 		v4 := a.Unmap().As4()
 		copy(raw[:], v4[:])
 	default:
-		raw = a.As16()
+		*raw = a.As16()
 	}
-	return append(b, raw[:]...)
 }
 
 // nest starts a nested attribute; pass its result to endNest.

@@ -8,6 +8,7 @@ package ipvs
 // expectations are for little-endian hosts).
 
 import (
+	"bytes"
 	"encoding/hex"
 	"net/netip"
 	"strings"
@@ -28,8 +29,11 @@ func unhex(t *testing.T, s string) []byte {
 	return out
 }
 
+// encode builds req in a buffer full of stale bytes, as a pipeline's
+// reused buffer is: every byte of the message must be written.
 func encode(req Request) []byte {
-	var m builder
+	stale := bytes.Repeat([]byte{0xaa}, 4096)
+	m := builder{b: stale[:0]}
 	m.request(0x1c, nlmFRequest|nlmFAck, 7, &req)
 	return m.b
 }

@@ -14,7 +14,14 @@ import (
 // fwmark for fwmark services (no protocol, no address), otherwise family,
 // protocol, address and port, plus the settings given on the line.
 func (inv *Invocation) ServiceKey() ipvs.Service {
-	s := inv.Service
+	var s ipvs.Service
+	inv.putServiceKey(&s)
+	return s
+}
+
+// putServiceKey writes ServiceKey to *s without a copy in between.
+func (inv *Invocation) putServiceKey(s *ipvs.Service) {
+	*s = inv.Service
 	if s.FWMark != 0 {
 		s.Protocol = 0
 		s.Addr = netip.Addr{}
@@ -27,7 +34,6 @@ func (inv *Invocation) ServiceKey() ipvs.Service {
 			s.Addr = netip.IPv4Unspecified()
 		}
 	}
-	return s
 }
 
 // Request returns the change the invocation asks the kernel for, and false
@@ -51,7 +57,7 @@ func (inv *Invocation) RequestIn(b *RequestBuffer) (ipvs.Request, bool) {
 	svc, dest := &b.service, &b.dest
 	switch inv.Command {
 	case CmdAddService, CmdEditService, CmdDeleteService, CmdZero, CmdAddServer, CmdEditServer, CmdDeleteServer:
-		*svc = inv.ServiceKey()
+		inv.putServiceKey(svc)
 	}
 	switch inv.Command {
 	case CmdAddServer, CmdEditServer, CmdDeleteServer:

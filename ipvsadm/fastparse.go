@@ -198,44 +198,46 @@ func fastDecimal(b []byte, min, max int64) (int64, bool) {
 // fastIPv4 accepts four decimal numbers 0-255 without leading zeros (which
 // inet_aton would read as octal), separated by dots.
 func fastIPv4(b []byte) (netip.Addr, bool) {
+	a, n, ok := fastIPv4Prefix(b)
+	return a, ok && n == len(b)
+}
+
+// fastIPv4Prefix reads an address as fastIPv4 accepts it at the start of
+// b and returns how many bytes it took.
+func fastIPv4Prefix(b []byte) (netip.Addr, int, bool) {
 	var out [4]byte
-	part := 0
-	for i := 0; part < 4; part++ {
-		start := i
-		v := 0
+	i := 0
+	for part := range 4 {
+		if part > 0 {
+			if i >= len(b) || b[i] != '.' {
+				return netip.Addr{}, 0, false
+			}
+			i++
+		}
+		start, v := i, 0
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' && i-start < 3 {
 			v = v*10 + int(b[i]-'0')
 			i++
 		}
 		if i == start || v > 255 || (b[start] == '0' && i-start > 1) {
-			return netip.Addr{}, false
+			return netip.Addr{}, 0, false
 		}
 		out[part] = byte(v)
-		if part < 3 {
-			if i >= len(b) || b[i] != '.' {
-				return netip.Addr{}, false
-			}
-			i++
-		} else if i != len(b) {
-			return netip.Addr{}, false
-		}
 	}
-	return netip.AddrFrom4(out), true
+	return netip.AddrFrom4(out), i, true
 }
 
 // fastHostPort accepts "a.b.c.d" or "a.b.c.d:port" with a decimal port.
 func fastHostPort(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
-	host := b
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == ':' {
-			n, okPort := fastDecimal(b[i+1:], 0, 65535)
-			if !okPort {
-				return a, 0, false, false
-			}
-			host, port, hasPort = b[:i], uint16(n), true
-			break
-		}
+	a, n, ok := fastIPv4Prefix(b)
+	switch {
+	case !ok:
+		return a, 0, false, false
+	case n == len(b):
+		return a, 0, false, true
+	case b[n] != ':':
+		return a, 0, false, false
 	}
-	a, ok = fastIPv4(host)
-	return a, port, hasPort, ok
+	p, ok := fastDecimal(b[n+1:], 0, 65535)
+	return a, uint16(p), true, ok
 }

@@ -76,12 +76,18 @@ func (t *RestoreReader) Next(prog string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
+	return RestoreArgv(prog, fields), true
+}
+
+// RestoreArgv is the argument vector of a line's fields: prog, then a copy
+// of each field.
+func RestoreArgv(prog string, fields [][]byte) []string {
 	argv := make([]string, 1, 1+len(fields))
 	argv[0] = prog
 	for _, f := range fields {
 		argv = append(argv, string(f))
 	}
-	return argv, true
+	return argv
 }
 
 // NextFields returns the tokens of the next line (none for an empty line),

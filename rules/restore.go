@@ -16,7 +16,8 @@ import (
 // DefaultWindow is how many changes Pipelined keeps in flight. The kernel
 // handles the requests of one socket in order, so the window only bounds
 // the memory held for unanswered lines and the size of the socket's queues:
-// 256 small requests fit the default socket buffers with room to spare.
+// the error answers of 256 failing requests fit the receive buffer package
+// ipvs asks for, with room to spare.
 const DefaultWindow = 256
 
 // Pipelined returns a restore engine that keeps up to window changes
@@ -82,12 +83,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 			e.submit(fast.Command, req)
 			continue
 		}
-		argv := make([]string, 1, 1+len(fields))
-		argv[0] = prog
-		for _, f := range fields {
-			argv = append(argv, string(f))
-		}
-		if o, stop := e.line(argv); stop {
+		if o, stop := e.line(ipvsadm.RestoreArgv(prog, fields)); stop {
 			return o
 		}
 	}
