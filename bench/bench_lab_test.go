@@ -522,19 +522,26 @@ func inNetns(t *testing.T, ns *netns, fn func()) {
 	fn()
 }
 
+// openStdin opens the file a measured run reads (/dev/null for "").
+func openStdin(t *testing.T, path string) *os.File {
+	t.Helper()
+	if path == "" {
+		path = os.DevNull
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // run runs the program at path in namespace ns with argv[0] "ipvsadm",
 // stdin from the file stdinPath (or /dev/null) and stdout and stderr into
 // files, as a shell redirection would give them (no pipe, no copying
 // goroutine on our side), and measures its wall time.
 func run(t *testing.T, ns *netns, stdinPath, path string, args ...string) result {
 	t.Helper()
-	if stdinPath == "" {
-		stdinPath = os.DevNull
-	}
-	stdin, err := os.Open(stdinPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdin := openStdin(t, stdinPath)
 	defer stdin.Close()
 	out, err := os.CreateTemp("", "bench-out-")
 	if err != nil {
@@ -591,13 +598,7 @@ func run(t *testing.T, ns *netns, stdinPath, path string, args ...string) result
 // it gets on the way are passed on.
 func peakRSS(t *testing.T, ns *netns, stdinPath, path string, args ...string) int64 {
 	t.Helper()
-	if stdinPath == "" {
-		stdinPath = os.DevNull
-	}
-	stdin, err := os.Open(stdinPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stdin := openStdin(t, stdinPath)
 	defer stdin.Close()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {

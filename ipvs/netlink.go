@@ -496,14 +496,15 @@ func (p *pipeline) Submit(req Request, done func(error)) error {
 	seq := c.nextSeq()
 	// A request the kernel may leave unanswered keeps its acknowledgement
 	// and gets a barrier: a quiet one would look like a success.
-	quiet := !p.ackEach && !mayGoUnanswered(req.Cmd)
+	unanswerable := mayGoUnanswered(req.Cmd)
+	quiet := !p.ackEach && !unanswerable
 	flags := uint16(nlmFRequest | nlmFAck)
 	if quiet {
 		flags = nlmFRequest
 	}
 	c.tx.request(c.family, flags, seq, &req)
 	p.push(pending{seq: seq, op: req.Cmd, done: done, quiet: quiet})
-	if mayGoUnanswered(req.Cmd) {
+	if unanswerable {
 		p.pushBarrier(req.Cmd)
 	}
 	if len(c.tx.b) >= maxBatch {

@@ -177,12 +177,6 @@ func (m *builder) attr(typ uint16, payload []byte) {
 	copy(m.header(typ, len(payload))[nlaHdrLen:], payload)
 }
 
-func (m *builder) attrHeader(typ uint16, n int) {
-	a := m.put(nlaHdrLen)
-	native.PutUint16(a, uint16(nlaHdrLen+n))
-	native.PutUint16(a[2:], typ)
-}
-
 func (m *builder) u8(typ uint16, v uint8) {
 	m.header(typ, 1)[nlaHdrLen] = v
 }
@@ -230,7 +224,7 @@ func (m *builder) addr(typ uint16, a netip.Addr, family uint16) {
 // nest starts a nested attribute; pass its result to endNest.
 func (m *builder) nest(typ uint16) int {
 	off := len(m.b)
-	m.attrHeader(typ|nlaFNested, 0)
+	m.header(typ|nlaFNested, 0)
 	return off
 }
 
@@ -262,9 +256,9 @@ func (m *builder) service(s *Service) {
 	}
 	// struct ip_vs_flags {flags, mask}: a mask of all ones replaces every
 	// flag, as ipvsadm's full-replacement -A/-E semantics need.
-	m.attrHeader(svcAttrFlags, 8)
-	m.b = native.AppendUint32(m.b, s.Flags)
-	m.b = native.AppendUint32(m.b, ^uint32(0))
+	flags := m.header(svcAttrFlags, 8)[nlaHdrLen:]
+	native.PutUint32(flags, s.Flags)
+	native.PutUint32(flags[4:], ^uint32(0))
 	m.u32(svcAttrTimeout, s.Timeout)
 	m.netmask(s.Netmask, s.Family)
 	m.endNest(n)

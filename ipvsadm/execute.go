@@ -55,14 +55,8 @@ type RequestBuffer struct {
 // until b is used again.
 func (inv *Invocation) RequestIn(b *RequestBuffer) (ipvs.Request, bool) {
 	svc, dest := &b.service, &b.dest
-	switch inv.Command {
-	case CmdAddService, CmdEditService, CmdDeleteService, CmdZero, CmdAddServer, CmdEditServer, CmdDeleteServer:
-		inv.putServiceKey(svc)
-	}
-	switch inv.Command {
-	case CmdAddServer, CmdEditServer, CmdDeleteServer:
-		*dest = inv.Dest
-	}
+	inv.putServiceKey(svc)
+	*dest = inv.Dest
 	switch inv.Command {
 	case CmdAddService:
 		return ipvs.Request{Cmd: ipvs.CmdNewService, Service: svc}, true

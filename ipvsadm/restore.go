@@ -144,17 +144,13 @@ func (t *RestoreReader) split(line []byte) {
 				nul = nul || c == 0
 			}
 		}
-		if !nul && i-start <= restoreTokenMax {
-			if token := line[start:i]; string(token) != "ipvsadm" {
-				t.fields = append(t.fields, token)
-			}
-			continue
-		}
 		for run := line[start:i]; len(run) > 0; {
 			token := run[:min(len(run), restoreTokenMax)]
 			run = run[len(token):]
-			if n := bytes.IndexByte(token, 0); n >= 0 {
-				token = token[:n]
+			if nul {
+				if n := bytes.IndexByte(token, 0); n >= 0 {
+					token = token[:n]
+				}
 			}
 			if string(token) != "ipvsadm" {
 				t.fields = append(t.fields, token)
