@@ -6,7 +6,7 @@ PREFIX   ?= /usr
 DESTDIR  ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION)
-BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
+BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
 .PHONY: all build test unit lab labrun check install deb lintian demo bench lab-run clean

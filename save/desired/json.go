@@ -230,6 +230,13 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 			line = lineAt(data, se.Offset)
 		case asErr(err, &te):
 			line = lineAt(data, te.Offset)
+		default:
+			// Unknown fields carry no offset: find the key.
+			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				if i := bytes.Index(data, []byte(name)); i >= 0 {
+					line = lineAt(data, int64(i))
+				}
+			}
 		}
 		return nil, &LineError{File: name, Line: line, Msg: "JSON: " + err.Error()}
 	}
