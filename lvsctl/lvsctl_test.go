@@ -314,3 +314,48 @@ TCP 2001:0db8:0000:0000:0000:0000:0000:0001 8F2C 2001:0db8:0000:0000:0000:0000:0
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestMHOrderFollowsTheFile: for mh services the destination list order
+// decides the lookup table. Rules text gives the canonical order; a JSON
+// document gives its own order (list --json writes the kernel's), so
+// applying either on two directors builds the same list.
+func TestMHOrderFollowsTheFile(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	doc := `{"version": 1, "services": [{"protocol": "udp", "address": "10.0.0.2", "port": 53, "family": "inet", "scheduler": "mh",
+  "destinations": [{"address": "192.168.1.4", "port": 53, "method": "route", "weight": 1},
+                   {"address": "192.168.1.3", "port": 53, "method": "route", "weight": 1}]}]}`
+	if r := run(t, env, doc, "apply", "-"); r.code != ExitOK {
+		t.Fatalf("apply JSON: %+v", r)
+	}
+	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
+	order := func() string {
+		ds, _ := f.Destinations(svc)
+		var s []string
+		for _, d := range ds {
+			s = append(s, d.Addr.String())
+		}
+		return strings.Join(s, " ")
+	}
+	if got := order(); got != "192.168.1.4 192.168.1.3" {
+		t.Fatalf("after the JSON apply the kernel lists %s, want the document's order", got)
+	}
+	l := run(t, env, "", "list", "--json")
+	if strings.Index(l.stdout, "192.168.1.4") > strings.Index(l.stdout, "192.168.1.3") {
+		t.Errorf("list --json does not show the kernel's mh order:\n%s", l.stdout)
+	}
+	if p := run(t, env, l.stdout, "plan", "-"); p.code != ExitOK {
+		t.Errorf("plan of list --json: %+v", p)
+	}
+	text := "-A -u 10.0.0.2:53 -s mh\n-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n-a -u 10.0.0.2:53 -r 192.168.1.3:53 -g -w 1\n"
+	p := run(t, env, text, "plan", "-")
+	if p.code != ExitChanges || !strings.Contains(p.stdout, "re-add-dest") {
+		t.Fatalf("plan of rules text: %+v", p)
+	}
+	if r := run(t, env, text, "apply", "-"); r.code != ExitOK {
+		t.Fatalf("apply text: %+v", r)
+	}
+	if got := order(); got != "192.168.1.3 192.168.1.4" {
+		t.Errorf("after the text apply the kernel lists %s, want canonical order", got)
+	}
+}

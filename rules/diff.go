@@ -108,7 +108,10 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 	for _, w := range want {
 		k := KeyOf(&w.Service)
 		wanted[k] = true
-		dests := canonicalCopy(w.Dests)
+		dests := w.Dests
+		if !w.Ordered {
+			dests = canonicalCopy(w.Dests)
+		}
 		c := cur[k]
 		if c == nil {
 			adds = append(adds, Change{Action: AddService, Service: w.Service})
@@ -189,13 +192,15 @@ func canonicalCopy(ds []Dest) []Dest {
 }
 
 // mhReAdds picks the kept destinations of an mh service that must be
-// deleted and added again so that its list ends in canonical order.
+// deleted and added again so that its list ends in the desired order
+// (canonical, or as an Ordered service gives it).
 // Adding puts a destination at the head of the kernel's list, so the list
 // is canonical when the destinations that stay put form a tail of the
 // canonical order, in the same order in the kernel's list, and all others
 // are (re-)added from the last to the first. It returns the fewest
 // re-adds: the longest such tail stays.
-func mhReAdds(kernel []Dest, canonical []Dest) map[DestKey]bool {
+func mhReAdds(kernel []Dest, desired []Dest) map[DestKey]bool {
+	canonical := desired
 	pos := make(map[DestKey]int, len(kernel))
 	for i := range kernel {
 		pos[DestKeyOf(&kernel[i].Destination)] = i

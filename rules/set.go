@@ -24,6 +24,10 @@ type Set struct {
 type Service struct {
 	ipvs.Service
 	Dests []Dest
+	// Ordered says Dests are in the desired list order (most recently
+	// added first, as the kernel lists them), which decides mh's lookup
+	// table; otherwise lvsctl builds the list in canonical order.
+	Ordered bool
 	// Source names where the service was defined ("file:line"), for messages.
 	Source string
 }
@@ -148,10 +152,15 @@ func (k ServiceKey) Compare(o ServiceKey) int {
 }
 
 // Sort puts the services in key order and each service's destinations in
-// canonical order, so that two equal sets print alike.
+// canonical order, so that two equal sets print alike; mh services keep
+// their order, which decides their lookup table, and are marked Ordered.
 func (s *Set) Sort() {
 	slices.SortFunc(s.Services, func(a, b Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
 	for i := range s.Services {
+		if s.Services[i].Scheduler == "mh" {
+			s.Services[i].Ordered = true
+			continue
+		}
 		CanonicalDests(s.Services[i].Dests)
 	}
 }

@@ -275,6 +275,12 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 			}
 			n++
 		}
+		// An mh service's list order decides its lookup table: the
+		// document's order is the desired one (list --json writes the
+		// kernel's).
+		if svc := &r.set.Services[len(r.set.Services)-1]; svc.Scheduler == "mh" {
+			svc.Ordered = true
+		}
 	}
 	return &r.set, nil
 }
