@@ -46,7 +46,8 @@ check:
 
 ## demo: boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
-## the weights, ipvsadm -Ln --stats and one request's addresses (e2e TestDemo)
+## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
+## changing the weights and draining a server while requests flow (e2e TestDemo)
 demo: build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
