@@ -256,7 +256,8 @@ func (n *network) serviceConns(svc string) uint64 {
 
 // underTraffic runs change on the director while a client opens new
 // connections back to back to the kept service and another streams
-// requests on one kept-alive connection.
+// requests on one kept-alive connection. The clients record what happened
+// when; the report is made once they have stopped.
 func (n *network) underTraffic(change func()) trafficReport {
 	n.t.Helper()
 	var rep trafficReport
@@ -264,11 +265,15 @@ func (n *network) underTraffic(change func()) trafficReport {
 	defer k.close()
 	rep.connsBefore = n.serviceConns(seedVIP80)
 	stop := make(chan struct{})
-	var changeStart, changeEnd time.Time
+	type batch struct {
+		start, end time.Time
+		tally      Tally
+	}
+	var batches []batch
+	var answers []time.Time
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)
-		last := time.Now()
 		for {
 			select {
 			case <-stop:
@@ -276,16 +281,11 @@ func (n *network) underTraffic(change func()) trafficReport {
 			default:
 			}
 			_, err := k.get()
-			now := time.Now()
 			if err != nil {
 				rep.streamErrors++
-			} else {
-				rep.streamAnswers++
+				continue
 			}
-			if gap := now.Sub(last); gap > rep.maxGap {
-				rep.maxGap = gap
-			}
-			last = now
+			answers = append(answers, time.Now())
 		}
 	}()
 	getsDone := make(chan struct{})
@@ -298,22 +298,14 @@ func (n *network) underTraffic(change func()) trafficReport {
 			default:
 			}
 			start := time.Now()
-			tally := n.get("client", seedVIP80, 5)
-			end := time.Now()
-			rep.requests += tally.Requests
-			rep.failed += len(tally.Errors)
-			if len(tally.Errors) > 0 && rep.firstErr == "" {
-				rep.firstErr = tally.Errors[0]
-			}
-			if !changeStart.IsZero() && start.Before(changeEnd.Add(time.Hour)) && end.After(changeStart) && (changeEnd.IsZero() || start.Before(changeEnd)) {
-				rep.duringChange += tally.Requests
-			}
+			tally := n.get("client", seedVIP80, 3)
+			batches = append(batches, batch{start, time.Now(), tally})
 		}
 	}()
 	time.Sleep(2 * time.Second)
-	changeStart = time.Now()
+	changeStart := time.Now()
 	change()
-	changeEnd = time.Now()
+	changeEnd := time.Now()
 	rep.change = changeEnd.Sub(changeStart)
 	time.Sleep(2 * time.Second)
 	close(stop)
@@ -322,6 +314,22 @@ func (n *network) underTraffic(change func()) trafficReport {
 	case <-streamDone:
 	case <-time.After(30 * time.Second):
 		n.t.Error("the streaming client did not finish its last request within 30 s")
+	}
+	for _, b := range batches {
+		rep.requests += b.tally.Requests
+		rep.failed += len(b.tally.Errors)
+		if len(b.tally.Errors) > 0 && rep.firstErr == "" {
+			rep.firstErr = b.tally.Errors[0]
+		}
+		if b.end.After(changeStart) && b.start.Before(changeEnd) {
+			rep.duringChange += b.tally.Requests
+		}
+	}
+	rep.streamAnswers = len(answers)
+	for i := 1; i < len(answers); i++ {
+		if gap := answers[i].Sub(answers[i-1]); gap > rep.maxGap {
+			rep.maxGap = gap
+		}
 	}
 	time.Sleep(2500 * time.Millisecond) // the kernel folds per-CPU counters every 2 s
 	rep.connsAfter = n.serviceConns(seedVIP80)
@@ -386,6 +394,7 @@ func TestLvsctlZeroFailure(t *testing.T) {
 
 	fmt.Printf("change on a director with %d other services (kept service %s: wrr 1/2 -> wlc 3/1, one service added, one removed)\n", filler, seedVIP80)
 	fmt.Printf("%-34s %8s %8s %8s %10s %10s %9s %16s\n", "method", "change", "requests", "failed", "in window", "streamed", "stream err", "conns before/after")
+	fmt.Println("(requests: new connections, in batches of 3; in window: those of batches overlapping the change; streamed: answers on one kept-alive connection)")
 	for _, row := range []struct {
 		name string
 		r    trafficReport

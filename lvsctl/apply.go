@@ -79,7 +79,9 @@ func (r *runner) report(res *rules.ConvergeResult) int {
 		for _, f := range d.Failed {
 			fmt.Fprintf(r.out, "not applied: %v\n", &f)
 		}
-		fmt.Fprintf(r.out, "drains: %d ended without connections, %d at the deadline, %d deleted by someone else\n", d.Done, d.TimedOut, d.Gone)
+		if d.Done+d.TimedOut+d.Gone > 0 {
+			fmt.Fprintf(r.out, "drains: %d ended without connections, %d at the deadline, %d deleted by someone else\n", d.Done, d.TimedOut, d.Gone)
+		}
 		if len(d.Pending) > 0 {
 			fmt.Fprintf(r.out, "interrupted: %d real servers still draining at weight 0, recorded in the journal; "+
 				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n", len(d.Pending))

@@ -30,17 +30,23 @@ func (r *ConvergeResult) Converged() bool { return r.Remaining == nil }
 // makes the adds and edits; when the kernel refuses a change because the
 // table changed meanwhile (someone else added, edited or deleted), it reads
 // again and plans again, at most MaxRounds times; then it drains and
-// deletes what leaves (see Drain) and reads once more to check the result.
-// prior are drains an interrupted apply left in the journal.
+// deletes what leaves (see Drain). prior are drains an interrupted apply
+// left in the journal.
+//
+// Every change is acknowledged by the kernel, so an apply whose changes
+// were all accepted in the first round is done without another read (the
+// read dominates an apply's cost); after a refused change the table is read
+// once more and what still differs is returned in Remaining.
 func (a *Applier) Converge(ctx context.Context, desired *Set, o DiffOptions, prior []DrainEntry) (*ConvergeResult, error) {
 	res := &ConvergeResult{}
 	o.Draining = a.DrainTimeout > 0
+	var p *Plan
 	for res.Rounds < MaxRounds {
 		cur, err := Read(a.Client)
 		if err != nil {
 			return res, err
 		}
-		p := Diff(cur, desired, o)
+		p = Diff(cur, desired, o)
 		if res.Plan == nil {
 			res.Plan = p
 		}
@@ -54,15 +60,12 @@ func (a *Applier) Converge(ctx context.Context, desired *Set, o DiffOptions, pri
 			break
 		}
 	}
-	if a.DrainTimeout > 0 {
-		cur, err := Read(a.Client)
-		if err != nil {
-			return res, err
-		}
-		res.Drain, err = a.Drain(ctx, Diff(cur, desired, o), prior)
-		if err != nil {
-			return res, err
-		}
+	var err error
+	if res.Drain, err = a.Drain(ctx, p, prior); err != nil {
+		return res, err
+	}
+	if res.Rounds == 1 && len(res.Failed) == 0 && len(res.Drain.Failed) == 0 {
+		return res, nil
 	}
 	cur, err := Read(a.Client)
 	if err != nil {
