@@ -12,13 +12,9 @@ import (
 
 // apply makes the kernel equal FILE and reports what it did.
 func (r *runner) apply(f *planFlags) (int, error) {
-	want, err := r.readDesired(f.File)
+	want, client, status, err := r.desiredAndKernel(f.File)
 	if err != nil {
-		return ExitUsage, err
-	}
-	client, err := r.open()
-	if err != nil {
-		return ExitFailed, err
+		return status, err
 	}
 	defer client.Close()
 	j, err := r.journal(true)

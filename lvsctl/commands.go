@@ -103,15 +103,25 @@ func (r *runner) diffOptions(f *planFlags) rules.DiffOptions {
 	return o
 }
 
-// plan prints the plan; the status says whether the kernel is in sync.
-func (r *runner) plan(f *planFlags) (int, error) {
-	want, err := r.readDesired(f.File)
+// desiredAndKernel reads FILE (all of it, checked) and then connects to the
+// kernel; on failure it returns the exit status.
+func (r *runner) desiredAndKernel(file string) (*rules.Set, ipvs.Client, int, error) {
+	want, err := r.readDesired(file)
 	if err != nil {
-		return ExitUsage, err
+		return nil, nil, ExitUsage, err
 	}
 	client, err := r.open()
 	if err != nil {
-		return ExitFailed, err
+		return nil, nil, ExitFailed, err
+	}
+	return want, client, ExitOK, nil
+}
+
+// plan prints the plan; the status says whether the kernel is in sync.
+func (r *runner) plan(f *planFlags) (int, error) {
+	want, client, status, err := r.desiredAndKernel(f.File)
+	if err != nil {
+		return status, err
 	}
 	defer client.Close()
 	cur, err := rules.Read(client)

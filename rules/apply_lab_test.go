@@ -36,7 +36,7 @@ func TestApplyPropertyOnKernel(t *testing.T) {
 		if r := labtest.Run(t, "", labtest.RefIpvsadm, "-C"); r.Code != 0 {
 			t.Fatalf("ipvsadm -C: %+v", r)
 		}
-		loadShuffledKernel(t, rng, c, kernelText)
+		loadShuffled(t, rng, c, kernelText)
 		want, err := desired.ReadText("desired", []byte(desiredText), nil)
 		if err != nil {
 			t.Fatalf("pair %d: %v", i, err)
@@ -81,31 +81,4 @@ func TestApplyPropertyOnKernel(t *testing.T) {
 		}
 	}
 	t.Logf("%d pairs on the kernel; changes planned: %v", pairs, counts)
-}
-
-// loadShuffledKernel puts a rule set into the kernel with real servers added
-// in a random order and a few weights at 0.
-func loadShuffledKernel(t *testing.T, rng *rand.Rand, c ipvs.Client, text string) {
-	t.Helper()
-	set, err := desired.ReadText("kernel", []byte(text), nil)
-	if err != nil {
-		t.Fatalf("generated kernel rules do not read: %v\n%s", err, text)
-	}
-	for _, s := range set.Services {
-		svc := s.Service
-		if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc}); err != nil {
-			t.Fatalf("loading %v: %v", svc, err)
-		}
-		ds := slices.Clone(s.Dests)
-		rng.Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
-		for _, d := range ds {
-			dest := d.Destination
-			if rng.IntN(8) == 0 {
-				dest.Weight = 0
-			}
-			if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: &dest}); err != nil {
-				t.Fatalf("loading %v %v: %v", svc, dest, err)
-			}
-		}
-	}
 }

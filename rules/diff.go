@@ -301,20 +301,9 @@ func destFields(old, new *ipvs.Destination) []Field {
 	return f
 }
 
-// MethodName names a forwarding method as the JSON document does.
-func MethodName(fwd uint32) string {
-	switch fwd & 7 {
-	case ipvs.FwdMasq:
-		return "masq"
-	case ipvs.FwdLocal:
-		return "local"
-	case ipvs.FwdTunnel:
-		return "tunnel"
-	case ipvs.FwdRoute:
-		return "route"
-	}
-	return strconv.Itoa(int(fwd & 7))
-}
+// MethodName names a forwarding method as the JSON document does: masq,
+// local, tunnel, route.
+func MethodName(fwd uint32) string { return strings.ToLower(list.FwdName(fwd)) }
 
 // planWarnings says where a drain will not do what users expect.
 func planWarnings(p *Plan, o DiffOptions) []string {

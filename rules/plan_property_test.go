@@ -100,10 +100,10 @@ func genRules(rng *rand.Rand) string {
 	return b.String()
 }
 
-// loadShuffled puts a rule set into the fake with destinations added in a
-// random order (as a director's history might have), then sets random
-// connection counts and a few weights to 0 (an interrupted drain).
-func loadShuffled(t *testing.T, rng *rand.Rand, f *ipvstest.Fake, text string) {
+// loadShuffled puts a rule set into c with destinations added in a random
+// order (as a director's history might have) and a few weights at 0 (an
+// interrupted drain); with a fake it also sets random connection counts.
+func loadShuffled(t *testing.T, rng *rand.Rand, c ipvs.Client, text string) {
 	t.Helper()
 	set, err := desired.ReadText("kernel", []byte(text), nil)
 	if err != nil {
@@ -111,7 +111,7 @@ func loadShuffled(t *testing.T, rng *rand.Rand, f *ipvstest.Fake, text string) {
 	}
 	for _, s := range set.Services {
 		svc := s.Service
-		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc}); err != nil {
+		if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc}); err != nil {
 			t.Fatalf("loading %v: %v", svc, err)
 		}
 		ds := slices.Clone(s.Dests)
@@ -121,10 +121,10 @@ func loadShuffled(t *testing.T, rng *rand.Rand, f *ipvstest.Fake, text string) {
 			if rng.IntN(8) == 0 {
 				dest.Weight = 0
 			}
-			if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: &dest}); err != nil {
+			if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: &dest}); err != nil {
 				t.Fatalf("loading %v %v: %v", svc, dest, err)
 			}
-			if rng.IntN(4) == 0 {
+			if f, ok := c.(*ipvstest.Fake); ok && rng.IntN(4) == 0 {
 				dest.ActiveConns, dest.InactConns = uint32(rng.IntN(3)), uint32(rng.IntN(3))
 				if err := f.SetDestinationCounters(svc, dest); err != nil {
 					t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/save"
 )
 
 // Set is a rule set: the services of one director with their destinations.
@@ -72,20 +73,7 @@ func (k ServiceKey) String() string {
 		}
 		return s
 	}
-	return protocolOption(k.Protocol) + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
-}
-
-// protocolOption is the rule option of a service's protocol.
-func protocolOption(proto uint16) string {
-	switch proto {
-	case ipvs.ProtoTCP:
-		return "-t"
-	case ipvs.ProtoUDP:
-		return "-u"
-	case ipvs.ProtoSCTP:
-		return "--sctp-service"
-	}
-	return fmt.Sprintf("--protocol-%d", proto)
+	return save.ProtocolOption(k.Protocol) + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
 }
 
 // DestKey identifies a destination within its service.
