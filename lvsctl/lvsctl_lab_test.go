@@ -117,54 +117,71 @@ func mhFlows(t *testing.T, src, vip string, ports []int) map[int]string {
 	return out
 }
 
-// TestLvsctlMHOrder proves on the kernel that the order in which real
+// TestLvsctlMHOrder proves on the kernel whether the order in which real
 // servers were added changes which server mh picks for a flow, and that
 // after lvsctl apply of one file (canonical order) two services built in
-// different orders pick the same server for every flow.
+// different orders pick the same server for every flow. Two layouts: 5
+// servers of weight 1, and 10 servers of weights 1 to 10.
 func TestLvsctlMHOrder(t *testing.T) {
 	labtest.Netns(t)
 	t.Setenv("LVSCTL_JOURNAL_DIR", filepath.Join(t.TempDir(), "journal"))
 	if r := labtest.Sh(t, "ip link add dummy0 type dummy && ip link set dummy0 up && ip addr add 10.9.0.1/24 dev dummy0"); r.Code != 0 {
 		t.Fatalf("dummy0: %+v", r)
 	}
-	servers := []string{"10.9.0.11", "10.9.0.12", "10.9.0.13", "10.9.0.14", "10.9.0.15"}
-	var b strings.Builder
-	b.WriteString("-A -t 10.9.0.100:80 -s mh -b mh-port\n-A -t 10.9.0.101:80 -s mh -b mh-port\n")
-	for i := range servers {
-		fmt.Fprintf(&b, "-a -t 10.9.0.100:80 -r %s:80 -g -w 1\n", servers[i])
-		fmt.Fprintf(&b, "-a -t 10.9.0.101:80 -r %s:80 -g -w 1\n", servers[len(servers)-1-i])
-	}
-	if r := labtest.Run(t, b.String(), labtest.RefIpvsadm, "-R"); r.Code != 0 {
-		t.Fatalf("ipvsadm -R: %+v", r)
-	}
-	mismatches := func(from int) int {
-		ports := make([]int, 1000)
-		for i := range ports {
-			ports[i] = from + i
-		}
-		a, c := mhFlows(t, "10.9.0.1", "10.9.0.100", ports), mhFlows(t, "10.9.0.1", "10.9.0.101", ports)
-		n := 0
-		for _, p := range ports {
-			if a[p] != c[p] {
-				n++
+	port := 20000
+	for _, layout := range []struct {
+		servers int
+		weights bool
+	}{{5, false}, {10, true}} {
+		weight := func(i int) int {
+			if layout.weights {
+				return i + 1
 			}
+			return 1
 		}
-		return n
-	}
-	before := mismatches(20000)
-	var file strings.Builder
-	file.WriteString("-A -t 10.9.0.100:80 -s mh -b mh-port\n-A -t 10.9.0.101:80 -s mh -b mh-port\n")
-	for _, s := range servers {
-		fmt.Fprintf(&file, "-a -t 10.9.0.100:80 -r %s:80 -g -w 1\n-a -t 10.9.0.101:80 -r %s:80 -g -w 1\n", s, s)
-	}
-	a := labtest.Run(t, file.String(), lvsctlBin(), "apply", "--drain-timeout", "0", "-")
-	if a.Code != ExitOK {
-		t.Fatalf("lvsctl apply: %+v", a)
-	}
-	after := mismatches(30000)
-	t.Logf("mh, 5 real servers, 1,000 flows: added in opposite orders, %d flows pick a different server; after lvsctl apply of one file, %d (re-adds made: %d)",
-		before, after, strings.Count(a.Stdout, "re-add-dest"))
-	if after != 0 {
-		t.Errorf("after lvsctl apply, %d of 1000 flows still pick different servers", after)
+		var b strings.Builder
+		b.WriteString("-A -t 10.9.0.100:80 -s mh -b mh-port\n-A -t 10.9.0.101:80 -s mh -b mh-port\n")
+		for i := range layout.servers {
+			j := layout.servers - 1 - i
+			fmt.Fprintf(&b, "-a -t 10.9.0.100:80 -r 10.9.0.%d:80 -g -w %d\n", 11+i, weight(i))
+			fmt.Fprintf(&b, "-a -t 10.9.0.101:80 -r 10.9.0.%d:80 -g -w %d\n", 11+j, weight(j))
+		}
+		if r := labtest.Run(t, "", labtest.RefIpvsadm, "-C"); r.Code != 0 {
+			t.Fatalf("ipvsadm -C: %+v", r)
+		}
+		if r := labtest.Run(t, b.String(), labtest.RefIpvsadm, "-R"); r.Code != 0 {
+			t.Fatalf("ipvsadm -R: %+v", r)
+		}
+		mismatches := func() int {
+			ports := make([]int, 1000)
+			for i := range ports {
+				ports[i] = port + i
+			}
+			port += 1000
+			a, c := mhFlows(t, "10.9.0.1", "10.9.0.100", ports), mhFlows(t, "10.9.0.1", "10.9.0.101", ports)
+			n := 0
+			for _, p := range ports {
+				if a[p] != c[p] {
+					n++
+				}
+			}
+			return n
+		}
+		before := mismatches()
+		var file strings.Builder
+		file.WriteString("-A -t 10.9.0.100:80 -s mh -b mh-port\n-A -t 10.9.0.101:80 -s mh -b mh-port\n")
+		for i := range layout.servers {
+			fmt.Fprintf(&file, "-a -t 10.9.0.100:80 -r 10.9.0.%d:80 -g -w %d\n-a -t 10.9.0.101:80 -r 10.9.0.%d:80 -g -w %d\n", 11+i, weight(i), 11+i, weight(i))
+		}
+		a := labtest.Run(t, file.String(), lvsctlBin(), "apply", "--drain-timeout", "0", "-")
+		if a.Code != ExitOK {
+			t.Fatalf("lvsctl apply: %+v", a)
+		}
+		after := mismatches()
+		t.Logf("mh, %d real servers (weights %s), 1,000 flows: added in opposite orders, %d flows pick a different server; after lvsctl apply of one file, %d (re-adds made: %d)",
+			layout.servers, map[bool]string{false: "all 1", true: "1 to 10"}[layout.weights], before, after, strings.Count(a.Stdout, "re-add-dest"))
+		if after != 0 {
+			t.Errorf("after lvsctl apply, %d of 1000 flows still pick different servers", after)
+		}
 	}
 }
