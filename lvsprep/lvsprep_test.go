@@ -31,6 +31,7 @@ type testHost struct {
 	modules  *netfilter.FakeModules
 	stateDir string
 	root     bool
+	ident    nsIdentity
 }
 
 type kernelModules struct{ th *testHost }
@@ -104,6 +105,7 @@ func newTestHost(t *testing.T) *testHost {
 		modules:  netfilter.NewFakeModules("ip_vs", "xt_ipvs", "ipip", "ip6_tunnel"),
 		stateDir: filepath.Join(t.TempDir(), "state"),
 		root:     true,
+		ident:    nsIdentity{BootID: "b00t", Cookie: 1, Inode: 4026531840},
 	}
 	th.links.Links["eth0"].Up = true
 	th.links.Links["eth0"].Addrs = []netip.Prefix{netip.MustParsePrefix("172.16.0.2/24")}
@@ -130,7 +132,11 @@ func newTestHost(t *testing.T) *testHost {
 			return th.rules4, nil
 		},
 		IsRoot: func() bool { return th.root },
-		Now:    func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
+		UID:    os.Geteuid(),
+		Identity: func() (nsIdentity, error) {
+			return th.ident, nil
+		},
+		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
 	return th
 }
@@ -174,7 +180,12 @@ func (th *testHost) snapshot() string {
 		l := th.links.Links[n]
 		fmt.Fprintf(&b, "link %s up=%t addrs=%v\n", n, l.Up, l.Addrs)
 	}
-	fmt.Fprintf(&b, "routes %v\n", th.links.Routes)
+	// The kernel lists default routes by metric; the fake in the order
+	// they came.
+	routes := slices.SortedFunc(slices.Values(th.links.Routes), func(a, b netfilter.Route) int {
+		return strings.Compare(fmt.Sprintf("%09d %v", a.Metric, a), fmt.Sprintf("%09d %v", b.Metric, b))
+	})
+	fmt.Fprintf(&b, "routes %v\n", routes)
 	for _, r := range []*netfilter.FakeIPTables{th.rules4, th.rules6} {
 		for _, k := range slices.Sorted(maps.Keys(r.Rules)) {
 			if len(r.Rules[k]) == 0 {
@@ -189,11 +200,25 @@ func (th *testHost) snapshot() string {
 
 func (th *testHost) stateFiles() []string {
 	th.t.Helper()
-	keys, err := stateKeys(th.stateDir)
+	s, err := openStore(th.stateDir, os.Geteuid(), false)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	defer s.close()
+	keys, err := s.keys()
 	if err != nil {
 		th.t.Fatal(err)
 	}
 	return keys
+}
+
+func (th *testHost) loadState(key string) (*State, error) {
+	s, err := openStore(th.stateDir, os.Geteuid(), false)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.load(key)
 }
 
 func (th *testHost) hasAddr(dev, prefix string) bool {
@@ -475,8 +500,9 @@ func TestRealServerNATReplacesAndRestoresDefaultRoute(t *testing.T) {
 	if !slices.Equal(th.links.Routes, want) {
 		t.Errorf("routes %v, want %v", th.links.Routes, want)
 	}
-	wantLog := "changed   ip route del default via 172.16.0.254 dev eth0 metric 100 proto dhcp; " +
-		"ip route del default via 10.0.0.254 dev eth1 metric 200 proto static; ip route add default via 172.16.0.1 dev eth0"
+	// The new route first, so the host always has one.
+	wantLog := "changed   ip route add default via 172.16.0.1 dev eth0; " +
+		"ip route del default via 172.16.0.254 dev eth0 metric 100 proto dhcp; ip route del default via 10.0.0.254 dev eth1 metric 200 proto static"
 	if !strings.Contains(out, wantLog) {
 		t.Errorf("output lacks %q:\n%s", wantLog, out)
 	}
@@ -590,7 +616,7 @@ func TestUndoFailureKeepsTheRest(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "undo incomplete") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	st, err := loadState(th.stateDir, "director-nat-202.103.106.5")
+	st, err := th.loadState("director-nat-202.103.106.5")
 	if err != nil || st == nil || len(st.Records) != 1 || st.Records[0].Kind != kindAddr {
 		t.Fatalf("state after a failed undo: %+v, %v; want only the address left", st, err)
 	}
