@@ -75,8 +75,10 @@ type crashModules struct {
 	c *crasher
 }
 
-func (m crashModules) Load(n string) error   { return m.c.do(func() error { return m.Modules.Load(n) }) }
-func (m crashModules) Unload(n string) error { return m.c.do(func() error { return m.Modules.Unload(n) }) }
+func (m crashModules) Load(n string) error { return m.c.do(func() error { return m.Modules.Load(n) }) }
+func (m crashModules) Unload(n string) error {
+	return m.c.do(func() error { return m.Modules.Unload(n) })
+}
 
 type crashIPTables struct {
 	netfilter.IPTables
