@@ -46,7 +46,9 @@ func currentIdentity() (nsIdentity, error) {
 		return id, fmt.Errorf("reading the boot id: %w", err)
 	}
 	id.BootID = strings.TrimSpace(string(b))
-	fi, err := os.Stat("/proc/self/ns/net")
+	// The calling thread's namespace: the one its sockets (and the
+	// cookie below) belong to.
+	fi, err := os.Stat("/proc/thread-self/ns/net")
 	if err != nil {
 		return id, fmt.Errorf("reading the network namespace: %w", err)
 	}

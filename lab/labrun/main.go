@@ -488,6 +488,19 @@ func writeTimings(lab *vm.Lab, est map[string]float64, pkgs []*testPkg) {
 	}
 }
 
+// soakEnv picks the LVSKIT_SOAK* variables of the host's environment: they
+// size the long runs of lab tests (make soak), which the guest cannot see
+// otherwise.
+func soakEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "LVSKIT_SOAK") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // bootVM boots one VM with every test binary of pkgs and runs the packages
 // that next hands it. With live set (a single VM), output streams to stdout
 // as it comes; otherwise each package's output is printed whole when it
@@ -508,6 +521,7 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		}
 		run.Plan.Steps = append(run.Plan.Steps, wire.Step{
 			Name:       p.ImportPath,
+			Env:        soakEnv(os.Environ()),
 			Argv:       argv,
 			Dir:        dir,
 			TimeoutSec: int(o.testTimeout.Seconds()) + 30,
