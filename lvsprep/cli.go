@@ -54,6 +54,7 @@ type directorCmds struct {
 	FullNAT directorFullNATCmd `cmd:"" name:"fullnat" help:"Full-NAT director: the VIP, forwarding, IPVS conntrack, clients' addresses rewritten to a director address."`
 	DR      directorDirectCmd  `cmd:"" name:"dr" help:"VS/DR director: the VIP."`
 	TUN     directorDirectCmd  `cmd:"" name:"tun" help:"VS/TUN director: the VIP."`
+	ECMP    directorECMPCmd    `cmd:"" name:"ecmp" help:"DR/TUN director in a BGP ECMP group: the VIP on lo hidden from ARP, sloppy TCP/SCTP, the mh scheduler, no conntrack for the VIP."`
 }
 
 type realServerCmds struct {
@@ -80,6 +81,11 @@ type directorDirectCmd struct {
 	Dev string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
 	// mode is "dr" or "tun", from the command that selected this value.
 	mode string
+}
+
+type directorECMPCmd struct {
+	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, announced by BGP; put on --dev as a host address."`
+	Dev string `name:"dev" default:"lo" placeholder:"IFACE" help:"Interface that holds the VIP: lo or a dummy interface (${default})."`
 }
 
 type directorFullNATCmd struct {
@@ -140,15 +146,15 @@ func parseVIP(flag, s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// parseHostVIP accepts ADDR, or ADDR/32 (/128): real servers hold the VIP as
-// a host address only.
+// parseHostVIP accepts ADDR, or ADDR/32 (/128): real servers and ECMP
+// directors hold the VIP as a host address only.
 func parseHostVIP(flag, s string) (netip.Addr, error) {
 	p, err := parseVIP(flag, s)
 	if err != nil {
 		return netip.Addr{}, err
 	}
 	if !p.IsSingleIP() {
-		return netip.Addr{}, usagef("%s %s: a real server holds the VIP as a host address (/%d), not a subnet", flag, s, p.Addr().BitLen())
+		return netip.Addr{}, usagef("%s %s: this profile holds the VIP as a host address (/%d), not a subnet", flag, s, p.Addr().BitLen())
 	}
 	return p.Addr(), nil
 }
@@ -222,6 +228,20 @@ func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
 		return Profile{}, err
 	}
 	return DirectorDirect(c.mode, vip, c.Dev), nil
+}
+
+func (c *directorECMPCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseHostVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "director ecmp", Key: "director-ecmp-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	return DirectorECMP(vip, c.Dev), nil
 }
 
 func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
@@ -364,7 +384,7 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 }
 
 // profileNames are the profiles a state file may name.
-var profileNames = []string{"director nat", "director fullnat", "director dr", "director tun",
+var profileNames = []string{"director nat", "director fullnat", "director dr", "director tun", "director ecmp",
 	"realserver dr", "realserver tun", "realserver nat"}
 
 // rebuildProfile builds the profile that a state file names from the flags

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/netfilter"
 	"golang.org/x/sys/unix"
 )
@@ -23,6 +24,9 @@ type Host struct {
 	// when a profile has rules, because the real one needs the iptables
 	// command.
 	IPTables func(netfilter.Family) (netfilter.IPTables, error)
+	// IPVS opens the kernel's IPVS tables, which check reads for the ECMP
+	// profile.
+	IPVS func() (ipvs.Client, error)
 	// IsRoot reports whether changes may be attempted.
 	IsRoot func() bool
 	Now    func() time.Time
@@ -61,12 +65,21 @@ func RealHost() *Host {
 		Links:    netfilter.Netlink{},
 		Modules:  modprobe{},
 		IPTables: netfilter.NewIPTables,
+		IPVS:     openIPVS,
 		IsRoot:   func() bool { return os.Geteuid() == 0 },
 		Now:      time.Now,
 		StateDir: namespaceStateDir(DefaultStateDir),
 		UID:      os.Geteuid(),
 		Identity: currentIdentity,
 	}
+}
+
+func openIPVS() (ipvs.Client, error) {
+	c, err := ipvs.Open()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // modprobe is the real Modules: it looks in /sys/module and the kernel's

@@ -15,8 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/netfilter"
 )
+
+// unclosed keeps the fake IPVS open across runs, as the kernel's tables
+// outlive each lvsprep process.
+type unclosed struct{ *ipvstest.Fake }
+
+func (unclosed) Close() error { return nil }
 
 // testHost is a Host made of netfilter's fakes, plus the pieces of kernel
 // behaviour lvsprep depends on: loading ip_vs creates net/ipv4/vs/*, loading
@@ -32,6 +40,7 @@ type testHost struct {
 	stateDir string
 	root     bool
 	ident    nsIdentity
+	ipvs     *ipvstest.Fake
 }
 
 type kernelModules struct{ th *testHost }
@@ -45,6 +54,9 @@ func (k kernelModules) Load(name string) error {
 	switch name {
 	case "ip_vs":
 		k.th.setSysctl("net/ipv4/vs/conntrack", "0")
+		k.th.setSysctl("net/ipv4/vs/sloppy_tcp", "0")
+		k.th.setSysctl("net/ipv4/vs/sloppy_sctp", "0")
+		k.th.setSysctl("net/ipv4/vs/schedule_icmp", "0")
 	case "ipip":
 		k.th.links.Links["tunl0"] = &netfilter.FakeLink{}
 		k.th.confSysctls("tunl0", "0")
@@ -102,10 +114,11 @@ func newTestHost(t *testing.T) *testHost {
 		links:    netfilter.NewFakeLinks("eth0", "eth1"),
 		rules4:   netfilter.NewFakeIPTables(),
 		rules6:   netfilter.NewFakeIPTables(),
-		modules:  netfilter.NewFakeModules("ip_vs", "xt_ipvs", "ipip", "ip6_tunnel"),
+		modules:  netfilter.NewFakeModules("ip_vs", "ip_vs_mh", "xt_ipvs", "ipip", "ip6_tunnel"),
 		stateDir: filepath.Join(t.TempDir(), "state"),
 		root:     true,
 		ident:    nsIdentity{BootID: "b00t", Cookie: 1, Inode: 4026531840},
+		ipvs:     ipvstest.New(),
 	}
 	th.links.Links["eth0"].Up = true
 	th.links.Links["eth0"].Addrs = []netip.Prefix{netip.MustParsePrefix("172.16.0.2/24")}
@@ -132,6 +145,7 @@ func newTestHost(t *testing.T) *testHost {
 			return th.rules4, nil
 		},
 		IsRoot: func() bool { return th.root },
+		IPVS:   func() (ipvs.Client, error) { return unclosed{th.ipvs}, nil },
 		UID:    os.Geteuid(),
 		Identity: func() (nsIdentity, error) {
 			return th.ident, nil

@@ -529,6 +529,10 @@ func (r *runner) check(p Profile) (bool, error) {
 		}
 		fixes = append(fixes, applyCommands(s, prior)...)
 	}
+	if p.VIP.IsValid() {
+		srows, sfixes, sok := r.checkServices(p.VIP)
+		rows, fixes, ok = append(rows, srows...), append(fixes, sfixes...), ok && sok
+	}
 	r.logf("%s\n", p.describe())
 	if err := writeTable(r.out, []string{"STATUS", "SETTING", "WANT", "HAVE"}, rows); err != nil {
 		return false, err
