@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/save"
 )
 
 // An ECMP group works only if every director picks the same real server for
@@ -41,7 +41,7 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 	}
 	ok = true
 	for _, s := range svcs {
-		name := protoFlag(s.Protocol) + " " + hostPort(vip, s.Port)
+		name := save.ProtocolOption(s.Protocol) + " " + hostPort(vip, s.Port)
 		var problems []string
 		if s.Scheduler != "mh" {
 			problems = append(problems, "scheduler "+s.Scheduler)
@@ -87,17 +87,4 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 
 func hostPort(a netip.Addr, port uint16) string {
 	return netip.AddrPortFrom(a, port).String()
-}
-
-// protoFlag is ipvsadm's flag for a service protocol.
-func protoFlag(p uint16) string {
-	switch p {
-	case ipvs.ProtoTCP:
-		return "-t"
-	case ipvs.ProtoUDP:
-		return "-u"
-	case ipvs.ProtoSCTP:
-		return "--sctp-service"
-	}
-	return "protocol " + strconv.Itoa(int(p))
 }
