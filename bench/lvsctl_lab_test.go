@@ -142,6 +142,9 @@ func TestLvsctlApplyBench(t *testing.T) {
 		floorRuns = append(floorRuns, floor)
 		c.Close()
 		ns.close(t)
+		fmt.Printf("lvsctl bench %s run %d: apply %s, -C && -R %s, floor %s, second apply %s, our -Sn %s\n", tableName(services), len(applyRuns),
+			ms(int64(applyRuns[len(applyRuns)-1])), ms(int64(refRuns[len(refRuns)-1])), ms(int64(floor)),
+			ms(int64(againRuns[len(againRuns)-1])), ms(int64(saveRuns[len(saveRuns)-1])))
 	}
 	ns := fresh()
 	mem := peakRSS(t, ns, changed, lvsctl, "apply", "--drain-timeout", "0", "--journal-dir", filepath.Join(dir, "journal"), "-")
