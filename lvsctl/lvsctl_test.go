@@ -359,3 +359,33 @@ func TestMHOrderFollowsTheFile(t *testing.T) {
 		t.Errorf("after the text apply the kernel lists %s, want canonical order", got)
 	}
 }
+
+// TestTerminalProgressRedrawsTheDrainBlock: on a terminal the drains'
+// block is redrawn in place (cursor up, clear) and finished drains leave
+// one line; in a script each event is one line and polls print nothing.
+func TestTerminalProgressRedrawsTheDrainBlock(t *testing.T) {
+	svc := rules.ServiceKey{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
+	dest := rules.DestKey{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.2"), Port: 80}
+	events := []rules.Event{
+		{Kind: rules.EventDrainStart, Service: svc, Dest: dest, Left: time.Minute},
+		{Kind: rules.EventDrainWait, Service: svc, Dest: dest, Active: 3, Inactive: 1, Left: 59 * time.Second},
+		{Kind: rules.EventDrainDone, Service: svc, Dest: dest},
+	}
+	var tty strings.Builder
+	live := &liveReporter{w: &tty, now: time.Now, drains: map[string]string{}}
+	for _, e := range events {
+		live.event(e)
+	}
+	out := tty.String()
+	if !strings.Contains(out, "\x1b[1A\x1b[J") || !strings.Contains(out, "active 3, inactive 1, 59s left") || !strings.Contains(out, "drain-done -t 10.0.0.1:80 -r 192.168.1.2:80 deleted") {
+		t.Errorf("terminal output %q", out)
+	}
+	var lines strings.Builder
+	lr := &lineReporter{w: &lines}
+	for _, e := range events {
+		lr.event(e)
+	}
+	if n := strings.Count(lines.String(), "\n"); n != 2 || strings.Contains(lines.String(), "\x1b") {
+		t.Errorf("script output: %d lines, want 2 (start, done), no escapes: %q", n, lines.String())
+	}
+}
