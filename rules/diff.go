@@ -124,18 +124,19 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 		if f := serviceFields(&c.Service, &w.Service); len(f) > 0 {
 			svcEdits = append(svcEdits, Change{Action: EditService, Service: w.Service, Fields: f})
 		}
-		have := make(map[DestKey]*ipvs.Destination, len(c.Dests))
-		for i := range c.Dests {
-			have[DestKeyOf(&c.Dests[i].Destination)] = &c.Dests[i].Destination
+		// Both lists sorted: lookups by binary search, no map per service.
+		curSorted, wantSorted := canonicalCopy(c.Dests), dests
+		if w.Ordered {
+			wantSorted = canonicalCopy(w.Dests)
 		}
-		readd := map[DestKey]bool{}
+		var readd map[DestKey]bool
 		if w.Scheduler == "mh" && !o.KeepMHOrder {
 			readd = mhReAdds(c.Dests, dests)
 		}
 		for i := len(dests) - 1; i >= 0; i-- {
 			d := dests[i].Destination
 			dk := DestKeyOf(&d)
-			old := have[dk]
+			old := findDest(curSorted, dk)
 			switch {
 			case old == nil:
 				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &d})
@@ -149,12 +150,8 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 				}
 			}
 		}
-		keep := make(map[DestKey]bool, len(dests))
-		for i := range dests {
-			keep[DestKeyOf(&dests[i].Destination)] = true
-		}
-		for _, d := range canonicalCopy(c.Dests) {
-			if !keep[DestKeyOf(&d.Destination)] {
+		for _, d := range curSorted {
+			if findDest(wantSorted, DestKeyOf(&d.Destination)) == nil {
 				d := d.Destination
 				destDels = append(destDels, Change{Action: DeleteDest, Service: w.Service, Dest: &d,
 					Active: d.ActiveConns, Inactive: d.InactConns})
@@ -185,7 +182,19 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 	return p
 }
 
+// findDest finds the destination with key k in ds, sorted canonically.
+func findDest(ds []Dest, k DestKey) *ipvs.Destination {
+	i, ok := slices.BinarySearchFunc(ds, k, func(d Dest, k DestKey) int { return DestKeyOf(&d.Destination).Compare(k) })
+	if !ok {
+		return nil
+	}
+	return &ds[i].Destination
+}
+
 func canonicalCopy(ds []Dest) []Dest {
+	if slices.IsSortedFunc(ds, compareDests) {
+		return ds // callers only read it
+	}
 	out := slices.Clone(ds)
 	CanonicalDests(out)
 	return out
@@ -226,8 +235,14 @@ func mhReAdds(kernel []Dest, desired []Dest) map[DestKey]bool {
 	return out
 }
 
-// serviceFields lists the settings of a service that differ.
+// serviceFields lists the settings of a service that differ. The values
+// are compared first and formatted only when they differ: a plan compares
+// every service of a large table.
 func serviceFields(old, new *ipvs.Service) []Field {
+	if old.Scheduler == new.Scheduler && old.Flags&^ipvs.FlagHashed == new.Flags&^ipvs.FlagHashed &&
+		old.Timeout == new.Timeout && old.Netmask == new.Netmask && old.PEName == new.PEName {
+		return nil
+	}
 	var f []Field
 	add := func(name, o, n string) {
 		if o != n {
@@ -282,8 +297,13 @@ func orDash(s string) string {
 	return s
 }
 
-// destFields lists the settings of a destination that differ.
+// destFields lists the settings of a destination that differ (compared
+// first, formatted only when they differ).
 func destFields(old, new *ipvs.Destination) []Field {
+	if old.FwdMethod&7 == new.FwdMethod&7 && old.Weight == new.Weight && old.UThreshold == new.UThreshold &&
+		old.LThreshold == new.LThreshold && old.TunType == new.TunType && old.TunPort == new.TunPort && old.TunFlags == new.TunFlags {
+		return nil
+	}
 	var f []Field
 	add := func(name, o, n string) {
 		if o != n {

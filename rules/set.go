@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/list"
@@ -29,14 +30,28 @@ type Service struct {
 	// added first, as the kernel lists them), which decides mh's lookup
 	// table; otherwise lvsctl builds the list in canonical order.
 	Ordered bool
-	// Source names where the service was defined ("file:line"), for messages.
-	Source string
+	// Source is where the service was defined, for messages.
+	Source Source
 }
 
 // Dest is one destination of a service.
 type Dest struct {
 	ipvs.Destination
-	Source string
+	Source Source
+}
+
+// Source is a place in a rules file.
+type Source struct {
+	File string
+	Line int
+}
+
+// String writes "file:line" ("" for no place).
+func (s Source) String() string {
+	if s.File == "" {
+		return ""
+	}
+	return s.File + ":" + strconv.Itoa(s.Line)
 }
 
 // ServiceKey identifies a service to the kernel: family and fwmark for
@@ -154,9 +169,9 @@ func (s *Set) Sort() {
 }
 
 // CanonicalDests sorts destinations in canonical order (DestKey.Compare).
-func CanonicalDests(ds []Dest) {
-	slices.SortFunc(ds, func(a, b Dest) int { return DestKeyOf(&a.Destination).Compare(DestKeyOf(&b.Destination)) })
-}
+func CanonicalDests(ds []Dest) { slices.SortFunc(ds, compareDests) }
+
+func compareDests(a, b Dest) int { return DestKeyOf(&a.Destination).Compare(DestKeyOf(&b.Destination)) }
 
 // DuplicateError reports a service or destination given twice.
 type DuplicateError struct {
@@ -171,20 +186,20 @@ func (e *DuplicateError) Error() string {
 // Validate reports the first service or destination given twice; a set
 // that passes has one entry per key.
 func (s *Set) Validate() error {
-	seen := make(map[ServiceKey]string, len(s.Services))
+	seen := make(map[ServiceKey]Source, len(s.Services))
 	for i := range s.Services {
 		svc := &s.Services[i]
 		k := KeyOf(&svc.Service)
 		if first, dup := seen[k]; dup {
-			return &DuplicateError{What: "service", Name: k.String(), First: first, Another: svc.Source}
+			return &DuplicateError{What: "service", Name: k.String(), First: first.String(), Another: svc.Source.String()}
 		}
 		seen[k] = svc.Source
-		dests := make(map[DestKey]string, len(svc.Dests))
+		dests := make(map[DestKey]Source, len(svc.Dests))
 		for j := range svc.Dests {
 			d := &svc.Dests[j]
 			dk := DestKeyOf(&d.Destination)
 			if first, dup := dests[dk]; dup {
-				return &DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first, Another: d.Source}
+				return &DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first.String(), Another: d.Source.String()}
 			}
 			dests[dk] = d.Source
 		}

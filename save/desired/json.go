@@ -248,7 +248,7 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 	}
 	lines := entryLines(data)
 	r := reader{name: name, p: &ipvsadm.Program{Resolver: res},
-		index: map[rules.ServiceKey]int{}, dests: map[destRef]string{}}
+		index: map[rules.ServiceKey]int{}, dests: map[destRef]rules.Source{}}
 	n := 0
 	for i := range doc.Services {
 		js := &doc.Services[i]

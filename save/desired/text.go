@@ -55,7 +55,7 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		res = names.NewResolver()
 	}
 	r := reader{name: name, p: &ipvsadm.Program{Resolver: res},
-		index: map[rules.ServiceKey]int{}, dests: map[destRef]string{}}
+		index: map[rules.ServiceKey]int{}, dests: map[destRef]rules.Source{}}
 	lineNo := 0
 	var fields [][]byte
 	for rest := data; len(rest) > 0; {
@@ -112,7 +112,7 @@ type reader struct {
 	p     *ipvsadm.Program
 	set   rules.Set
 	index map[rules.ServiceKey]int // position of each service in set
-	dests map[destRef]string       // where each destination was given
+	dests map[destRef]rules.Source // where each destination was given
 	fast  ipvsadm.Invocation
 }
 
@@ -145,13 +145,13 @@ type destRef struct {
 
 // add puts a parsed -A or -a line into the set.
 func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
-	src := fmt.Sprintf("%s:%d", r.name, lineNo)
+	src := rules.Source{File: r.name, Line: lineNo}
 	switch inv.Command {
 	case ipvsadm.CmdAddService:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
 		if i, dup := r.index[k]; dup {
-			return &rules.DuplicateError{What: "service", Name: k.String(), First: r.set.Services[i].Source, Another: src}
+			return &rules.DuplicateError{What: "service", Name: k.String(), First: r.set.Services[i].Source.String(), Another: src.String()}
 		}
 		r.index[k] = len(r.set.Services)
 		r.set.Services = append(r.set.Services, rules.Service{Service: svc, Source: src})
@@ -170,7 +170,7 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 		dk := rules.DestKeyOf(&d.Destination)
 		ref := destRef{i, dk}
 		if first, dup := r.dests[ref]; dup {
-			return &rules.DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first, Another: src}
+			return &rules.DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first.String(), Another: src.String()}
 		}
 		r.dests[ref] = src
 		s.Dests = append(s.Dests, d)
