@@ -62,11 +62,11 @@ func writeChangedRules(t *testing.T, dir string, services int) (string, int) {
 // apply changes nothing) and peak memory, never durations.
 func TestLvsctlApplyBench(t *testing.T) {
 	labtest.Require(t)
-	services, reps := 1000, 1
+	services, reps := 1000, 3
 	if fullSize(t) {
 		services, reps = 10000, 3
 	} else {
-		// The smoke size runs inside make lab, on hosts busy with other
+		// The smoke size (three runs) runs inside make lab, on hosts busy with other
 		// VMs, where the idle waits alone exceeded the test's 30 minutes:
 		// it measures without them (noisier figures, said so).
 		skipIdleWait = true
