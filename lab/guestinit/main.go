@@ -145,6 +145,9 @@ func mountAll() {
 		}
 	}
 	_ = os.Chmod("/tmp", 0o1777)
+	// BIRD's default control socket (/run/bird/bird.ctl as Debian builds
+	// it) lives here; the Debian package makes the directory at boot too.
+	_ = os.MkdirAll("/run/bird", 0o755)
 }
 
 func openResults(path string) (*results, error) {

@@ -11,7 +11,7 @@ import (
 
 // Packages are the Debian 12 packages the lab takes its VM from: the
 // emulator, the guest kernel with its modules, the guest user space, the
-// reference ipvsadm, and the host tools the image builder runs (modprobe
+// reference ipvsadm, BIRD 2, and the host tools the image builder runs (modprobe
 // resolves module order).
 var Packages = []string{
 	"qemu-system-x86",
@@ -25,6 +25,7 @@ var Packages = []string{
 	"dash",
 	"netbase", // /etc/services and /etc/protocols
 	"cpio",
+	"bird2", // BGP daemon of the ECMP tests (e2e TestECMP)
 }
 
 // MissingPackages returns the packages of Packages that dpkg does not list
