@@ -250,12 +250,9 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 			}
 		}
 		<-sem
-		if first {
+		if first && err != nil {
 			ready <- err
-			first = false
-			if err != nil {
-				return
-			}
+			return
 		}
 		fc.mu.Lock()
 		if err != nil {
@@ -275,6 +272,11 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 		fc.conns[i] = append(fc.conns[i], fcn)
 		fc.live[c] = true
 		fc.mu.Unlock()
+		if first {
+			// Only now: a mark that follows StartFlows must see it.
+			ready <- nil
+			first = false
+		}
 		fc.run(c, br, fcn)
 		fc.mu.Lock()
 		delete(fc.live, c)
