@@ -30,7 +30,8 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME TIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
 //	                         {"ready":N,...}, then answers mark, report, quit on stdin
-//	probe ADDR N BASEPORT    one line on each of N new connections from fixed
+//	probe ADDR N BASEPORT TIMEOUT
+//	                         one line on each of N new connections from fixed
 //	                         ports; prints a ProbeResult as JSON
 //
 // RunRole runs one and returns its exit status.
@@ -90,13 +91,14 @@ func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) erro
 			return err
 		}
 		return flowsLoop(cfg, bufio.NewScanner(stdin), enc)
-	case role == "probe" && len(args) == 3:
+	case role == "probe" && len(args) == 4:
 		n, err1 := strconv.Atoi(args[1])
 		base, err2 := strconv.Atoi(args[2])
-		if err := errors.Join(err1, err2); err != nil {
+		timeout, err3 := time.ParseDuration(args[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
 		}
-		return enc.Encode(Probe(args[0], n, base, 5*time.Second))
+		return enc.Encode(Probe(args[0], n, base, timeout))
 	case role == "ftpget" && len(args) == 1:
 		res, err := FTPGet(args[0], FTPFile)
 		if err != nil {
