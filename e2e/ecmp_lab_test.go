@@ -124,7 +124,17 @@ func newECMPLab(t *testing.T) *ecmpLab {
 	n.build()
 	t.Cleanup(l.stopBirds) // before the network goes
 	n.setSysctl("router", "net/ipv4/ip_forward", "1")
-	n.setSysctl("router", "net/ipv4/fib_multipath_hash_policy", "1")
+	// The router hashes each packet's addresses and ports to pick a
+	// director. Policy 1 (layer 4) would take a hash the packet already
+	// carries: over veth that is the client socket's own random hash,
+	// which TCP draws anew after a retransmission timeout, so a flow would
+	// hop directors whenever the emulated VM falls behind (seen as resets
+	// when one director had a fifth real server, and stale entries that
+	// kept a drain waiting). A router's NIC hands over a hash of the
+	// headers instead; policy 3 with these fields (source and destination
+	// address, protocol, ports) computes that here.
+	n.setSysctl("router", "net/ipv4/fib_multipath_hash_policy", "3")
+	n.setSysctl("router", "net/ipv4/fib_multipath_hash_fields", "0x0037")
 	for _, r := range append(slices.Clone(ecmpRSs), "rs5") {
 		n.lvsprep(r, "realserver", "dr", "--vip", ecmpVIP, "--dev", "eth0")
 		n.start(r, "flowd", r, ":"+ecmpPort)
@@ -325,10 +335,12 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 		}
 		close(f.lines)
 	}()
-	f.read(&f.Ready, 120*time.Second)
+	start := time.Now()
+	f.read(&f.Ready, 180*time.Second)
 	if f.Ready.Ready != ecmpFlows {
 		l.t.Fatalf("flows: %+v", f.Ready)
 	}
+	l.t.Logf("%d connections open in %.1f s: %s", ecmpFlows, time.Since(start).Seconds(), sortedCounts(f.Ready.ByServer))
 	return f
 }
 
@@ -452,7 +464,28 @@ func (l *ecmpLab) probeVia(d string) ProbeResult {
 	l.t.Helper()
 	l.must("probe", ipCmd, "route", "replace", ecmpVIP+"/32", "via", ecmpAddr[d])
 	var r ProbeResult
-	l.role("probe", "probe", &r, ecmpVIPPort, itoa(ecmpFlows), itoa(ecmpBase), ecmpTimeout.String())
+	start := time.Now()
+	self, err := os.Executable()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(ecmpBase), ecmpTimeout.String())
+	cmd.Env = append(os.Environ(), RoleEnv+"=probe")
+	cmd.Stderr = os.Stderr
+	var out []byte
+	l.in("probe", func() {
+		// Killed with the network should the test stop early.
+		timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+		out, err = cmd.Output()
+		timer.Stop()
+	})
+	if err != nil {
+		l.t.Fatalf("probe through %s: %v", d, err)
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		l.t.Fatalf("probe through %s: %v in %q", d, err, out)
+	}
+	l.t.Logf("probe through %s: %d flows in %.1f s", d, ecmpFlows, time.Since(start).Seconds())
 	if r.Failed != 0 {
 		l.t.Fatalf("probe through %s: %d of %d failed, first: %s", d, r.Failed, ecmpFlows, r.First)
 	}
