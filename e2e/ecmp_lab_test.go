@@ -67,6 +67,11 @@ type ecmpLab struct {
 	*network
 	dir  string // configs, control sockets, logs
 	bird map[string]*birdProc
+	// runs counts the flow client's runs: each starts from its own
+	// 1,000 source ports, so no director still holds an entry for a flow
+	// of an earlier run (one broken by a reset from a real server stays
+	// ESTABLISHED on its director, and a SYN reusing it would follow it).
+	runs int
 }
 
 type birdProc struct {
@@ -312,7 +317,9 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 		l.t.Fatal(err)
 	}
 	f := &flowsProc{t: l.t, lines: make(chan string, 16)}
-	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(ecmpBase), ecmpInterval.String(), lifetime.String(), ecmpTimeout.String())
+	base := ecmpBase + 1000*(l.runs%12) // 20000-31999: below the ephemeral ports
+	l.runs++
+	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpInterval.String(), lifetime.String(), ecmpTimeout.String())
 	f.cmd.Env = append(os.Environ(), RoleEnv+"=flows")
 	f.cmd.Stderr = os.Stderr
 	if f.in, err = f.cmd.StdinPipe(); err != nil {
@@ -426,9 +433,12 @@ type lossRow struct {
 
 // directorLoss holds the flows, stops dir3's BIRD and then takes its link
 // down, and counts the connections that break. dir3 comes back after.
-func (l *ecmpLab) directorLoss(setup string) lossRow {
+func (l *ecmpLab) directorLoss(setup string, opened func()) lossRow {
 	l.t.Helper()
 	f := l.flows(0)
+	if opened != nil {
+		opened()
+	}
 	row := lossRow{setup: setup}
 	// A look at the flows with nothing happening: the recovery time and
 	// gaps the send interval alone gives.
@@ -517,14 +527,16 @@ func TestECMP(t *testing.T) {
 	var figures []figure
 
 	l.sub(t, "drift", func(t *testing.T) {
-		// dir2 has a fifth real server the others lack.
-		l.ipvsadm("dir2", "-a", "-t", ecmpVIPPort, "-r", ecmpAddr["rs5"]+":"+ecmpPort, "-g", "-w", "1")
-		d := l.drift("dir1", "dir2")
-		t.Logf("dir2 against dir1 (ipvsadm -Sn):\n%s", strings.Join(d, "\n"))
-		if len(d) != 1 || !strings.Contains(d[0], ecmpAddr["rs5"]) {
-			t.Errorf("drift of dir2 against dir1: %q, want the fifth real server", d)
-		}
-		row := l.directorLoss("mh + sloppy_tcp, dir2 with a 5th real server")
+		// With the flows open, a fifth real server is added by hand on dir2
+		// only.
+		row := l.directorLoss("mh + sloppy_tcp, dir2 with a 5th real server", func() {
+			l.ipvsadm("dir2", "-a", "-t", ecmpVIPPort, "-r", ecmpAddr["rs5"]+":"+ecmpPort, "-g", "-w", "1")
+			d := l.drift("dir1", "dir2")
+			t.Logf("dir2 against dir1 (ipvsadm -Sn):\n%s", strings.Join(d, "\n"))
+			if len(d) != 1 || !strings.Contains(d[0], ecmpAddr["rs5"]) {
+				t.Errorf("drift of dir2 against dir1: %q, want the fifth real server", d)
+			}
+		})
 		losses = append(losses, row)
 		if row.broken == 0 {
 			t.Errorf("no connection broke with dir2 drifted: the drift control shows nothing")
@@ -538,7 +550,7 @@ func TestECMP(t *testing.T) {
 	})
 
 	l.sub(t, "director loss", func(t *testing.T) {
-		row := l.directorLoss("mh + sloppy_tcp")
+		row := l.directorLoss("mh + sloppy_tcp", nil)
 		losses = append(losses, row)
 		if row.broken != 0 || row.stuck != 0 || row.atMark != ecmpFlows {
 			t.Errorf("mh + sloppy_tcp: %d of %d connections broke, %d stuck; want 0 of %d", row.broken, row.atMark, row.stuck, ecmpFlows)
@@ -546,12 +558,12 @@ func TestECMP(t *testing.T) {
 		for _, d := range ecmpDirs {
 			l.apply(d, ecmpRules("wrr", ecmpRSs...))
 		}
-		losses = append(losses, l.directorLoss("wrr + sloppy_tcp (control)"))
+		losses = append(losses, l.directorLoss("wrr + sloppy_tcp (control)", nil))
 		for _, d := range ecmpDirs {
 			l.apply(d, ecmpRules(mhSched, ecmpRSs...))
 			l.sloppy(d, false)
 		}
-		losses = append(losses, l.directorLoss("mh without sloppy_tcp (control)"))
+		losses = append(losses, l.directorLoss("mh without sloppy_tcp (control)", nil))
 		for _, d := range ecmpDirs {
 			l.sloppy(d, true)
 		}
@@ -718,11 +730,22 @@ func cpuBusy(a, b []uint64) float64 {
 	return float64(total-idle) / float64(total)
 }
 
-// sub runs a subtest with the lab's helpers failing that subtest.
+// sub runs a subtest with the lab's helpers failing that subtest, from the
+// same start whatever the one before left: every director up, announced,
+// with the file's mh rules and sloppy_tcp.
 func (l *ecmpLab) sub(t *testing.T, name string, f func(t *testing.T)) {
 	t.Run(name, func(st *testing.T) {
 		l.t = st
 		defer func() { l.t = t }()
+		for _, d := range ecmpDirs {
+			l.apply(d, ecmpRules(mhSched, ecmpRSs...))
+			l.sloppy(d, true)
+		}
+		if _, ok := l.bird["dir3"]; !ok {
+			l.must("dir3", ipCmd, "link", "set", "eth0", "up")
+			l.startBird("dir3", directorBird("dir3"))
+		}
+		l.waitNexthops(ecmpDirs...)
 		f(st)
 	})
 }
