@@ -133,3 +133,9 @@ func TestModuloMovesMostFlows(t *testing.T) {
 		t.Error("modulo with the same server count moved flows")
 	}
 }
+
+func TestSortedCounts(t *testing.T) {
+	if got := sortedCounts(map[string]int{"rs2": 3, "rs1": 1}); got != "rs1=1 rs2=3" {
+		t.Errorf("sortedCounts = %q", got)
+	}
+}
