@@ -137,6 +137,9 @@ type flowClient struct {
 	conns [][]*flowConn // per slot, every connection it had since mark (the last is current)
 	rep   FlowReport
 	live  map[net.Conn]bool
+	// openRetries counts first connections that failed and were tried
+	// again (ReadyReport).
+	openRetries int
 	stop  chan struct{}
 	wg    sync.WaitGroup
 }
@@ -236,7 +239,7 @@ func StartFlows(cfg FlowConfig) (*flowClient, error) {
 // ones that replace a broken or ended one.
 func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 	port := fc.cfg.BasePort + i
-	first := true
+	first, tries := true, 0
 	for {
 		sem <- struct{}{}
 		c, err := dialFrom(fc.cfg.Addr, port, fc.cfg.Timeout)
@@ -251,8 +254,17 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 		}
 		<-sem
 		if first && err != nil {
-			ready <- err
-			return
+			// Retried from ports the kernel picks, twice: the report counts
+			// the retries, and a slot that cannot open at all fails the start.
+			fc.mu.Lock()
+			fc.openRetries++
+			fc.mu.Unlock()
+			if tries++; tries > 2 || !fc.sleep(200*time.Millisecond) {
+				ready <- err
+				return
+			}
+			port = 0
+			continue
 		}
 		fc.mu.Lock()
 		if err != nil {
@@ -439,7 +451,10 @@ func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 		return err
 	}
 	defer fc.Stop()
-	if err := out.Encode(map[string]any{"ready": cfg.N, "by_server": fc.Report().ByServer}); err != nil {
+	fc.mu.Lock()
+	retries := fc.openRetries
+	fc.mu.Unlock()
+	if err := out.Encode(map[string]any{"ready": cfg.N, "by_server": fc.Report().ByServer, "open_retries": retries}); err != nil {
 		return err
 	}
 	for in.Scan() {
