@@ -140,8 +140,8 @@ type flowClient struct {
 	// openRetries counts first connections that failed and were tried
 	// again (ReadyReport).
 	openRetries int
-	stop  chan struct{}
-	wg    sync.WaitGroup
+	stop        chan struct{}
+	wg          sync.WaitGroup
 }
 
 // errorReason names a connection failure for the report.
