@@ -209,20 +209,29 @@ func (r *runner) connFile() string {
 	return "/proc/net/ip_vs_conn"
 }
 
-// journal opens this namespace's journal directory.
-func (r *runner) journal(lock bool) (*fileJournal, error) {
-	root := r.env.JournalRoot
+// journalPaths are the journal root and this namespace's directory below it.
+func (r *runner) journalPaths() (root, dir string) {
+	root = r.env.JournalRoot
 	if root == "" {
 		root = DefaultJournalRoot
 	}
-	dir := r.journalDir
+	dir = r.journalDir
 	if dir == "" {
 		dir = r.env.JournalDir
 	}
 	if dir == "" {
-		dir = journalDir(root)
-	} else {
-		root = dir
+		return root, journalDir(root)
 	}
+	return dir, dir
+}
+
+func (r *runner) journalPath() string {
+	_, dir := r.journalPaths()
+	return dir
+}
+
+// journal opens this namespace's journal directory (see openJournal).
+func (r *runner) journal(lock bool) (*fileJournal, error) {
+	root, dir := r.journalPaths()
 	return openJournal(root, dir, lock)
 }

@@ -2,6 +2,7 @@ package lvsctl
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -149,6 +150,9 @@ func (r *runner) plan(f *planFlags) (int, error) {
 func (r *runner) pendingDrains() []rules.DrainEntry {
 	j, err := r.journal(false)
 	if err != nil {
+		if !errors.Is(err, errNoJournal) {
+			fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
+		}
 		return nil
 	}
 	defer j.Close()
@@ -284,14 +288,18 @@ func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry) error
 
 // status prints the journal of interrupted drains.
 func (r *runner) status(c *statusCmd) (int, error) {
+	var jr *rules.Journal
+	dir := r.journalPath()
 	j, err := r.journal(false)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoJournal):
+	case err != nil:
 		return ExitFailed, err
-	}
-	defer j.Close()
-	jr, err := j.Load()
-	if err != nil {
-		return ExitFailed, err
+	default:
+		defer j.Close()
+		if jr, err = j.Load(); err != nil {
+			return ExitFailed, err
+		}
 	}
 	var drains []rules.DrainEntry
 	if jr != nil {
@@ -301,16 +309,16 @@ func (r *runner) status(c *statusCmd) (int, error) {
 		if drains == nil {
 			drains = []rules.DrainEntry{}
 		}
-		b, err := json.MarshalIndent(map[string]any{"journal": j.dir, "pending_drains": drains}, "", "  ")
+		b, err := json.MarshalIndent(map[string]any{"journal": dir, "pending_drains": drains}, "", "  ")
 		if err != nil {
 			return ExitFailed, err
 		}
 		r.out.Write(append(b, '\n'))
 	} else if len(drains) == 0 {
-		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", j.dir)
+		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
 		fmt.Fprintf(r.out, "%d drains pending (journal %s, source %s, updated %s); 'lvsctl apply FILE' finishes or cancels them\n",
-			len(drains), j.dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
+			len(drains), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
 		var rows [][]string
 		for _, e := range drains {
 			then := "drain, keep service"

@@ -77,11 +77,25 @@ type fileJournal struct {
 	boot string
 }
 
-// openJournal opens (creating with mode 0700 when missing) the journal
-// directory dir and its parents below root; lock takes the directory's
-// exclusive lock, so that two applies never drain at once.
+// errNoJournal: the journal directory does not exist (nothing was ever
+// journaled in this namespace since boot); only readers see it.
+var errNoJournal = errors.New("no journal directory")
+
+// openJournal opens the journal directory dir below root. An apply (lock)
+// creates it and its parent with mode 0700 when missing and takes the
+// directory's exclusive lock, so that two applies never drain at once;
+// readers (plan, status) change nothing and get errNoJournal when it is
+// missing.
 func openJournal(root, dir string, lock bool) (*fileJournal, error) {
+	if !lock {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil, errNoJournal
+		}
+	}
 	for _, d := range []string{root, dir} {
+		if !lock {
+			break
+		}
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("journal directory: %w", err)
 		}

@@ -389,3 +389,18 @@ func TestTerminalProgressRedrawsTheDrainBlock(t *testing.T) {
 		t.Errorf("script output: %d lines, want 2 (start, done), no escapes: %q", n, lines.String())
 	}
 }
+
+// TestReadersCreateNothing: plan and status on a host where nothing was
+// ever journaled leave the journal directory uncreated.
+func TestReadersCreateNothing(t *testing.T) {
+	env := testEnv(t, ipvstest.New())
+	if r := run(t, env, "", "status"); r.code != ExitOK || !strings.Contains(r.stdout, "no drain pending") {
+		t.Fatalf("status: %+v", r)
+	}
+	if r := run(t, env, seedRules, "plan", "-"); r.code != ExitChanges || r.stderr != "" {
+		t.Fatalf("plan: %+v", r)
+	}
+	if _, err := os.Lstat(env.JournalDir); !os.IsNotExist(err) {
+		t.Errorf("plan or status created %s (%v)", env.JournalDir, err)
+	}
+}
