@@ -13,6 +13,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
+	"golang.org/x/sys/unix"
 )
 
 // keepOpen hands the fake to Run, which closes its client.
@@ -402,5 +403,32 @@ func TestReadersCreateNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(env.JournalDir); !os.IsNotExist(err) {
 		t.Errorf("plan or status created %s (%v)", env.JournalDir, err)
+	}
+}
+
+// TestTableChangingUnderApply: a change refused because the table changed
+// meanwhile (EEXIST: someone added it) makes apply read and plan again, and
+// it converges; a refusal no re-read can fix ends in exit 1 with a report
+// of what was not applied, and a re-run then converges.
+func TestTableChangingUnderApply(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	f.FailNext(ipvs.CmdNewService, unix.EEXIST)
+	r := run(t, env, seedRules, "apply", "-")
+	if r.code != ExitOK || !strings.Contains(r.stdout, "read and planned again 1 times") {
+		t.Fatalf("apply with a raced add: %+v", r)
+	}
+	if p := run(t, env, seedRules, "plan", "-"); p.code != ExitOK {
+		t.Fatalf("plan after: %+v", p)
+	}
+	changed := strings.Replace(seedRules, "-m -w 3", "-m -w 4", 1)
+	f.FailNext(ipvs.CmdSetDest, unix.ENOMEM)
+	r = run(t, env, changed, "apply", "-")
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "not applied: edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80") ||
+		!strings.Contains(r.stdout, "not converged: 1 changes: 1 edit-dest still differ") {
+		t.Fatalf("apply with a refused edit: %+v", r)
+	}
+	if r := run(t, env, changed, "apply", "-"); r.code != ExitOK {
+		t.Fatalf("re-run: %+v", r)
 	}
 }
