@@ -59,11 +59,28 @@ func bootID() string {
 }
 
 // journalFile is the journal as stored: the engine's record plus where it
-// belongs.
+// belongs: the boot, the namespace's inode and its cookie (SO_NETNS_COOKIE,
+// never reused while the system runs; inodes are).
 type journalFile struct {
 	rules.Journal
 	Namespace uint64 `json:"netns_inode"`
+	Cookie    uint64 `json:"netns_cookie"`
 	Boot      string `json:"boot_id"`
+}
+
+// namespaceCookie is this network namespace's SO_NETNS_COOKIE (0 where the
+// kernel lacks it).
+func namespaceCookie() uint64 {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		return 0
+	}
+	return c
 }
 
 // fileJournal is the journal of one namespace: a directory made and
@@ -71,10 +88,11 @@ type journalFile struct {
 // open and locked while an apply runs, and a file replaced atomically
 // (temporary file, fsync, rename, fsync of the directory).
 type fileJournal struct {
-	dir  string
-	fd   int // the directory, opened without following links
-	ns   uint64
-	boot string
+	dir    string
+	fd     int // the directory, opened without following links
+	ns     uint64
+	cookie uint64
+	boot   string
 }
 
 // errNoJournal: the journal directory does not exist (nothing was ever
@@ -123,7 +141,7 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}
 	}
-	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), boot: bootID()}, nil
+	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), cookie: namespaceCookie(), boot: bootID()}, nil
 }
 
 func checkDir(path string) error {
@@ -185,7 +203,7 @@ func (j *fileJournal) Load() (*rules.Journal, error) {
 	if jf.Version != rules.JournalVersion {
 		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", path, jf.Version, rules.JournalVersion)
 	}
-	if jf.Boot != j.boot || jf.Namespace != j.ns {
+	if jf.Boot != j.boot || jf.Namespace != j.ns || jf.Cookie != j.cookie {
 		return nil, nil // another boot's or namespace's: its table is gone
 	}
 	return &jf.Journal, nil
@@ -200,7 +218,7 @@ func (j *fileJournal) Save(jr *rules.Journal) error {
 		}
 		return unix.Fsync(j.fd)
 	}
-	b, err := json.MarshalIndent(journalFile{Journal: *jr, Namespace: j.ns, Boot: j.boot}, "", "  ")
+	b, err := json.MarshalIndent(journalFile{Journal: *jr, Namespace: j.ns, Cookie: j.cookie, Boot: j.boot}, "", "  ")
 	if err != nil {
 		return err
 	}
