@@ -24,8 +24,9 @@ const journalName = "journal.json"
 // journalDir is the journal directory of this process's network
 // namespace below root: root itself for the initial namespace, netns-NAME
 // for one named by ip netns, netns-INODE for any other. A journal records
-// the namespace's inode and the boot it was written in, and a journal from
-// another namespace or boot is ignored (inode numbers are reused).
+// the boot and the namespace (inode and cookie) it was written in, and a
+// journal from another namespace or boot is ignored (inode numbers are
+// reused).
 func journalDir(root string) string {
 	self, err := os.Stat("/proc/self/ns/net")
 	if err != nil {
