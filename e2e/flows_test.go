@@ -34,7 +34,7 @@ func flowServer(t *testing.T, name string) (addr string, stop func()) {
 
 func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	addr, stop := flowServer(t, "rs1")
-	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, Timeout: 2 * time.Second}
+	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, OpenTimeout: 2 * time.Second}
 	fc, err := StartFlows(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 func TestFlowsLifetimeEndsConnections(t *testing.T) {
 	addr, _ := flowServer(t, "rs2")
 	fc, err := StartFlows(FlowConfig{Addr: addr, N: 10, BasePort: 21500, Interval: 10 * time.Millisecond,
-		Lifetime: 60 * time.Millisecond, Timeout: 2 * time.Second})
+		Lifetime: 60 * time.Millisecond, OpenTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
