@@ -437,10 +437,10 @@ type lossRow struct {
 	// broken counts connections reset or closed after the loss; silent
 	// those that carried no data from the loss to the end of the watch.
 	atMark, broken, silent int
-	recoveryMS, maxGapMS   int64
+	recoveryMS, maxGapMS   int64 // from the link down
 	baseRecMS, baseGapMS   int64
 	busy                   float64 // the VM's CPU, share busy while the flows ran with nothing lost
-	withdrawMS, watchMS    int64
+	withdrawMS, watchMS    int64   // from birdc down; from the link down
 	reasons, brokenServers string
 }
 
@@ -466,18 +466,25 @@ func (l *ecmpLab) directorLoss(setup string, watch time.Duration, opened func())
 	if base.Broken != 0 || base.Pending != 0 || base.AtMark != ecmpFlows {
 		l.t.Errorf("%s: before the loss %d of %d connections open, %d broke, %d silent: %+v", setup, base.AtMark, ecmpFlows, base.Broken, base.Pending, base)
 	}
+	// Breaks count from the mark, before BIRD stops: the router's
+	// withdrawal moves flows between the other directors too. dir3 still
+	// forwards until its link goes down; recovery counts from then.
 	f.mark()
-	start := time.Now()
+	stop := time.Now()
 	l.stopBird("dir3")
 	l.must("dir3", ipCmd, "link", "set", "eth0", "down")
-	row.withdrawMS = l.waitNexthops("dir1", "dir2").Sub(start).Milliseconds()
+	f.send("clock")
+	var ok map[string]bool
+	f.read(&ok, 30*time.Second)
+	start := time.Now()
+	row.withdrawMS = l.waitNexthops("dir1", "dir2").Sub(stop).Milliseconds()
 	r := f.settle(start, 3*time.Second, watch)
 	row.watchMS = time.Since(start).Milliseconds()
 	f.quit()
 	row.atMark, row.broken, row.silent = r.AtMark, r.Broken, r.Pending
 	row.recoveryMS, row.maxGapMS = r.RecoveryMS, r.MaxGapMS
 	row.reasons, row.brokenServers = sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer)
-	l.t.Logf("%s: %d of %d broken (%s; by real server %s), %d silent until the end (%.1f s after the loss), all flowing again %d ms after the loss (max gap %d ms), route withdrawn after %d ms; nothing lost: %d ms, max gap %d ms, VM CPU %.0f %% busy; first error %q",
+	l.t.Logf("%s: %d of %d broken (%s; by real server %s), %d silent until the end (%.1f s after the link went down), all flowing again %d ms after the link went down (max gap %d ms), route withdrawn %d ms after birdc down; nothing lost: %d ms, max gap %d ms, VM CPU %.0f %% busy; first error %q",
 		setup, r.Broken, r.AtMark, row.reasons, row.brokenServers, r.Pending, float64(row.watchMS)/1000, r.RecoveryMS, r.MaxGapMS, row.withdrawMS, row.baseRecMS, row.baseGapMS, 100*row.busy, r.FirstError)
 	l.dir3Back()
 	return row
@@ -530,6 +537,7 @@ func (l *ecmpLab) probeVia(d string) ProbeResult {
 type drainRow struct {
 	how                    string
 	atMark, broken, silent int
+	onRS4                  int           // connections on rs4 just before the mark
 	took                   time.Duration // until the server was gone from every director
 	reasons                string
 }
@@ -542,7 +550,7 @@ type drainRow struct {
 func TestECMP(t *testing.T) {
 	l := newECMPLab(t)
 	started := time.Now()
-	cpu0 := cpuTimes(t)
+	cpu0, drops0 := cpuTimes(t), softnetDrops(t)
 	full := ecmpRules(mhSched, ecmpRSs...)
 	var losses []lossRow
 	var drains []drainRow
@@ -554,6 +562,7 @@ func TestECMP(t *testing.T) {
 		without := ecmpRules(mhSched, "rs1", "rs2", "rs3")
 		// lvsctl apply of the file without rs4 on every director at once,
 		// each draining its own connections to rs4.
+		onRS4 := f.report().ByServer["rs4"]
 		f.mark()
 		start := time.Now()
 		var bgs []*bgLvsctl
@@ -567,9 +576,25 @@ func TestECMP(t *testing.T) {
 				t.Errorf("lvsctl apply on %s: exit %d, no drain-done", ecmpDirs[i], code)
 			}
 		}
+		if t.Failed() {
+			// What kept a drain waiting: the director's entries to rs4, and
+			// whether the client still has those connections.
+			for _, d := range ecmpDirs {
+				var est []string
+				for _, line := range strings.Split(l.ipvsadm(d, "-Lnc"), "\n") {
+					if strings.Contains(line, "ESTABLISHED") && strings.Contains(line, ecmpAddr["rs4"]) {
+						est = append(est, line)
+					}
+				}
+				t.Logf("%s: entries to rs4 still ESTABLISHED:\n%s", d, strings.Join(est, "\n"))
+			}
+			ss := l.must("router", "/usr/bin/ss", "-tn", "state", "established", "dst", ecmpVIP)
+			t.Logf("router: %d connections established to the VIP; ss -tn:\n%s", strings.Count(ss, "\n")-1, tail(ss, 10))
+		}
 		took := time.Since(start)
 		r := f.settle(start, took+time.Second, took+ecmpWatch)
-		drains = append(drains, drainRow{"lvsctl apply (drain)", r.AtMark, r.Broken, r.Pending, took, sortedCounts(r.Reasons)})
+		drains = append(drains, drainRow{"lvsctl apply (drain)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
+		t.Logf("lvsctl drain: %d of %d broken (%s), %d silent; %d sessions ended, %d opened, %d opens failed (%s)", r.Broken, r.AtMark, sortedCounts(r.Reasons), r.Pending, r.Ended, r.Opened, r.OpenFailed, sortedCounts(r.OpenErrors))
 		if r.Broken != 0 || r.Pending != 0 || r.AtMark == 0 {
 			t.Errorf("lvsctl drain of rs4: %d of %d broke, %d silent; want 0: %+v", r.Broken, r.AtMark, r.Pending, r)
 		}
@@ -591,6 +616,7 @@ func TestECMP(t *testing.T) {
 				time.Sleep(time.Second)
 			}
 			l.expireNodest(expire)
+			onRS4 := f.report().ByServer["rs4"]
 			f.mark()
 			start := time.Now()
 			for _, d := range ecmpDirs {
@@ -598,7 +624,7 @@ func TestECMP(t *testing.T) {
 			}
 			took := time.Since(start)
 			r := f.settle(start, 3*time.Second, ecmpControlWatch)
-			drains = append(drains, drainRow{"ipvsadm -d, expire_nodest_conn=" + expire + " (control)", r.AtMark, r.Broken, r.Pending, took, sortedCounts(r.Reasons)})
+			drains = append(drains, drainRow{"ipvsadm -d, expire_nodest_conn=" + expire + " (control)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
 			t.Logf("ipvsadm -d, expire_nodest_conn=%s: %d of %d broken (%s; by real server %s), %d silent until the end; first error %q",
 				expire, r.Broken, r.AtMark, sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer), r.Pending, r.FirstError)
 		}
@@ -611,8 +637,32 @@ func TestECMP(t *testing.T) {
 				drains[1].broken+drains[1].silent, drains[1].atMark, drains[2].broken+drains[2].silent, drains[2].atMark)})
 	})
 
-	l.sub(t, "flows moved", func(t *testing.T) {
-		before := l.probeVia("dir1")
+	l.sub(t, "order and flows moved", func(t *testing.T) {
+		// The same four real servers, added by hand in different orders.
+		for d, order := range map[string][]string{"dir1": {"rs1", "rs2", "rs3", "rs4"}, "dir2": {"rs4", "rs2", "rs1", "rs3"}} {
+			l.ipvsadm(d, "-C")
+			l.ipvsadm(d, "-A", "-t", ecmpVIPPort, "-s", "mh", "-b", "mh-port")
+			for _, rs := range order {
+				l.ipvsadm(d, "-a", "-t", ecmpVIPPort, "-r", ecmpAddr[rs]+":"+ecmpPort, "-g", "-w", "1")
+			}
+		}
+		mismatch, both := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
+		for _, d := range []string{"dir1", "dir2"} {
+			t.Logf("lvsctl apply on %s:\n%s", d, l.apply(d, full, 0))
+		}
+		via1 := l.probeVia("dir1")
+		fixed, both2 := Moved(via1, l.probeVia("dir2"))
+		t.Logf("different orders: %d of %d flows reach different real servers through dir1 and dir2; after lvsctl apply of one file on both: %d of %d", mismatch, both, fixed, both2)
+		if fixed != 0 || both2 != ecmpFlows {
+			t.Errorf("after lvsctl apply of one file on both directors %d of %d flows differ, want 0 of %d", fixed, both2, ecmpFlows)
+		}
+		figures = append(figures, figure{"two directors, same servers added in different orders",
+			fmt.Sprintf("lvsctl apply of one file on both: %d of %d mismatching", fixed, both2),
+			fmt.Sprintf("by hand: %d of %d mismatching", mismatch, both)})
+
+		// One of 4 real servers leaves dir1 through lvsctl apply: the flows
+		// that reach another server now, against the probe just made.
+		before := via1
 		l.apply("dir1", ecmpRules(mhSched, "rs1", "rs2", "rs3"), 0)
 		after := l.probeVia("dir1")
 		moved, both := Moved(before, after)
@@ -626,29 +676,6 @@ func TestECMP(t *testing.T) {
 		figures = append(figures, figure{"flows moved to another real server when one of 4 leaves (lvsctl apply)",
 			fmt.Sprintf("%d of %d (%.1f %%; %d were on it)", moved, both, pct(moved, both), onRS4),
 			fmt.Sprintf("modulo hash: %d of %d (%.1f %%)", mod, ecmpFlows, pct(mod, ecmpFlows))})
-	})
-
-	l.sub(t, "order", func(t *testing.T) {
-		// The same four real servers, added by hand in different orders.
-		for d, order := range map[string][]string{"dir1": {"rs1", "rs2", "rs3", "rs4"}, "dir2": {"rs4", "rs2", "rs1", "rs3"}} {
-			l.ipvsadm(d, "-C")
-			l.ipvsadm(d, "-A", "-t", ecmpVIPPort, "-s", "mh", "-b", "mh-port")
-			for _, rs := range order {
-				l.ipvsadm(d, "-a", "-t", ecmpVIPPort, "-r", ecmpAddr[rs]+":"+ecmpPort, "-g", "-w", "1")
-			}
-		}
-		mismatch, both := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
-		for _, d := range []string{"dir1", "dir2"} {
-			t.Logf("lvsctl apply on %s:\n%s", d, l.apply(d, full, 0))
-		}
-		fixed, both2 := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
-		t.Logf("different orders: %d of %d flows reach different real servers through dir1 and dir2; after lvsctl apply of one file on both: %d of %d", mismatch, both, fixed, both2)
-		if fixed != 0 || both2 != ecmpFlows {
-			t.Errorf("after lvsctl apply of one file on both directors %d of %d flows differ, want 0 of %d", fixed, both2, ecmpFlows)
-		}
-		figures = append(figures, figure{"two directors, same servers added in different orders",
-			fmt.Sprintf("lvsctl apply of one file on both: %d of %d mismatching", fixed, both2),
-			fmt.Sprintf("by hand: %d of %d mismatching", mismatch, both)})
 	})
 
 	l.sub(t, "drift then director loss", func(t *testing.T) {
@@ -703,9 +730,9 @@ func TestECMP(t *testing.T) {
 			float64(r.recoveryMS)/1000, float64(r.maxGapMS)/1000, float64(r.withdrawMS)/1000, float64(r.watchMS)/1000, float64(r.baseRecMS)/1000, float64(r.baseGapMS)/1000, 100*r.busy)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "real server rs4 leaves\tbroken\tof which silent\tby reason\tgone after")
+	fmt.Fprintln(w, "real server rs4 leaves\tbroken\tof which silent\tby reason\ton rs4 at the start\tgone after")
 	for _, d := range drains {
-		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%.1f s\n", d.how, d.broken+d.silent, d.atMark, d.silent, d.reasons, d.took.Seconds())
+		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%d\t%.1f s\n", d.how, d.broken+d.silent, d.atMark, d.silent, d.reasons, d.onRS4, d.took.Seconds())
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "scenario\tresult\tcontrol")
@@ -713,8 +740,8 @@ func TestECMP(t *testing.T) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", f.scenario, f.result, f.control)
 	}
 	w.Flush()
-	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
-		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), b.String())
+	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
+		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, b.String())
 }
 
 // cpuTimes reads the VM's CPU time counters (the "cpu" line of
@@ -733,6 +760,25 @@ func cpuTimes(t *testing.T) []uint64 {
 		v = append(v, x)
 	}
 	return v
+}
+
+// softnetDrops is the packets the VM's CPU dropped because its input
+// backlog was full (the second column of /proc/net/softnet_stat, in hex).
+func softnetDrops(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/softnet_stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			var x uint64
+			fmt.Sscanf(f[1], "%x", &x)
+			n += x
+		}
+	}
+	return n
 }
 
 // cpuBusy is the share of CPU time not idle between two readings.

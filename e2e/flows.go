@@ -117,9 +117,10 @@ type FlowReport struct {
 	// Pending counts connections of AtMark, still open and unbroken, that
 	// have not had a line answered since mark: they are not flowing yet.
 	Pending int `json:"pending"`
-	// RecoveryMS is the time from mark until every connection of AtMark
-	// still open had a line sent after mark answered; MaxGapMS the longest
-	// time any of them waited between two answers across mark.
+	// RecoveryMS is the time from mark (or the later Clock) until every
+	// connection of AtMark still open had a line sent after it answered;
+	// MaxGapMS the longest time any of them waited between two answers
+	// across mark.
 	RecoveryMS int64 `json:"recovery_ms"`
 	MaxGapMS   int64 `json:"max_gap_ms"`
 	// ByServer counts the connections open now per real server;
@@ -146,9 +147,11 @@ type flowConn struct {
 // flowClient holds the slots' connections; one mutex guards all state
 // (the goroutines touch it once per line, which is cheap next to the I/O).
 type flowClient struct {
-	cfg   FlowConfig
-	mu    sync.Mutex
-	mark  time.Time
+	cfg  FlowConfig
+	mu   sync.Mutex
+	mark time.Time
+	// clock is when recovery is counted from: mark, or later (Clock).
+	clock time.Time
 	conns [][]*flowConn // per slot, every connection it had since mark (the last is current)
 	rep   FlowReport
 	live  map[net.Conn]bool
@@ -388,7 +391,7 @@ func (fc *flowClient) run(c *net.TCPConn, br *bufio.Reader, f *flowConn) {
 			f.maxGap = gap
 		}
 		f.lastReply = now
-		if f.recovered.IsZero() && !fc.mark.IsZero() && sent.After(fc.mark) {
+		if f.recovered.IsZero() && !fc.clock.IsZero() && sent.After(fc.clock) {
 			f.recovered = now
 		}
 		fc.mu.Unlock()
@@ -420,7 +423,23 @@ func (fc *flowClient) Mark() {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	fc.mark = time.Now()
+	fc.clock = fc.mark
 	fc.resetLocked(fc.mark)
+}
+
+// Clock restarts the recovery clock now, keeping the observation since
+// mark: breaks still count from mark, while RecoveryMS and Pending are
+// about lines sent from now on (when the event that counts happens some
+// time after mark).
+func (fc *flowClient) Clock() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.clock = time.Now()
+	for _, cs := range fc.conns {
+		for _, f := range cs {
+			f.recovered = time.Time{}
+		}
+	}
 }
 
 // Report sums up the connections since the last mark.
@@ -453,7 +472,7 @@ func (fc *flowClient) Report() FlowReport {
 					f.maxGap = gap
 				}
 			default:
-				if d := f.recovered.Sub(fc.mark).Milliseconds(); d > r.RecoveryMS {
+				if d := f.recovered.Sub(fc.clock).Milliseconds(); d > r.RecoveryMS {
 					r.RecoveryMS = d
 				}
 			}
@@ -480,6 +499,7 @@ func (fc *flowClient) Stop() {
 
 // flowsLoop serves the flows role: it opens the connections, prints
 // {"ready":N,"by_server":{...}}, then answers "mark" with {"marked":true},
+// "clock" with {"clock":true},
 // "report" with a FlowReport, and ends on "quit" or end of input.
 func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 	fc, err := StartFlows(cfg)
@@ -496,12 +516,15 @@ func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 		case "mark":
 			fc.Mark()
 			err = out.Encode(map[string]bool{"marked": true})
+		case "clock":
+			fc.Clock()
+			err = out.Encode(map[string]bool{"clock": true})
 		case "report":
 			err = out.Encode(fc.Report())
 		case "quit":
 			return nil
 		default:
-			return errors.New("flows: commands are mark, report and quit")
+			return errors.New("flows: commands are mark, clock, report and quit")
 		}
 		if err != nil {
 			return err
