@@ -139,8 +139,9 @@ func newECMPLab(t *testing.T) *ecmpLab {
 	// overflowed under the flows (2,936 drops in one run): a dropped data
 	// packet is sent again, a dropped reset is not, and a director that
 	// missed a client's reset holds its entry ESTABLISHED for 15 minutes,
-	// which kept an lvsctl drain waiting until its deadline. A real
-	// director's NIC has its own queues; here the backlog stands in.
+	// which can keep an lvsctl drain waiting until its deadline (one run
+	// saw that; the entry was not traced). A real director's NIC has its
+	// own queues; here the backlog stands in.
 	const backlog = "net/core/netdev_max_backlog"
 	old, err := os.ReadFile("/proc/sys/" + backlog)
 	if err != nil {
