@@ -87,6 +87,8 @@ type ecmpLab struct {
 	// of an earlier run (one broken by a reset from a real server stays
 	// ESTABLISHED on its director, and a SYN reusing it would follow it).
 	runs int
+	// openErrors sums the flow clients' failed opens by reason.
+	openErrors map[string]int
 }
 
 type birdProc struct {
@@ -123,7 +125,7 @@ const mhSched = "mh -b mh-port"
 
 func newECMPLab(t *testing.T) *ecmpLab {
 	hosts := append([]string{"router", "probe", "rs5"}, append(slices.Clone(ecmpDirs), ecmpRSs...)...)
-	l := &ecmpLab{network: newNetwork(t, "ecmp", hosts...), dir: t.TempDir(), bird: map[string]*birdProc{}}
+	l := &ecmpLab{network: newNetwork(t, "ecmp", hosts...), dir: t.TempDir(), bird: map[string]*birdProc{}, openErrors: map[string]int{}}
 	n := l.network
 	n.bridge("core")
 	n.plug("router", "eth0", "core", ecmpRouter+"/24")
@@ -328,7 +330,9 @@ type flowsProc struct {
 	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines chan string
-	Ready struct {
+	// openErrors is the lab's tally, added to at quit.
+	openErrors map[string]int
+	Ready      struct {
 		Ready          int            `json:"ready"`
 		ByServer       map[string]int `json:"by_server"`
 		OpenErrors     map[string]int `json:"open_errors"`
@@ -344,7 +348,7 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	f := &flowsProc{t: l.t, lines: make(chan string, 16)}
+	f := &flowsProc{t: l.t, lines: make(chan string, 16), openErrors: l.openErrors}
 	base := ecmpBase + 1000*(l.runs%12) // 20000-31999: below the ephemeral ports
 	l.runs++
 	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpInterval.String(), lifetime.String(), ecmpOpenTimeout.String())
@@ -434,6 +438,9 @@ func (f *flowsProc) settle(since time.Time, min, watch time.Duration) FlowReport
 
 func (f *flowsProc) quit() {
 	f.t.Helper()
+	for reason, n := range f.report().OpenErrors {
+		f.openErrors[reason] += n
+	}
 	f.send("quit")
 	done := make(chan error, 1)
 	go func() { done <- f.cmd.Wait() }()
@@ -579,6 +586,13 @@ func TestECMP(t *testing.T) {
 		without := ecmpRules(mhSched, "rs1", "rs2", "rs3")
 		// lvsctl apply of the file without rs4 on every director at once,
 		// each draining its own connections to rs4.
+		// Right after the start many slots are between two sessions (their
+		// new connections wait behind the first ones): wait until nearly
+		// every slot holds one.
+		deadline := time.Now().Add(30 * time.Second)
+		for openNow(f.report()) < ecmpFlows*99/100 && time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+		}
 		onRS4 := f.report().ByServer["rs4"]
 		f.mark()
 		start := time.Now()
@@ -757,8 +771,8 @@ func TestECMP(t *testing.T) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", f.scenario, f.result, f.control)
 	}
 	w.Flush()
-	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
-		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, b.String())
+	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues, failed opens by reason: %q):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
+		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, sortedCounts(l.openErrors), b.String())
 }
 
 // cpuTimes reads the VM's CPU time counters (the "cpu" line of
@@ -832,6 +846,15 @@ func (l *ecmpLab) sub(t *testing.T, name string, f func(t *testing.T)) {
 		l.waitNexthops(ecmpDirs...)
 		f(st)
 	})
+}
+
+// openNow counts the connections a report saw open.
+func openNow(r FlowReport) int {
+	n := 0
+	for _, c := range r.ByServer {
+		n += c
+	}
+	return n
 }
 
 func pct(a, b int) float64 {
