@@ -438,8 +438,12 @@ func (f *flowsProc) settle(since time.Time, min, watch time.Duration) FlowReport
 
 func (f *flowsProc) quit() {
 	f.t.Helper()
-	for reason, n := range f.report().OpenErrors {
+	r := f.report()
+	for reason, n := range r.OpenErrors {
 		f.openErrors[reason] += n
+	}
+	if len(r.OpenErrors) > 0 {
+		f.t.Logf("flows client: failed opens since its start: %s; first: %s", sortedCounts(r.OpenErrors), r.FirstOpenError)
 	}
 	f.send("quit")
 	done := make(chan error, 1)
