@@ -381,8 +381,8 @@ func addr16(a netip.Addr) []byte {
 // small fresh process, not inside the test's large heap.
 const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 
-// floorChild runs the operation named by the environment: "list", "zero",
-// "flush", or "restore:<layout>:<services>:<dests>" (the table is built
+// floorChild runs the operation named by the environment: "list" (or
+// "save"), "zero", "flush", or "restore:<layout>:<services>:<dests>" (the table is built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
 // sets the receive buffer size.
 func floorChild(spec string) int {
@@ -403,7 +403,8 @@ func floorChild(spec string) int {
 	defer c.close()
 	var run func() error
 	switch spec {
-	case "list":
+	case "list", "save":
+		// Saving asks the kernel exactly what listing asks.
 		run = c.floorList
 	case "zero":
 		run = func() error { return c.request(cmdZero, 0) }
