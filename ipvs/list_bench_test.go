@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/list"
 	"github.com/lvskit/lvskit/save"
@@ -65,12 +63,12 @@ func BenchmarkListOverNetlink(b *testing.B) {
 }
 
 // replayKernel answers each request as the wrapped kernel answered the
-// first request with the same bytes (sequence number aside).
+// first request with the same bytes (sequence number aside), through the
+// wrapped kernel's queue.
 type replayKernel struct {
-	k     *fakeKernel
-	seen  map[string][][]byte
-	queue [][]byte
-	key   []byte
+	k    *fakeKernel
+	seen map[string][][]byte
+	key  []byte
 }
 
 func (r *replayKernel) Send(b []byte) error {
@@ -90,19 +88,11 @@ func (r *replayKernel) Send(b []byte) error {
 		for d := a; len(d) >= 16; d = d[(ne.Uint32(d)+3)&^3:] {
 			ne.PutUint32(d[8:], seq)
 		}
-		r.queue = append(r.queue, a)
+		r.k.queue = append(r.k.queue, a)
 	}
 	return nil
 }
 
-func (r *replayKernel) Recv(max int) ([][]byte, error) {
-	if len(r.queue) == 0 {
-		return nil, unix.EAGAIN
-	}
-	n := min(max, len(r.queue))
-	out := r.queue[:n:n]
-	r.queue = r.queue[n:]
-	return out, nil
-}
+func (r *replayKernel) Recv(max int) ([][]byte, error) { return r.k.Recv(max) }
 
 func (r *replayKernel) Close() error { return nil }
