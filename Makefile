@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
 export CGO_ENABLED := 0
 
-.PHONY: all deps build test unit lab labrun check install deb lintian demo bench lab-run clean
+.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean
 
 all: build
 
@@ -80,10 +80,23 @@ check:
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
-## bench: time our ipvsadm against Debian's in the lab (one boot, full size:
-## the reference needs minutes) and print the table docs/benchmarks.md keeps
+## bench: time our ipvsadm, Debian's and the kernel floor in the lab (one
+## boot, full size: the reference needs a long time), keep the log in
+## $(BENCH_LOG), then write docs/benchmarks.json and the plot
+## docs/benchmarks.svg and print the tables docs/benchmarks.md keeps.
+## BENCH_RUN narrows it, e.g. BENCH_RUN='TestBenchmarks/spread_1000x10'.
+BENCH_LOG ?= .cache/bench.log
+BENCH_RUN ?= ^TestBenchmarks$$
 bench: deps build labrun
-	$(LABRUN) -tests -run '^TestBenchmarks$$' -test-timeout 150m -timeout 160m ./bench
+	@mkdir -p $(dir $(BENCH_LOG))
+	@{ $(LABRUN) -tests -run '$(BENCH_RUN)' -test-timeout 300m -timeout 310m ./bench; echo $$? > $(BENCH_LOG).status; } 2>&1 | tee $(BENCH_LOG)
+	@st=$$(cat $(BENCH_LOG).status); if [ "$$st" != 0 ]; then echo "bench: the lab run failed (status $$st)" >&2; exit $$st; fi
+	$(MAKE) bench-plot
+
+## bench-plot: redraw docs/benchmarks.svg and docs/benchmarks.json from the
+## log of the last bench run ($(BENCH_LOG)), or BENCH_LOG=another-log
+bench-plot:
+	$(GO) run ./bench/benchplot -in $(BENCH_LOG) -json docs/benchmarks.json -plot docs/benchmarks.svg
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status

@@ -12,5 +12,6 @@ import (
 )
 
 func main() {
+	sysenv.SmallPages()
 	os.Exit(rules.RestoreScript(os.Args, os.Stdin, os.Stdout, os.Stderr, sysenv.Ipvsadm(), os.Getenv))
 }
