@@ -6,7 +6,7 @@ PREFIX   ?= /usr
 DESTDIR  ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION)
-BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
+BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
 .PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean
@@ -76,7 +76,8 @@ check:
 
 ## demo: boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
-## the weights, ipvsadm -Ln --stats and one request's addresses (e2e TestDemo)
+## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
+## changing the weights and draining a server while requests flow (e2e TestDemo)
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lvskit/lvskit/lab/labtest"
 )
 
 // TestDemo is what make demo shows a newcomer: the VS/NAT example from the
@@ -119,7 +121,11 @@ func TestDemo(t *testing.T) {
 	show("dir", "ipvsadm", "-Ln", "--stats")
 	p("")
 
-	p("7. Take it all down again: ipvsadm -C, and lvsprep --undo restores each host exactly:")
+	p("7. Change the live director with lvsctl, while the client keeps sending requests:")
+	demoLvsctl(t, n, p, indent)
+	p("")
+
+	p("8. Take it all down again: ipvsadm -C, and lvsprep --undo restores each host exactly:")
 	show("dir", "ipvsadm", "-C")
 	show("dir", "lvsprep", "director", "nat", "--vip", seedVIP, "--undo")
 	show("rs1", "lvsprep", "realserver", "nat", "--gateway", seedGateway, "--undo")
@@ -142,4 +148,63 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// demoLvsctl is the demo's lvsctl step: plan and apply new weights, then
+// take rs2 out of port 80 with a drain, while a client keeps opening
+// connections; it asserts that none failed.
+func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(string)) {
+	rules := func(w1, w2 string) string {
+		s := "-A -t " + seedVIP80 + " -s wrr\n-a -t " + seedVIP80 + " -r " + seedRS1 + " -m -w " + w1 + "\n"
+		if w2 != "" {
+			s += "-a -t " + seedVIP80 + " -r " + seedRS2 + " -m -w " + w2 + "\n"
+		}
+		return s + "-A -t " + seedVIP + ":21 -s wlc\n-a -t " + seedVIP + ":21 -r " + seedRS2FTP + " -m -w 1\n"
+	}
+	lvsctl := func(stdin string, args ...string) string {
+		r := n.runIn("dir", stdin, labtest.Ours("lvsctl"), args...)
+		p("  dir# lvsctl %s < rules", strings.Join(args, " "))
+		indent(r.Stdout + r.Stderr)
+		if want := map[string]int{"plan": 3}[args[0]]; r.Code != want {
+			t.Errorf("lvsctl %v: exit %d, want %d", args, r.Code, want)
+		}
+		return r.Stdout
+	}
+	stop := make(chan struct{})
+	done := make(chan Tally)
+	go func() {
+		total := Tally{ByServer: map[string]int{}}
+		for {
+			select {
+			case <-stop:
+				done <- total
+				return
+			default:
+			}
+			tl := n.get("client", seedVIP80, 5)
+			total.Requests += tl.Requests
+			total.Errors = append(total.Errors, tl.Errors...)
+			for k, v := range tl.ByServer {
+				total.ByServer[k] += v
+			}
+		}
+	}()
+	p("  The rules file now gives rs1 weight 3 and rs2 weight 1; plan shows the edits (exit 3: changes):")
+	lvsctl(rules("3", "1"), "plan", "-")
+	lvsctl(rules("3", "1"), "apply", "-")
+	p("  Then rs2 leaves port 80: apply drains it (weight 0, deleted once its connections end):")
+	lvsctl(rules("3", ""), "apply", "--drain-timeout", "30s", "-")
+	close(stop)
+	tally := <-done
+	p("  Meanwhile the client made %d requests, each on a new connection: %d failed (rs1 %d, rs2 %d).",
+		tally.Requests, len(tally.Errors), tally.ByServer["rs1"], tally.ByServer["rs2"])
+	if len(tally.Errors) > 0 || tally.Requests == 0 {
+		t.Errorf("requests during the lvsctl changes: %d made, errors %v", tally.Requests, tally.Errors)
+	}
+	show := n.ipvsadm("dir", "-Sn")
+	p("  dir# ipvsadm -Sn")
+	indent(show)
+	if strings.Contains(show, "-a -t "+seedVIP80+" -r "+seedRS2) {
+		t.Errorf("rs2 still serves port 80:\n%s", show)
+	}
 }

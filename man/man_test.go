@@ -14,7 +14,7 @@ import (
 )
 
 // pages are the manual pages the package installs.
-var pages = []string{"ipvsadm.8", "ipvsadm-save.8", "ipvsadm-restore.8", "lvsprep.8"}
+var pages = []string{"ipvsadm.8", "ipvsadm-save.8", "ipvsadm-restore.8", "lvsprep.8", "lvsctl.8"}
 
 func TestEveryPageIsListed(t *testing.T) {
 	found, err := filepath.Glob("*.[1-9]")

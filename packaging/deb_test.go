@@ -25,6 +25,7 @@ var programs = map[string]string{
 	"ipvsadm-save":    "/sbin/ipvsadm-save",
 	"ipvsadm-restore": "/sbin/ipvsadm-restore",
 	"lvsprep":         "/usr/sbin/lvsprep",
+	"lvsctl":          "/usr/sbin/lvsctl",
 }
 
 // shared is the directory holding the fresh clone and what is built in it;
@@ -238,12 +239,15 @@ func TestDebContents(t *testing.T) {
 		"/usr/share/bash-completion/completions/ipvsadm-save":       "-rw-r--r--",
 		"/usr/share/bash-completion/completions/ipvsadm-restore":    "-rw-r--r--",
 		"/usr/share/bash-completion/completions/lvsprep":            "-rw-r--r--",
+		"/usr/share/bash-completion/completions/lvsctl":             "-rw-r--r--",
 		"/usr/share/zsh/vendor-completions/_ipvsadm":                "-rw-r--r--",
 		"/usr/share/zsh/vendor-completions/_lvsprep":                "-rw-r--r--",
+		"/usr/share/zsh/vendor-completions/_lvsctl":                 "-rw-r--r--",
 		"/usr/share/fish/vendor_completions.d/ipvsadm.fish":         "-rw-r--r--",
 		"/usr/share/fish/vendor_completions.d/ipvsadm-save.fish":    "-rw-r--r--",
 		"/usr/share/fish/vendor_completions.d/ipvsadm-restore.fish": "-rw-r--r--",
 		"/usr/share/fish/vendor_completions.d/lvsprep.fish":         "-rw-r--r--",
+		"/usr/share/fish/vendor_completions.d/lvsctl.fish":          "-rw-r--r--",
 		"/usr/share/doc/lvskit/copyright":                           "-rw-r--r--",
 		"/usr/share/doc/lvskit/changelog.gz":                        "-rw-r--r--",
 		"/usr/share/lintian/overrides/lvskit":                       "-rw-r--r--",
@@ -485,6 +489,9 @@ func TestDebInstallsIntoThrowawayRoot(t *testing.T) {
 	}
 	if got := chroot("/usr/sbin/lvsprep", "--help"); got.status != 0 || !strings.Contains(got.stdout, "Usage: lvsprep") {
 		t.Errorf("lvsprep --help in the root: %+v", got)
+	}
+	if got := chroot("/usr/sbin/lvsctl", "--help"); got.status != 0 || !strings.Contains(got.stdout, "Usage: lvsctl") {
+		t.Errorf("lvsctl --help in the root: %+v", got)
 	}
 	if got := chroot("/usr/libexec/lvskit/ipvsadm-service", "sync-start"); got.status != 0 || !strings.Contains(got.stdout, `no sync daemon configured (DAEMON="none" in /etc/default/ipvsadm)`) {
 		t.Errorf("ipvsadm-service sync-start with the shipped defaults: %+v", got)

@@ -53,10 +53,10 @@ func TestMakeInstallLayout(t *testing.T) {
 		zshDir  = "/usr/share/zsh/vendor-completions"
 		fishDir = "/usr/share/fish/vendor_completions.d"
 	)
-	for _, c := range []string{"ipvsadm", "ipvsadm-save", "ipvsadm-restore", "lvsprep"} {
+	for _, c := range []string{"ipvsadm", "ipvsadm-save", "ipvsadm-restore", "lvsprep", "lvsctl"} {
 		files = append(files, bashDir[1:]+"/"+c, fishDir[1:]+"/"+c+".fish")
 	}
-	files = append(files, zshDir[1:]+"/_ipvsadm", zshDir[1:]+"/_lvsprep")
+	files = append(files, zshDir[1:]+"/_ipvsadm", zshDir[1:]+"/_lvsprep", zshDir[1:]+"/_lvsctl")
 	requireFiles(t, dest, files...)
 	for name := range programs {
 		if fi, err := os.Stat(filepath.Join(dest, "usr/sbin", name)); err == nil && fi.Mode().Perm() != 0o755 {
@@ -123,7 +123,7 @@ func TestMakeInstallLayout(t *testing.T) {
 func TestMakeInstallEmptyPrefix(t *testing.T) {
 	t.Parallel()
 	dest := makeInstall(t, "")
-	requireFiles(t, dest, "sbin/ipvsadm", "sbin/ipvsadm-save", "sbin/ipvsadm-restore", "sbin/lvsprep",
+	requireFiles(t, dest, "sbin/ipvsadm", "sbin/ipvsadm-save", "sbin/ipvsadm-restore", "sbin/lvsprep", "sbin/lvsctl",
 		"usr/share/man/man8/ipvsadm.8", "usr/share/bash-completion/completions/ipvsadm",
 		"usr/share/zsh/vendor-completions/_ipvsadm", "usr/share/fish/vendor_completions.d/ipvsadm.fish")
 	if _, err := os.Stat(filepath.Join(dest, "share")); err == nil {

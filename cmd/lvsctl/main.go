@@ -1,0 +1,38 @@
+// Command lvsctl plans and applies a desired IPVS rule set on a live
+// director without dropping connections. See docs/lvsctl.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := lvsctl.Run(os.Args[1:], os.Stdout, os.Stderr, lvsctl.Env{
+		Open: func() (ipvs.Client, error) {
+			c, err := ipvs.Open()
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+		Stdin:    os.Stdin,
+		Terminal: isTerminal(os.Stdout),
+		Context:  ctx,
+	})
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a terminal (it has terminal attributes).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

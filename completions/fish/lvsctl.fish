@@ -1,0 +1,53 @@
+# fish completion for lvsctl (lvskit)
+#
+# lvsctl <command> [flags] [FILE]: the commands are list, plan, apply and
+# status; plan and apply take a rules file (ipvsadm-save text or lvsctl
+# JSON). The global flags may appear anywhere.
+
+# Prints the command word typed so far (flag values skipped).
+function __fish_lvsctl_command
+    set -l tokens (commandline -opc)
+    set -l skip 0
+    for t in $tokens[2..-1]
+        if test $skip -eq 1
+            set skip 0
+            continue
+        end
+        switch $t
+            case --journal-dir --drain-timeout
+                set skip 1
+            case '-*'
+            case '*'
+                echo $t
+                return
+        end
+    end
+end
+
+function __fish_lvsctl_command_is
+    contains -- "$(__fish_lvsctl_command)" $argv
+end
+
+complete -c lvsctl -f
+
+# Global flags.
+complete -c lvsctl -s h -l help -d 'Show context-sensitive help'
+complete -c lvsctl -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
+complete -c lvsctl -l version -d 'Print the version and exit'
+
+# Commands.
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a list -d "List the kernel's services and real servers"
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a plan -d 'Show the changes that would turn the table into FILE'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the table equal FILE: add, edit, drain, delete'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
+
+# Command flags.
+complete -c lvsctl -n '__fish_lvsctl_command_is list plan apply status' -l json -d 'Print JSON'
+complete -c lvsctl -n '__fish_lvsctl_command_is list' -l stats -d 'Add the counters'
+complete -c lvsctl -n '__fish_lvsctl_command_is list' -l rate -d 'Add the estimated rates'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
+complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
+
+# The rules file.
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -F

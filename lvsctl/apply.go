@@ -1,0 +1,202 @@
+package lvsctl
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lvskit/lvskit/rules"
+)
+
+// apply makes the kernel equal FILE and reports what it did.
+func (r *runner) apply(f *planFlags) (int, error) {
+	want, client, status, err := r.desiredAndKernel(f.File)
+	if err != nil {
+		return status, err
+	}
+	defer client.Close()
+	j, err := r.journal(true)
+	if err != nil {
+		return ExitFailed, err
+	}
+	defer j.Close()
+	prior, err := j.Load()
+	if err != nil {
+		return ExitFailed, fmt.Errorf("%w (remove it to go on, after checking the weights it records)", err)
+	}
+	var priorDrains []rules.DrainEntry
+	if prior != nil {
+		priorDrains = prior.Drains
+		for _, e := range prior.Drains {
+			fmt.Fprintf(r.out, "journal: resuming %s -r %s (weight %d before the drain, deadline %s)\n",
+				e.Service, e.Dest, e.Weight, e.Deadline.UTC().Format(time.RFC3339))
+		}
+	}
+	var rep reporter
+	if r.env.Terminal {
+		rep = &liveReporter{w: r.out, now: r.env.Now, drains: map[string]string{}}
+	} else {
+		rep = &lineReporter{w: r.out}
+	}
+	a := &rules.Applier{
+		Client:       client,
+		DrainTimeout: f.DrainTimeout,
+		Journal:      j,
+		Source:       f.File,
+		LiveConns:    func() (map[rules.DestKey]int, error) { return liveConns(r.connFile()) },
+		Events:       rep.event,
+		Now:          r.env.Now,
+	}
+	res, err := a.Converge(r.env.Context, want, r.diffOptions(f), priorDrains)
+	rep.finish()
+	if res != nil && res.Plan != nil {
+		for _, w := range res.Plan.Warnings {
+			fmt.Fprintf(r.out, "warning: %s\n", w)
+		}
+	}
+	if err != nil {
+		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", err)
+	}
+	return r.report(res), nil
+}
+
+// report prints the apply's end and returns its status.
+func (r *runner) report(res *rules.ConvergeResult) int {
+	fmt.Fprintf(r.out, "plan: %s\n", planLine(res.Plan))
+	if res.Rounds > 1 {
+		fmt.Fprintf(r.out, "the kernel's table changed during the apply: read and planned again %d times\n", res.Rounds-1)
+	}
+	for _, f := range res.Failed {
+		fmt.Fprintf(r.out, "not applied: %v\n", &f)
+	}
+	if d := res.Drain; d != nil {
+		for _, f := range d.Failed {
+			fmt.Fprintf(r.out, "not applied: %v\n", &f)
+		}
+		if d.Done+d.TimedOut+d.Gone > 0 {
+			fmt.Fprintf(r.out, "drains: %d ended without connections, %d at the deadline, %d deleted by someone else\n", d.Done, d.TimedOut, d.Gone)
+		}
+		if len(d.Pending) > 0 {
+			fmt.Fprintf(r.out, "interrupted: %d real servers still draining at weight 0, recorded in the journal; "+
+				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n", len(d.Pending))
+			return ExitInterrupted
+		}
+	}
+	if !res.Converged() {
+		fmt.Fprintf(r.out, "not converged: %s still differ:\n", planLine(res.Remaining))
+		for i := range res.Remaining.Changes {
+			fmt.Fprintf(r.out, "  %s\n", rules.Describe(&res.Remaining.Changes[i]))
+		}
+		fmt.Fprintln(r.out, "run the apply again; it plans from the kernel's table as it is then")
+		return ExitFailed
+	}
+	fmt.Fprintln(r.out, "converged: the kernel's table equals the file")
+	return ExitOK
+}
+
+func planLine(p *rules.Plan) string {
+	if p == nil || p.InSync() {
+		return "in sync, no changes"
+	}
+	return summary(p)
+}
+
+// reporter shows an apply's events.
+type reporter interface {
+	event(rules.Event)
+	finish()
+}
+
+// lineReporter writes one line per event, for logs and scripts; drain
+// polls are not events.
+type lineReporter struct{ w io.Writer }
+
+func (l *lineReporter) event(e rules.Event) {
+	if e.Kind == rules.EventDrainWait {
+		return
+	}
+	fmt.Fprintln(l.w, eventLine(e))
+}
+
+func (l *lineReporter) finish() {}
+
+// eventLine is an event in one line.
+func eventLine(e rules.Event) string {
+	var b strings.Builder
+	b.WriteString(e.Time.UTC().Format("15:04:05.000 "))
+	switch e.Kind {
+	case rules.EventChange:
+		b.WriteString(rules.Describe(e.Change))
+		for _, f := range e.Change.Fields {
+			fmt.Fprintf(&b, " %s %s->%s", f.Name, f.Old, f.New)
+		}
+	case rules.EventRestoreFlags:
+		fmt.Fprintf(&b, "restore-flags %s (drains ended)", e.Service)
+	default:
+		fmt.Fprintf(&b, "%s %s -r %s", e.Kind, e.Service, e.Dest)
+		switch e.Kind {
+		case rules.EventDrainStart:
+			fmt.Fprintf(&b, " weight 0, deadline in %s", e.Left.Round(time.Second))
+		case rules.EventDrainTimeout:
+			fmt.Fprintf(&b, " deleted with active %d, inactive %d", e.Active, e.Inactive)
+		case rules.EventDrainDone:
+			b.WriteString(" deleted, no connection left")
+		case rules.EventDrainWait:
+			fmt.Fprintf(&b, " active %d, inactive %d, %s left", e.Active, e.Inactive, e.Left.Round(time.Second))
+		}
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": FAILED: %v", e.Err)
+	}
+	return b.String()
+}
+
+// liveReporter is the terminal display: changes scroll, and a block at
+// the bottom shows each drain's connections and time left, redrawn on
+// every poll.
+type liveReporter struct {
+	w      io.Writer
+	now    func() time.Time
+	drains map[string]string // drain -> its status line
+	drawn  int               // lines of the block on screen
+}
+
+func (l *liveReporter) event(e rules.Event) {
+	key := e.Service.String() + " -r " + e.Dest.String()
+	switch e.Kind {
+	case rules.EventDrainWait, rules.EventDrainStart:
+		l.drains[key] = fmt.Sprintf("draining %s: active %d, inactive %d, %s left", key, e.Active, e.Inactive, e.Left.Round(time.Second))
+		l.redraw("")
+	case rules.EventDrainDone, rules.EventDrainTimeout, rules.EventDrainGone:
+		delete(l.drains, key)
+		l.redraw(eventLine(e))
+	default:
+		l.redraw(eventLine(e))
+	}
+}
+
+// redraw clears the block, prints line (when not empty) and draws the
+// block again.
+func (l *liveReporter) redraw(line string) {
+	if l.drawn > 0 {
+		fmt.Fprintf(l.w, "\x1b[%dA\x1b[J", l.drawn)
+	}
+	if line != "" {
+		fmt.Fprintln(l.w, line)
+	}
+	keys := make([]string, 0, len(l.drains))
+	for k := range l.drains {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintln(l.w, l.drains[k])
+	}
+	l.drawn = len(keys)
+}
+
+func (l *liveReporter) finish() {
+	l.drawn = 0 // leave the last state on screen
+}

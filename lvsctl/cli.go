@@ -1,0 +1,237 @@
+// Package lvsctl is the lvsctl command: it lists a director's IPVS table
+// for people and programs, plans the changes that turn it into a desired
+// rule set (ipvsadm-save text or lvsctl's JSON), and applies them without
+// a flush: new services and servers first, then edits, then a drain of
+// each leaving server (weight 0, deleted when its connections are gone or
+// at a deadline), recorded in a journal so an interrupted drain is
+// finished by the next apply and shown by status. The engine is package
+// rules; this package is the command line, the output and the host (the
+// journal directory, the connection table, signals).
+package lvsctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/lvskit/lvskit/internal/version"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/names"
+)
+
+// Exit statuses, decided only in Run.
+const (
+	ExitOK          = 0 // done; for plan and status: nothing to change or pending
+	ExitFailed      = 1 // an error, or an apply that did not converge
+	ExitUsage       = 2 // bad command line or bad rules file: nothing was changed
+	ExitChanges     = 3 // plan (and apply --dry-run): the kernel differs from the file; status: drains pending
+	ExitInterrupted = 4 // apply stopped by SIGINT/SIGTERM; the journal holds the drains left
+)
+
+const description = "Plan and apply a desired IPVS rule set on a live director without dropping connections.\n\n" +
+	"FILE is ipvsadm-save text (as in /etc/ipvsadm.rules) or the JSON 'lvsctl list --json' prints; '-' reads stdin. " +
+	"apply never flushes: it adds, edits, then drains leaving real servers (weight 0, deleted when their " +
+	"connections end or at --drain-timeout), with a journal so an interrupted drain is finished by the next apply."
+
+// Env is what Run needs from the host.
+type Env struct {
+	// Open connects to the kernel's IPVS (a fake in tests).
+	Open func() (ipvs.Client, error)
+	// JournalRoot and JournalDir locate the journal (DefaultJournalRoot
+	// and this namespace's directory below it when empty).
+	JournalRoot, JournalDir string
+	// ConnFile is the kernel's connection table; "" means /proc/net/ip_vs_conn.
+	ConnFile string
+	// Sysctl reads a net.ipv4.vs sysctl ("expire_quiescent_template"); nil
+	// reads /proc/sys/net/ipv4/vs.
+	Sysctl func(name string) (string, error)
+	// Stdin is read for FILE "-".
+	Stdin io.Reader
+	// Terminal selects the live progress display instead of one line per
+	// event.
+	Terminal bool
+	// Resolver answers names in rules text; nil means the system's files.
+	Resolver *names.Resolver
+	// Context ends an apply's drain (Main ends it on SIGINT and SIGTERM).
+	Context context.Context
+	Now     func() time.Time
+}
+
+type cli struct {
+	JournalDir string           `name:"journal-dir" env:"LVSCTL_JOURNAL_DIR" placeholder:"DIR" help:"Journal directory (default: /run/lvsctl, one directory per network namespace)."`
+	Version    kong.VersionFlag `help:"Print the version and exit."`
+
+	List   listCmd   `cmd:"" help:"List the kernel's services and real servers."`
+	Plan   planCmd   `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
+	Apply  applyCmd  `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
+	Status statusCmd `cmd:"" help:"Show drains an interrupted apply left (exit 3 when some are pending)."`
+}
+
+type listCmd struct {
+	JSON  bool `name:"json" help:"Print the JSON document apply reads (docs/lvsctl.md)."`
+	Stats bool `name:"stats" help:"Add the 64-bit counters."`
+	Rate  bool `name:"rate" help:"Add the estimated rates."`
+}
+
+type planFlags struct {
+	File         string        `arg:"" name:"FILE" help:"Desired rules: ipvsadm-save text or lvsctl JSON; - for stdin."`
+	JSON         bool          `name:"json" help:"Print the plan as JSON."`
+	DrainTimeout time.Duration `name:"drain-timeout" default:"5m" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once (${default})."`
+	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
+}
+
+type planCmd struct {
+	planFlags
+}
+
+type applyCmd struct {
+	planFlags
+	DryRun bool `name:"dry-run" short:"n" help:"Print the plan and change nothing (same output and status as plan)."`
+}
+
+type statusCmd struct {
+	JSON bool `name:"json" help:"Print the journal as JSON."`
+}
+
+// usageError is a mistake on the command line or in the rules file: exit 2,
+// nothing changed.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+
+// exitRequest carries kong's exit (after --help or --version) out of the
+// parser, so that Run alone returns exit statuses.
+type exitRequest int
+
+// Run runs lvsctl with args (without the program name) and returns the
+// exit status.
+func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("lvsctl"),
+		kong.Description(description),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest(code)) }),
+		kong.Vars{"version": "lvsctl " + version.Version},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "lvsctl: internal error: %v\n", err)
+		return ExitFailed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(e)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "lvsctl: %v (see lvsctl --help)\n", err)
+		return ExitUsage
+	}
+	if env.Context == nil {
+		env.Context = context.Background()
+	}
+	if env.Now == nil {
+		env.Now = time.Now
+	}
+	r := &runner{env: env, out: stdout, errOut: stderr, journalDir: c.JournalDir}
+	var status int
+	switch cmd := kctx.Command(); {
+	case cmd == "list":
+		status, err = r.list(&c.List)
+	case strings.HasPrefix(cmd, "plan"):
+		status, err = r.plan(&c.Plan.planFlags)
+	case strings.HasPrefix(cmd, "apply"):
+		if c.Apply.DryRun {
+			status, err = r.plan(&c.Apply.planFlags)
+		} else {
+			status, err = r.apply(&c.Apply.planFlags)
+		}
+	case cmd == "status":
+		status, err = r.status(&c.Status)
+	default:
+		err = fmt.Errorf("internal error: unknown command %q", cmd)
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return status
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
+		return ExitUsage
+	default:
+		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
+		if status == ExitOK {
+			status = ExitFailed
+		}
+		return status
+	}
+}
+
+// runner holds one run's streams and host.
+type runner struct {
+	env        Env
+	out        io.Writer
+	errOut     io.Writer
+	journalDir string
+}
+
+func (r *runner) open() (ipvs.Client, error) {
+	c, err := r.env.Open()
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the kernel's IPVS (is the ip_vs module loaded?): %w", err)
+	}
+	return c, nil
+}
+
+func (r *runner) sysctl(name string) (string, error) {
+	if r.env.Sysctl != nil {
+		return r.env.Sysctl(name)
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv4/vs/" + name)
+	return strings.TrimSpace(string(b)), err
+}
+
+func (r *runner) connFile() string {
+	if r.env.ConnFile != "" {
+		return r.env.ConnFile
+	}
+	return "/proc/net/ip_vs_conn"
+}
+
+// journalPaths are the journal root and this namespace's directory below it.
+func (r *runner) journalPaths() (root, dir string) {
+	root = r.env.JournalRoot
+	if root == "" {
+		root = DefaultJournalRoot
+	}
+	dir = r.journalDir
+	if dir == "" {
+		dir = r.env.JournalDir
+	}
+	if dir == "" {
+		return root, journalDir(root)
+	}
+	return dir, dir
+}
+
+func (r *runner) journalPath() string {
+	_, dir := r.journalPaths()
+	return dir
+}
+
+// journal opens this namespace's journal directory (see openJournal).
+func (r *runner) journal(lock bool) (*fileJournal, error) {
+	root, dir := r.journalPaths()
+	return openJournal(root, dir, lock)
+}

@@ -1,0 +1,339 @@
+package lvsctl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/save/desired"
+)
+
+// list prints the kernel's table.
+func (r *runner) list(c *listCmd) (int, error) {
+	client, err := r.open()
+	if err != nil {
+		return ExitFailed, err
+	}
+	defer client.Close()
+	set, err := rules.Read(client)
+	if err != nil {
+		return ExitFailed, err
+	}
+	set.Sort()
+	if c.JSON {
+		return ExitOK, desired.WriteJSON(r.out, set, desired.Counters{Conns: true, Stats: c.Stats, Rate: c.Rate})
+	}
+	header := []string{"SERVICE", "SCHEDULER", "FLAGS", "PERSISTENCE", "REAL SERVER", "METHOD", "WEIGHT", "ACTIVE", "INACTIVE"}
+	if c.Stats {
+		header = append(header, "CONNS", "INPKTS", "OUTPKTS", "INBYTES", "OUTBYTES")
+	}
+	if c.Rate {
+		header = append(header, "CPS", "INPPS", "OUTPPS", "INBPS", "OUTBPS")
+	}
+	var rows [][]string
+	for i := range set.Services {
+		s := &set.Services[i]
+		persist := "-"
+		if s.Flags&ipvs.FlagPersistent != 0 {
+			persist = strconv.FormatUint(uint64(s.Timeout), 10) + "s"
+		}
+		svcCols := []string{rules.KeyOf(&s.Service).String(), s.Scheduler, rules.FlagsText(&s.Service), persist}
+		counters := func(st *ipvs.Stats) []string {
+			var out []string
+			u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+			if c.Stats {
+				out = append(out, u(st.Conns), u(st.InPkts), u(st.OutPkts), u(st.InBytes), u(st.OutBytes))
+			}
+			if c.Rate {
+				out = append(out, u(st.CPS), u(st.InPPS), u(st.OutPPS), u(st.InBPS), u(st.OutBPS))
+			}
+			return out
+		}
+		row := append(append(svcCols, "", "", "", "", ""), counters(&s.Stats)...)
+		rows = append(rows, row)
+		for j := range s.Dests {
+			d := &s.Dests[j].Destination
+			u := func(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+			row := []string{"", "", "", "", rules.DestKeyOf(d).String(), rules.MethodName(d.FwdMethod),
+				strconv.Itoa(int(int32(d.Weight))), u(d.ActiveConns), u(d.InactConns)}
+			rows = append(rows, append(row, counters(&d.Stats)...))
+		}
+	}
+	return ExitOK, writeTable(r.out, header, rows)
+}
+
+// readDesired reads and checks FILE completely.
+func (r *runner) readDesired(file string) (*rules.Set, error) {
+	var data []byte
+	var err error
+	name := file
+	if file == "-" {
+		name = "<stdin>"
+		in := r.env.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		data, err = io.ReadAll(in)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return nil, usageError{fmt.Errorf("reading %s: %w", name, err)}
+	}
+	set, err := desired.Read(name, data, r.env.Resolver)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return set, nil
+}
+
+// diffOptions are the plan's settings from the flags and the host.
+func (r *runner) diffOptions(f *planFlags) rules.DiffOptions {
+	o := rules.DiffOptions{KeepMHOrder: f.KeepMHOrder, Draining: f.DrainTimeout > 0}
+	if v, err := r.sysctl("expire_quiescent_template"); err == nil {
+		on := v != "0"
+		o.ExpireQuiescentTemplate = &on
+	}
+	return o
+}
+
+// desiredAndKernel reads FILE (all of it, checked) and then connects to the
+// kernel; on failure it returns the exit status.
+func (r *runner) desiredAndKernel(file string) (*rules.Set, ipvs.Client, int, error) {
+	want, err := r.readDesired(file)
+	if err != nil {
+		return nil, nil, ExitUsage, err
+	}
+	client, err := r.open()
+	if err != nil {
+		return nil, nil, ExitFailed, err
+	}
+	return want, client, ExitOK, nil
+}
+
+// plan prints the plan; the status says whether the kernel is in sync.
+func (r *runner) plan(f *planFlags) (int, error) {
+	want, client, status, err := r.desiredAndKernel(f.File)
+	if err != nil {
+		return status, err
+	}
+	defer client.Close()
+	cur, err := rules.Read(client)
+	if err != nil {
+		return ExitFailed, err
+	}
+	p := rules.Diff(cur, want, r.diffOptions(f))
+	pending := r.pendingDrains()
+	if f.JSON {
+		err = writePlanJSON(r.out, p, pending)
+	} else {
+		err = r.writePlan(p, pending)
+	}
+	if err != nil {
+		return ExitFailed, err
+	}
+	if p.InSync() {
+		return ExitOK, nil
+	}
+	return ExitChanges, nil
+}
+
+// pendingDrains reads the journal without locking it, for display; a
+// journal that cannot be read is reported, not fatal.
+func (r *runner) pendingDrains() []rules.DrainEntry {
+	j, err := r.journal(false)
+	if err != nil {
+		if !errors.Is(err, errNoJournal) {
+			fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
+		}
+		return nil
+	}
+	defer j.Close()
+	jr, err := j.Load()
+	if err != nil || jr == nil {
+		if err != nil {
+			fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
+		}
+		return nil
+	}
+	return jr.Drains
+}
+
+// planRows are the plan as table rows: one per field changed.
+func planRows(p *rules.Plan) [][]string {
+	var rows [][]string
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		dest := ""
+		if c.Dest != nil {
+			dest = rules.DestKeyOf(c.Dest).String()
+		}
+		svc := rules.KeyOf(&c.Service).String()
+		switch c.Action {
+		case rules.EditService, rules.EditDest, rules.ReAddDest:
+			for _, fl := range c.Fields {
+				rows = append(rows, []string{string(c.Action), svc, dest, fl.Name, fl.Old + " -> " + fl.New})
+			}
+		case rules.DeleteDest:
+			rows = append(rows, []string{string(c.Action), svc, dest, "connections",
+				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
+		case rules.DeleteService:
+			rows = append(rows, []string{string(c.Action), svc, fmt.Sprintf("(%d real servers)", len(c.Dests)), "connections",
+				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
+		case rules.AddService:
+			rows = append(rows, []string{string(c.Action), svc, "", "scheduler", c.Service.Scheduler})
+		case rules.AddDest:
+			rows = append(rows, []string{string(c.Action), svc, dest, "weight", strconv.Itoa(int(int32(c.Dest.Weight)))})
+		}
+	}
+	return rows
+}
+
+func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry) error {
+	for _, e := range pending {
+		fmt.Fprintf(r.out, "journal: %s -r %s was draining (weight %d before, deadline %s): apply finishes it, or cancels it if FILE keeps the server\n",
+			e.Service, e.Dest, e.Weight, e.Deadline.UTC().Format(time.RFC3339))
+	}
+	if p.InSync() {
+		_, err := fmt.Fprintln(r.out, "in sync: no changes")
+		return err
+	}
+	if err := writeTable(r.out, []string{"ACTION", "SERVICE", "REAL SERVER", "FIELD", "CHANGE"}, planRows(p)); err != nil {
+		return err
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(r.out, "warning: %s\n", w)
+	}
+	_, err := fmt.Fprintf(r.out, "%s\n", summary(p))
+	return err
+}
+
+// summary counts a plan's changes in one line.
+func summary(p *rules.Plan) string {
+	n := p.Count()
+	var parts []string
+	for _, a := range []rules.Action{rules.AddService, rules.AddDest, rules.ReAddDest, rules.EditService, rules.EditDest, rules.DeleteDest, rules.DeleteService} {
+		if n[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[a], a))
+		}
+	}
+	return fmt.Sprintf("%d changes: %s", len(p.Changes), strings.Join(parts, ", "))
+}
+
+// jsonPlan is the plan's JSON document.
+type jsonPlan struct {
+	InSync        bool               `json:"in_sync"`
+	Changes       []jsonChange       `json:"changes"`
+	Warnings      []string           `json:"warnings"`
+	PendingDrains []rules.DrainEntry `json:"pending_drains"`
+}
+
+type jsonChange struct {
+	Action          string      `json:"action"`
+	Service         string      `json:"service"`
+	Destination     string      `json:"destination,omitempty"`
+	Fields          []jsonField `json:"fields,omitempty"`
+	ActiveConns     *uint32     `json:"active_conns,omitempty"`
+	InactiveConns   *uint32     `json:"inactive_conns,omitempty"`
+	RealServerCount *int        `json:"real_servers,omitempty"`
+}
+
+type jsonField struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
+}
+
+func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry) error {
+	doc := jsonPlan{InSync: p.InSync(), Changes: []jsonChange{}, Warnings: p.Warnings, PendingDrains: pending}
+	if doc.Warnings == nil {
+		doc.Warnings = []string{}
+	}
+	if doc.PendingDrains == nil {
+		doc.PendingDrains = []rules.DrainEntry{}
+	}
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		jc := jsonChange{Action: string(c.Action), Service: rules.KeyOf(&c.Service).String()}
+		if c.Dest != nil {
+			jc.Destination = rules.DestKeyOf(c.Dest).String()
+		}
+		for _, f := range c.Fields {
+			jc.Fields = append(jc.Fields, jsonField{f.Name, f.Old, f.New})
+		}
+		if c.Action == rules.DeleteDest || c.Action == rules.DeleteService || c.Action == rules.ReAddDest {
+			a, in := c.Active, c.Inactive
+			jc.ActiveConns, jc.InactiveConns = &a, &in
+		}
+		if c.Action == rules.DeleteService {
+			n := len(c.Dests)
+			jc.RealServerCount = &n
+		}
+		doc.Changes = append(doc.Changes, jc)
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// status prints the journal of interrupted drains.
+func (r *runner) status(c *statusCmd) (int, error) {
+	var jr *rules.Journal
+	dir := r.journalPath()
+	j, err := r.journal(false)
+	switch {
+	case errors.Is(err, errNoJournal):
+	case err != nil:
+		return ExitFailed, err
+	default:
+		defer j.Close()
+		if jr, err = j.Load(); err != nil {
+			return ExitFailed, err
+		}
+	}
+	var drains []rules.DrainEntry
+	if jr != nil {
+		drains = jr.Drains
+	}
+	if c.JSON {
+		if drains == nil {
+			drains = []rules.DrainEntry{}
+		}
+		b, err := json.MarshalIndent(map[string]any{"journal": dir, "pending_drains": drains}, "", "  ")
+		if err != nil {
+			return ExitFailed, err
+		}
+		r.out.Write(append(b, '\n'))
+	} else if len(drains) == 0 {
+		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
+	} else {
+		fmt.Fprintf(r.out, "%d drains pending (journal %s, source %s, updated %s); 'lvsctl apply FILE' finishes or cancels them\n",
+			len(drains), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
+		var rows [][]string
+		for _, e := range drains {
+			then := "drain, keep service"
+			if e.DeleteService {
+				then = "drain, delete service"
+			}
+			rows = append(rows, []string{e.Service.String(), e.Dest.String(), strconv.FormatUint(uint64(e.Weight), 10),
+				e.Started.UTC().Format(time.RFC3339), e.Deadline.UTC().Format(time.RFC3339), then})
+		}
+		if err := writeTable(r.out, []string{"SERVICE", "REAL SERVER", "WEIGHT BEFORE", "STARTED", "DEADLINE", "THEN"}, rows); err != nil {
+			return ExitFailed, err
+		}
+	}
+	if len(drains) > 0 {
+		return ExitChanges, nil
+	}
+	return ExitOK, nil
+}

@@ -1,0 +1,255 @@
+package lvsctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/lvskit/lvskit/rules"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultJournalRoot holds one journal directory per network namespace.
+// /run is emptied at boot, as are the kernel's IPVS tables: a journal never
+// outlives the table it describes.
+const DefaultJournalRoot = "/run/lvsctl"
+
+const journalName = "journal.json"
+
+// journalDir is the journal directory of this process's network
+// namespace below root: root itself for the initial namespace, netns-NAME
+// for one named by ip netns, netns-INODE for any other. A journal records
+// the boot and the namespace (inode and cookie) it was written in, and a
+// journal from another namespace or boot is ignored (inode numbers are
+// reused).
+func journalDir(root string) string {
+	self, err := os.Stat("/proc/self/ns/net")
+	if err != nil {
+		return root
+	}
+	if initial, err := os.Stat("/proc/1/ns/net"); err != nil || os.SameFile(self, initial) {
+		return root
+	}
+	if ents, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range ents {
+			if fi, err := os.Stat(filepath.Join("/run/netns", e.Name())); err == nil && os.SameFile(self, fi) {
+				return filepath.Join(root, "netns-"+e.Name())
+			}
+		}
+	}
+	return filepath.Join(root, "netns-"+strconv.FormatUint(namespaceInode(), 10))
+}
+
+func namespaceInode() uint64 {
+	if fi, err := os.Stat("/proc/self/ns/net"); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			return st.Ino
+		}
+	}
+	return 0
+}
+
+func bootID() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return string(bytes.TrimSpace(b))
+}
+
+// journalFile is the journal as stored: the engine's record plus where it
+// belongs: the boot, the namespace's inode and its cookie (SO_NETNS_COOKIE,
+// never reused while the system runs; inodes are).
+type journalFile struct {
+	rules.Journal
+	Namespace uint64 `json:"netns_inode"`
+	Cookie    uint64 `json:"netns_cookie"`
+	Boot      string `json:"boot_id"`
+}
+
+// namespaceCookie is this network namespace's SO_NETNS_COOKIE (0 where the
+// kernel lacks it).
+func namespaceCookie() uint64 {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(fd)
+	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
+	if err != nil {
+		return 0
+	}
+	return c
+}
+
+// fileJournal is the journal of one namespace: a directory made and
+// checked by lvsctl (owned by us, mode 0700, not a symbolic link), held
+// open and locked while an apply runs, and a file replaced atomically
+// (temporary file, fsync, rename, fsync of the directory).
+type fileJournal struct {
+	dir    string
+	fd     int // the directory, opened without following links
+	ns     uint64
+	cookie uint64
+	boot   string
+}
+
+// errNoJournal: the journal directory does not exist (nothing was ever
+// journaled in this namespace since boot); only readers see it.
+var errNoJournal = errors.New("no journal directory")
+
+// openJournal opens the journal directory dir below root. An apply (lock)
+// creates it and its parent with mode 0700 when missing and takes the
+// directory's exclusive lock, so that two applies never drain at once;
+// readers (plan, status) change nothing and get errNoJournal when it is
+// missing.
+func openJournal(root, dir string, lock bool) (*fileJournal, error) {
+	if !lock {
+		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+			return nil, errNoJournal
+		}
+	}
+	for _, d := range []string{root, dir} {
+		if !lock {
+			break
+		}
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("journal directory: %w", err)
+		}
+	}
+	// Each directory from the root down must be ours and closed to others.
+	if dir != root {
+		if err := checkDir(root); err != nil {
+			return nil, err
+		}
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal directory %s: %w", dir, err)
+	}
+	if err := checkFd(fd, dir, true); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if lock {
+		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			unix.Close(fd)
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("another lvsctl apply holds %s", dir)
+			}
+			return nil, fmt.Errorf("locking %s: %w", dir, err)
+		}
+	}
+	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), cookie: namespaceCookie(), boot: bootID()}, nil
+}
+
+func checkDir(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("journal directory %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	return checkFd(fd, path, true)
+}
+
+// checkFd refuses what another user could have made or changed: an owner
+// other than us, or write access for group or others (for a directory,
+// any access).
+func checkFd(fd int, path string, dir bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	mask := uint32(0o022)
+	kind := uint32(unix.S_IFREG)
+	if dir {
+		mask, kind = 0o077, unix.S_IFDIR
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != kind:
+		return fmt.Errorf("%s: not a %s; refusing to use it", path, map[bool]string{true: "directory", false: "regular file"}[dir])
+	case int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s: owned by uid %d, not by us (uid %d); refusing to use it", path, st.Uid, os.Geteuid())
+	case st.Mode&mask != 0:
+		return fmt.Errorf("%s: mode %04o lets others in; refusing to use it", path, st.Mode&0o7777)
+	}
+	return nil
+}
+
+func (j *fileJournal) Close() error { return unix.Close(j.fd) }
+
+// Load reads the journal; nil when there is none, or when it was written in
+// another boot or namespace.
+func (j *fileJournal) Load() (*rules.Journal, error) {
+	fd, err := unix.Openat(j.fd, journalName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	path := filepath.Join(j.dir, journalName)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := checkFd(fd, path, false); err != nil {
+		return nil, err
+	}
+	var jf journalFile
+	dec := json.NewDecoder(f)
+	if err := dec.Decode(&jf); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	if jf.Version != rules.JournalVersion {
+		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", path, jf.Version, rules.JournalVersion)
+	}
+	if jf.Boot != j.boot || jf.Namespace != j.ns || jf.Cookie != j.cookie {
+		return nil, nil // another boot's or namespace's: its table is gone
+	}
+	return &jf.Journal, nil
+}
+
+// Save replaces the journal atomically; nil removes it.
+func (j *fileJournal) Save(jr *rules.Journal) error {
+	if jr == nil {
+		err := unix.Unlinkat(j.fd, journalName, 0)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("removing journal: %w", err)
+		}
+		return unix.Fsync(j.fd)
+	}
+	b, err := json.MarshalIndent(journalFile{Journal: *jr, Namespace: j.ns, Cookie: j.cookie, Boot: j.boot}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := "." + journalName + "." + strconv.Itoa(os.Getpid()) + ".tmp"
+	fd, err := unix.Openat(j.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if errors.Is(err, unix.EEXIST) {
+		// Left by a killed run of ours with the same pid: ours to replace.
+		unix.Unlinkat(j.fd, tmp, 0)
+		fd, err = unix.Openat(j.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	}
+	if err != nil {
+		return fmt.Errorf("writing journal: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(j.fd, tmp, j.fd, journalName)
+	}
+	if err == nil {
+		err = unix.Fsync(j.fd)
+	}
+	if err != nil {
+		unix.Unlinkat(j.fd, tmp, 0)
+		return fmt.Errorf("writing journal in %s: %w", j.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,355 @@
+package rules
+
+// This file compares a desired rule set with the kernel's and produces the
+// plan: the fewest changes that turn one into the other, in the order
+// lvsctl applies them.
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/list"
+)
+
+// Action is what a change does.
+type Action string
+
+// The actions of a plan. Apply performs adds and re-adds first (a service's
+// new and re-added destinations together, from the last in canonical order
+// to the first), then edits, then deletes.
+const (
+	AddService    Action = "add-service"
+	AddDest       Action = "add-dest"
+	ReAddDest     Action = "re-add-dest" // mh order: deleted and added again at once
+	EditService   Action = "edit-service"
+	EditDest      Action = "edit-dest"
+	DeleteDest    Action = "delete-dest" // drained first
+	DeleteService Action = "delete-service"
+)
+
+// Field is one setting an edit changes, as text.
+type Field struct {
+	Name     string `json:"field"`
+	Old, New string `json:"-"`
+}
+
+// Change is one step of a plan. Service is the desired service (for adds
+// and edits) or the kernel's (for deletes); Dest likewise. An edit lists the
+// fields it changes.
+type Change struct {
+	Action  Action
+	Service ipvs.Service
+	Dest    *ipvs.Destination // destination changes only
+	Fields  []Field
+	// Dests are the destinations a deleted service drains, and Active and
+	// Inactive the kernel's connection counts when the plan was made
+	// (summed over Dests for a service).
+	Dests            []ipvs.Destination
+	Active, Inactive uint32
+}
+
+// Plan is the change set from one rule set to another.
+type Plan struct {
+	Changes  []Change
+	Warnings []string
+}
+
+// InSync reports whether the plan changes nothing.
+func (p *Plan) InSync() bool { return len(p.Changes) == 0 }
+
+// Count returns how many changes of each action the plan holds.
+func (p *Plan) Count() map[Action]int {
+	m := map[Action]int{}
+	for _, c := range p.Changes {
+		m[c.Action]++
+	}
+	return m
+}
+
+// DiffOptions tune what Diff plans and warns about.
+type DiffOptions struct {
+	// KeepMHOrder leaves mh services' destination lists in the kernel's
+	// order; by default destinations are re-added so that every director
+	// holds them in canonical order (see docs/lvsctl.md).
+	KeepMHOrder bool
+	// ExpireQuiescentTemplate is net.ipv4.vs.expire_quiescent_template, or
+	// nil when unknown; with it off, persistence templates keep sending
+	// their clients to a draining server.
+	ExpireQuiescentTemplate *bool
+	// Draining is true when leaving destinations are drained (a drain
+	// timeout above zero); it only selects the warnings.
+	Draining bool
+}
+
+// Diff plans the changes that turn current (the kernel's set, with
+// destinations in the kernel's list order) into desired. Changes come in
+// apply order: new services with their destinations, new and re-added (mh)
+// destinations of kept services, each service's from the last in canonical
+// order to the first (see CanonicalDests), service edits, destination
+// edits, leaving destinations, leaving services.
+// Within each group, services are in key order.
+func Diff(current, desired *Set, o DiffOptions) *Plan {
+	cur := make(map[ServiceKey]*Service, len(current.Services))
+	for i := range current.Services {
+		cur[KeyOf(&current.Services[i].Service)] = &current.Services[i]
+	}
+	want := make([]*Service, len(desired.Services))
+	for i := range desired.Services {
+		want[i] = &desired.Services[i]
+	}
+	slices.SortFunc(want, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
+
+	var adds, svcEdits, destEdits, destDels, svcDels []Change
+	var warnings []string
+	wanted := make(map[ServiceKey]bool, len(want))
+	for _, w := range want {
+		k := KeyOf(&w.Service)
+		wanted[k] = true
+		dests := w.Dests
+		if !w.Ordered {
+			dests = canonicalCopy(w.Dests)
+		}
+		c := cur[k]
+		if c == nil {
+			adds = append(adds, Change{Action: AddService, Service: w.Service})
+			for i := len(dests) - 1; i >= 0; i-- {
+				d := dests[i].Destination
+				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &d})
+			}
+			continue
+		}
+		if f := serviceFields(&c.Service, &w.Service); len(f) > 0 {
+			svcEdits = append(svcEdits, Change{Action: EditService, Service: w.Service, Fields: f})
+		}
+		// Both lists sorted: lookups by binary search, no map per service.
+		curSorted, wantSorted := canonicalCopy(c.Dests), dests
+		if w.Ordered {
+			wantSorted = canonicalCopy(w.Dests)
+		}
+		var readd map[DestKey]bool
+		if w.Scheduler == "mh" && !o.KeepMHOrder {
+			readd = mhReAdds(c.Dests, dests)
+		}
+		for i := len(dests) - 1; i >= 0; i-- {
+			d := dests[i].Destination
+			dk := DestKeyOf(&d)
+			old := findDest(curSorted, dk)
+			switch {
+			case old == nil:
+				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &d})
+			case readd[dk]:
+				adds = append(adds, Change{Action: ReAddDest, Service: w.Service, Dest: &d,
+					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(old, &d)...),
+					Active: old.ActiveConns, Inactive: old.InactConns})
+			default:
+				if f := destFields(old, &d); len(f) > 0 {
+					destEdits = append(destEdits, Change{Action: EditDest, Service: w.Service, Dest: &d, Fields: f})
+				}
+			}
+		}
+		for _, d := range curSorted {
+			if findDest(wantSorted, DestKeyOf(&d.Destination)) == nil {
+				d := d.Destination
+				destDels = append(destDels, Change{Action: DeleteDest, Service: w.Service, Dest: &d,
+					Active: d.ActiveConns, Inactive: d.InactConns})
+			}
+		}
+	}
+	var leaving []*Service
+	for i := range current.Services {
+		if !wanted[KeyOf(&current.Services[i].Service)] {
+			leaving = append(leaving, &current.Services[i])
+		}
+	}
+	slices.SortFunc(leaving, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
+	for _, c := range leaving {
+		ch := Change{Action: DeleteService, Service: c.Service}
+		for _, d := range canonicalCopy(c.Dests) {
+			ch.Dests = append(ch.Dests, d.Destination)
+			ch.Active += d.ActiveConns
+			ch.Inactive += d.InactConns
+		}
+		svcDels = append(svcDels, ch)
+	}
+	p := &Plan{}
+	for _, g := range [][]Change{adds, svcEdits, destEdits, destDels, svcDels} {
+		p.Changes = append(p.Changes, g...)
+	}
+	p.Warnings = append(warnings, planWarnings(p, o)...)
+	return p
+}
+
+// findDest finds the destination with key k in ds, sorted canonically.
+func findDest(ds []Dest, k DestKey) *ipvs.Destination {
+	i, ok := slices.BinarySearchFunc(ds, k, func(d Dest, k DestKey) int { return DestKeyOf(&d.Destination).Compare(k) })
+	if !ok {
+		return nil
+	}
+	return &ds[i].Destination
+}
+
+func canonicalCopy(ds []Dest) []Dest {
+	if slices.IsSortedFunc(ds, compareDests) {
+		return ds // callers only read it
+	}
+	out := slices.Clone(ds)
+	CanonicalDests(out)
+	return out
+}
+
+// mhReAdds picks the kept destinations of an mh service that must be
+// deleted and added again so that its list ends in the desired order
+// (canonical, or as an Ordered service gives it).
+// Adding puts a destination at the head of the kernel's list, so the list
+// is canonical when the destinations that stay put form a tail of the
+// canonical order, in the same order in the kernel's list, and all others
+// are (re-)added from the last to the first. It returns the fewest
+// re-adds: the longest such tail stays.
+func mhReAdds(kernel []Dest, desired []Dest) map[DestKey]bool {
+	canonical := desired
+	pos := make(map[DestKey]int, len(kernel))
+	for i := range kernel {
+		pos[DestKeyOf(&kernel[i].Destination)] = i
+	}
+	// kept in kernel order, leaving ones skipped: positions compare alike.
+	n := len(canonical)
+	tail := n // canonical[tail:] stays
+	last := len(kernel)
+	for i := n - 1; i >= 0; i-- {
+		p, ok := pos[DestKeyOf(&canonical[i].Destination)]
+		if !ok || p >= last {
+			break
+		}
+		last, tail = p, i
+	}
+	out := map[DestKey]bool{}
+	for i := 0; i < tail; i++ {
+		dk := DestKeyOf(&canonical[i].Destination)
+		if _, ok := pos[dk]; ok {
+			out[dk] = true
+		}
+	}
+	return out
+}
+
+// serviceFields lists the settings of a service that differ. The values
+// are compared first and formatted only when they differ: a plan compares
+// every service of a large table.
+func serviceFields(old, new *ipvs.Service) []Field {
+	if old.Scheduler == new.Scheduler && old.Flags&^ipvs.FlagHashed == new.Flags&^ipvs.FlagHashed &&
+		old.Timeout == new.Timeout && old.Netmask == new.Netmask && old.PEName == new.PEName {
+		return nil
+	}
+	var f []Field
+	add := func(name, o, n string) {
+		if o != n {
+			f = append(f, Field{Name: name, Old: o, New: n})
+		}
+	}
+	add("scheduler", old.Scheduler, new.Scheduler)
+	add("flags", FlagsText(old), FlagsText(new))
+	add("timeout", strconv.FormatUint(uint64(old.Timeout), 10), strconv.FormatUint(uint64(new.Timeout), 10))
+	add("netmask", netmaskText(old), netmaskText(new))
+	add("pe", orDash(old.PEName), orDash(new.PEName))
+	return f
+}
+
+// FlagsText names a service's flags: persistent, ops and the scheduler
+// flags as -b writes them; "-" for none.
+func FlagsText(s *ipvs.Service) string {
+	var parts []string
+	if s.Flags&ipvs.FlagPersistent != 0 {
+		parts = append(parts, "persistent")
+	}
+	if s.Flags&ipvs.FlagOnePacket != 0 {
+		parts = append(parts, "ops")
+	}
+	for i, bit := range []uint32{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3} {
+		if s.Flags&bit != 0 {
+			name := string(list.AppendSchedFlags(nil, s.Scheduler, bit))
+			if name == "" {
+				name = "flag-" + strconv.Itoa(i+1)
+			}
+			parts = append(parts, name)
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+func netmaskText(s *ipvs.Service) string {
+	if s.Family == ipvs.AFInet6 {
+		return strconv.Itoa(int(int32(s.Netmask)))
+	}
+	m := s.Netmask
+	return fmt.Sprintf("%d.%d.%d.%d", byte(m>>24), byte(m>>16), byte(m>>8), byte(m))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// destFields lists the settings of a destination that differ (compared
+// first, formatted only when they differ).
+func destFields(old, new *ipvs.Destination) []Field {
+	if old.FwdMethod&7 == new.FwdMethod&7 && old.Weight == new.Weight && old.UThreshold == new.UThreshold &&
+		old.LThreshold == new.LThreshold && old.TunType == new.TunType && old.TunPort == new.TunPort && old.TunFlags == new.TunFlags {
+		return nil
+	}
+	var f []Field
+	add := func(name, o, n string) {
+		if o != n {
+			f = append(f, Field{Name: name, Old: o, New: n})
+		}
+	}
+	u := func(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+	add("method", MethodName(old.FwdMethod), MethodName(new.FwdMethod))
+	add("weight", strconv.Itoa(int(int32(old.Weight))), strconv.Itoa(int(int32(new.Weight))))
+	add("u-threshold", u(old.UThreshold), u(new.UThreshold))
+	add("l-threshold", u(old.LThreshold), u(new.LThreshold))
+	add("tun-type", u(uint32(old.TunType)), u(uint32(new.TunType)))
+	add("tun-port", u(uint32(old.TunPort)), u(uint32(new.TunPort)))
+	add("tun-flags", u(uint32(old.TunFlags)), u(uint32(new.TunFlags)))
+	return f
+}
+
+// MethodName names a forwarding method as the JSON document does: masq,
+// local, tunnel, route.
+func MethodName(fwd uint32) string { return strings.ToLower(list.FwdName(fwd)) }
+
+// planWarnings says where a drain will not do what users expect.
+func planWarnings(p *Plan, o DiffOptions) []string {
+	if !o.Draining {
+		return nil
+	}
+	var w []string
+	persistent, udp := map[ServiceKey]bool{}, map[ServiceKey]bool{}
+	for _, c := range p.Changes {
+		if c.Action != DeleteDest && c.Action != DeleteService {
+			continue
+		}
+		k := KeyOf(&c.Service)
+		if c.Service.Flags&ipvs.FlagPersistent != 0 && !persistent[k] &&
+			(o.ExpireQuiescentTemplate == nil || !*o.ExpireQuiescentTemplate) {
+			persistent[k] = true
+			w = append(w, fmt.Sprintf("%s is persistent and net.ipv4.vs.expire_quiescent_template is not 1: "+
+				"clients with a persistence template keep getting new connections to a draining server "+
+				"until their template expires (%d s after their last connection); "+
+				"sysctl -w net.ipv4.vs.expire_quiescent_template=1 stops that", k, c.Service.Timeout))
+		}
+		if (c.Service.Protocol == ipvs.ProtoUDP || c.Service.FWMark != 0) && !udp[k] {
+			udp[k] = true
+			w = append(w, fmt.Sprintf("%s may carry UDP: a UDP entry lasts the udp timeout after its flow's last packet, "+
+				"so a busy UDP flow keeps its server until --drain-timeout", k))
+		}
+	}
+	return w
+}

@@ -1,0 +1,231 @@
+package rules
+
+// This file holds the desired rule set, the model lvsctl's plan and apply
+// work on: services and their destinations with the settings an ipvsadm
+// rule can give them, keyed by what identifies each to the kernel.
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/save"
+)
+
+// Set is a rule set: the services of one director with their destinations.
+// A Set read from the kernel also carries the counters; a desired Set does
+// not, and its Source fields say where each entry was written.
+type Set struct {
+	Services []Service
+}
+
+// Service is one virtual service and its destinations.
+type Service struct {
+	ipvs.Service
+	Dests []Dest
+	// Ordered says Dests are in the desired list order (most recently
+	// added first, as the kernel lists them), which decides mh's lookup
+	// table; otherwise lvsctl builds the list in canonical order.
+	Ordered bool
+	// Source is where the service was defined, for messages.
+	Source Source
+}
+
+// Dest is one destination of a service.
+type Dest struct {
+	ipvs.Destination
+	Source Source
+}
+
+// Source is a place in a rules file.
+type Source struct {
+	File string
+	Line int
+}
+
+// String writes "file:line" ("" for no place).
+func (s Source) String() string {
+	if s.File == "" {
+		return ""
+	}
+	return s.File + ":" + strconv.Itoa(s.Line)
+}
+
+// ServiceKey identifies a service to the kernel: family and fwmark for
+// fwmark services, otherwise family, protocol, address and port.
+type ServiceKey struct {
+	Family   uint16
+	Protocol uint16
+	Addr     netip.Addr
+	Port     uint16
+	FWMark   uint32
+}
+
+// KeyOf returns the key of svc.
+func KeyOf(svc *ipvs.Service) ServiceKey {
+	if svc.FWMark != 0 {
+		return ServiceKey{Family: svc.Family, FWMark: svc.FWMark}
+	}
+	return ServiceKey{Family: svc.Family, Protocol: svc.Protocol, Addr: svc.Addr, Port: svc.Port}
+}
+
+// Service returns the service identity as the kernel's requests carry it.
+func (k ServiceKey) Service() ipvs.Service {
+	return ipvs.Service{Family: k.Family, Protocol: k.Protocol, Addr: k.Addr, Port: k.Port, FWMark: k.FWMark}
+}
+
+// String writes the key as ipvsadm's rules name a service, numerically:
+// "-t 10.0.0.1:80", "-u [2001:db8::1]:53", "-f 7", "-f 7 -6".
+func (k ServiceKey) String() string {
+	svc := k.Service()
+	if k.FWMark != 0 {
+		s := fmt.Sprintf("-f %d", int32(k.FWMark))
+		if k.Family == ipvs.AFInet6 {
+			s += " -6"
+		}
+		return s
+	}
+	return save.ProtocolOption(k.Protocol) + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
+}
+
+// DestKey identifies a destination within its service.
+type DestKey struct {
+	Family uint16
+	Addr   netip.Addr
+	Port   uint16
+}
+
+// DestKeyOf returns the key of d.
+func DestKeyOf(d *ipvs.Destination) DestKey {
+	return DestKey{Family: d.Family, Addr: d.Addr, Port: d.Port}
+}
+
+// String writes the destination as "10.0.0.2:80" or "[2001:db8::2]:80".
+func (k DestKey) String() string { return AddrPort(k.Family, k.Addr, k.Port) }
+
+// AddrPort writes an address and port numerically, IPv6 in brackets.
+func AddrPort(family uint16, a netip.Addr, port uint16) string {
+	return string(list.AppendAddrPort(nil, family, a, port, 0, &list.Options{Numeric: true}))
+}
+
+// Compare orders destination keys canonically: IPv4 before IPv6, then by
+// address bytes, then by port. It is the order lvsctl builds destination
+// lists in (see CanonicalDests).
+func (k DestKey) Compare(o DestKey) int {
+	if k.Family != o.Family {
+		return int(k.Family) - int(o.Family)
+	}
+	if c := k.Addr.Compare(o.Addr); c != 0 {
+		return c
+	}
+	return int(k.Port) - int(o.Port)
+}
+
+// Compare orders service keys: address services before fwmark services,
+// then by family, protocol, address and port, or by mark.
+func (k ServiceKey) Compare(o ServiceKey) int {
+	if (k.FWMark != 0) != (o.FWMark != 0) {
+		if k.FWMark == 0 {
+			return -1
+		}
+		return 1
+	}
+	if k.Family != o.Family {
+		return int(k.Family) - int(o.Family)
+	}
+	if k.FWMark != 0 {
+		switch {
+		case k.FWMark < o.FWMark:
+			return -1
+		case k.FWMark > o.FWMark:
+			return 1
+		}
+		return 0
+	}
+	if k.Protocol != o.Protocol {
+		return int(k.Protocol) - int(o.Protocol)
+	}
+	if c := k.Addr.Compare(o.Addr); c != 0 {
+		return c
+	}
+	return int(k.Port) - int(o.Port)
+}
+
+// Sort puts the services in key order and each service's destinations in
+// canonical order, so that two equal sets print alike; mh services keep
+// their order, which decides their lookup table, and are marked Ordered.
+func (s *Set) Sort() {
+	slices.SortFunc(s.Services, func(a, b Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
+	for i := range s.Services {
+		if s.Services[i].Scheduler == "mh" {
+			s.Services[i].Ordered = true
+			continue
+		}
+		CanonicalDests(s.Services[i].Dests)
+	}
+}
+
+// CanonicalDests sorts destinations in canonical order (DestKey.Compare).
+func CanonicalDests(ds []Dest) { slices.SortFunc(ds, compareDests) }
+
+func compareDests(a, b Dest) int { return DestKeyOf(&a.Destination).Compare(DestKeyOf(&b.Destination)) }
+
+// DuplicateError reports a service or destination given twice.
+type DuplicateError struct {
+	What, Name     string // "service", "-t 10.0.0.1:80"
+	First, Another string // sources of the two definitions
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%s: %s %s given again (first at %s)", e.Another, e.What, e.Name, e.First)
+}
+
+// Validate reports the first service or destination given twice; a set
+// that passes has one entry per key.
+func (s *Set) Validate() error {
+	seen := make(map[ServiceKey]Source, len(s.Services))
+	for i := range s.Services {
+		svc := &s.Services[i]
+		k := KeyOf(&svc.Service)
+		if first, dup := seen[k]; dup {
+			return &DuplicateError{What: "service", Name: k.String(), First: first.String(), Another: svc.Source.String()}
+		}
+		seen[k] = svc.Source
+		dests := make(map[DestKey]Source, len(svc.Dests))
+		for j := range svc.Dests {
+			d := &svc.Dests[j]
+			dk := DestKeyOf(&d.Destination)
+			if first, dup := dests[dk]; dup {
+				return &DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first.String(), Another: d.Source.String()}
+			}
+			dests[dk] = d.Source
+		}
+	}
+	return nil
+}
+
+// Read fetches the kernel's rule set through c, counters included.
+// Destinations keep the kernel's list order (most recently added first),
+// which is what mh builds its lookup table from.
+func Read(c ipvs.Client) (*Set, error) {
+	svcs, err := c.Services()
+	if err != nil {
+		return nil, err
+	}
+	set := &Set{Services: make([]Service, len(svcs))}
+	for i := range svcs {
+		ds, err := c.Destinations(svcs[i])
+		if err != nil {
+			return nil, err
+		}
+		svc := Service{Service: svcs[i], Dests: make([]Dest, len(ds))}
+		for j := range ds {
+			svc.Dests[j].Destination = ds[j]
+		}
+		set.Services[i] = svc
+	}
+	return set, nil
+}

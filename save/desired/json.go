@@ -1,0 +1,481 @@
+package desired
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/names"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// SchemaVersion is the version of the JSON document; readers refuse others.
+const SchemaVersion = 1
+
+// Document is the JSON form of a rule set (docs/lvsctl.md describes it).
+// The counters (connections, stats, rates) are written by lvsctl list and
+// ignored when a document is read as desired state.
+type Document struct {
+	Version  int           `json:"version"`
+	Services []JSONService `json:"services"`
+}
+
+// JSONService is one service. Address services have protocol, address and
+// port; fwmark services have fwmark and family.
+type JSONService struct {
+	Protocol       string            `json:"protocol,omitempty"` // tcp, udp, sctp
+	Address        string            `json:"address,omitempty"`
+	Port           *uint16           `json:"port,omitempty"`
+	FWMark         uint32            `json:"fwmark,omitempty"`
+	Family         string            `json:"family"` // inet, inet6
+	Scheduler      string            `json:"scheduler"`
+	SchedulerFlags []string          `json:"scheduler_flags,omitempty"`
+	Persistence    *JSONPersistence  `json:"persistence,omitempty"`
+	OnePacket      bool              `json:"one_packet,omitempty"`
+	PE             string            `json:"pe,omitempty"`
+	Destinations   []JSONDestination `json:"destinations"`
+	Stats          *JSONStats        `json:"stats,omitempty"`
+}
+
+// JSONPersistence is a persistent service's timeout (seconds) and
+// granularity: a dotted IPv4 mask, or an IPv6 prefix length in decimal.
+type JSONPersistence struct {
+	Timeout uint32 `json:"timeout"`
+	Netmask string `json:"netmask"`
+}
+
+// JSONDestination is one real server.
+type JSONDestination struct {
+	Address         string      `json:"address"`
+	Port            uint16      `json:"port"`
+	Method          string      `json:"method"` // masq, route, tunnel
+	Weight          int64       `json:"weight"`
+	UpperThreshold  uint32      `json:"upper_threshold,omitempty"`
+	LowerThreshold  uint32      `json:"lower_threshold,omitempty"`
+	Tunnel          *JSONTunnel `json:"tunnel,omitempty"`
+	ActiveConns     *uint32     `json:"active_conns,omitempty"`
+	InactiveConns   *uint32     `json:"inactive_conns,omitempty"`
+	PersistentConns *uint32     `json:"persistent_conns,omitempty"`
+	Stats           *JSONStats  `json:"stats,omitempty"`
+}
+
+// JSONTunnel holds a tunnel destination's encapsulation.
+type JSONTunnel struct {
+	Type     string `json:"type"` // ipip, gue, gre
+	Port     uint16 `json:"port,omitempty"`
+	Checksum string `json:"checksum,omitempty"` // nocsum, csum, remcsum
+}
+
+// JSONStats are 64-bit counters and, with --rate, the kernel's estimates.
+type JSONStats struct {
+	Conns    uint64    `json:"conns"`
+	InPkts   uint64    `json:"in_packets"`
+	OutPkts  uint64    `json:"out_packets"`
+	InBytes  uint64    `json:"in_bytes"`
+	OutBytes uint64    `json:"out_bytes"`
+	Rate     *JSONRate `json:"rate,omitempty"`
+}
+
+// JSONRate holds per-second estimates.
+type JSONRate struct {
+	CPS    uint64 `json:"conns_per_second"`
+	InPPS  uint64 `json:"in_packets_per_second"`
+	OutPPS uint64 `json:"out_packets_per_second"`
+	InBPS  uint64 `json:"in_bytes_per_second"`
+	OutBPS uint64 `json:"out_bytes_per_second"`
+}
+
+// Counters selects what WriteJSON adds to the configuration.
+type Counters struct {
+	Conns bool // active, inactive and persistent connections
+	Stats bool // 64-bit counters
+	Rate  bool // estimated rates
+}
+
+var protocolNames = map[uint16]string{ipvs.ProtoTCP: "tcp", ipvs.ProtoUDP: "udp", ipvs.ProtoSCTP: "sctp"}
+var methodNames = map[uint32]string{ipvs.FwdMasq: "masq", ipvs.FwdRoute: "route", ipvs.FwdTunnel: "tunnel", ipvs.FwdLocal: "local"}
+var csumNames = map[uint16]string{ipvs.TunFlagNoCsum: "nocsum", ipvs.TunFlagCsum: "csum", ipvs.TunFlagRemCsum: "remcsum"}
+
+// ToDocument converts a set (in its order) to the JSON document.
+func ToDocument(set *rules.Set, c Counters) Document {
+	doc := Document{Version: SchemaVersion, Services: make([]JSONService, 0, len(set.Services))}
+	for i := range set.Services {
+		doc.Services = append(doc.Services, jsonService(&set.Services[i], c))
+	}
+	return doc
+}
+
+// WriteJSON writes set as an indented JSON document.
+func WriteJSON(w io.Writer, set *rules.Set, c Counters) error {
+	b, err := json.MarshalIndent(ToDocument(set, c), "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func familyName(f uint16) string {
+	if f == ipvs.AFInet6 {
+		return "inet6"
+	}
+	return "inet"
+}
+
+func jsonService(s *rules.Service, c Counters) JSONService {
+	svc := &s.Service
+	js := JSONService{Family: familyName(svc.Family), Scheduler: svc.Scheduler, PE: svc.PEName,
+		OnePacket: svc.Flags&ipvs.FlagOnePacket != 0, Destinations: make([]JSONDestination, 0, len(s.Dests))}
+	if svc.FWMark != 0 {
+		js.FWMark = svc.FWMark
+	} else {
+		js.Protocol = protocolNames[svc.Protocol]
+		if js.Protocol == "" {
+			js.Protocol = strconv.Itoa(int(svc.Protocol))
+		}
+		js.Address = svc.Addr.String()
+		port := svc.Port
+		js.Port = &port
+	}
+	js.SchedulerFlags = schedFlagNames(svc.Scheduler, svc.Flags)
+	if svc.Flags&ipvs.FlagPersistent != 0 {
+		js.Persistence = &JSONPersistence{Timeout: svc.Timeout, Netmask: netmaskText(svc)}
+	}
+	if c.Stats || c.Rate {
+		js.Stats = jsonStats(&svc.Stats, c.Rate)
+	}
+	for i := range s.Dests {
+		d := &s.Dests[i].Destination
+		jd := JSONDestination{Address: d.Addr.String(), Port: d.Port, Method: methodNames[d.FwdMethod&7],
+			Weight: int64(int32(d.Weight)), UpperThreshold: d.UThreshold, LowerThreshold: d.LThreshold}
+		if d.FwdMethod&7 == ipvs.FwdTunnel {
+			name, _ := list.TunTypeName(d.TunType)
+			jd.Tunnel = &JSONTunnel{Type: name}
+			if d.TunType == ipvs.TunGUE {
+				jd.Tunnel.Port = d.TunPort
+			}
+			if d.TunType != ipvs.TunIPIP {
+				jd.Tunnel.Checksum = csumNames[d.TunFlags]
+			}
+		}
+		if c.Conns {
+			a, in, p := d.ActiveConns, d.InactConns, d.PersistConns
+			jd.ActiveConns, jd.InactiveConns, jd.PersistentConns = &a, &in, &p
+		}
+		if c.Stats || c.Rate {
+			jd.Stats = jsonStats(&d.Stats, c.Rate)
+		}
+		js.Destinations = append(js.Destinations, jd)
+	}
+	return js
+}
+
+// schedFlagNames names the SCHED1..3 bits as ipvsadm's -b accepts them:
+// the scheduler's own names where it has them, flag-N otherwise.
+func schedFlagNames(sched string, flags uint32) []string {
+	var out []string
+	for i, bit := range []uint32{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3} {
+		if flags&bit == 0 {
+			continue
+		}
+		name := string(list.AppendSchedFlags(nil, sched, bit))
+		if name == "" {
+			name = "flag-" + strconv.Itoa(i+1)
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+func netmaskText(svc *ipvs.Service) string {
+	if svc.Family == ipvs.AFInet6 {
+		return strconv.Itoa(int(int32(svc.Netmask)))
+	}
+	m := svc.Netmask
+	return netip.AddrFrom4([4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}).String()
+}
+
+func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
+	js := &JSONStats{Conns: s.Conns, InPkts: s.InPkts, OutPkts: s.OutPkts, InBytes: s.InBytes, OutBytes: s.OutBytes}
+	if rate {
+		js.Rate = &JSONRate{CPS: s.CPS, InPPS: s.InPPS, OutPPS: s.OutPPS, InBPS: s.InBPS, OutBPS: s.OutBPS}
+	}
+	return js
+}
+
+// ReadJSON reads a JSON document. Each service and destination is turned
+// into the ipvsadm rule it stands for and checked by ipvsadm's parser, so
+// the defaults and checks are those of rules text; errors name the line of
+// the service or destination at fault. Unknown fields are errors.
+func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
+	if res == nil {
+		res = names.NewResolver()
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var doc Document
+	if err := dec.Decode(&doc); err != nil {
+		line := 1
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case asErr(err, &se):
+			line = lineAt(data, se.Offset)
+		case asErr(err, &te):
+			line = lineAt(data, te.Offset)
+		default:
+			// Unknown fields carry no offset: find the key.
+			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				if i := bytes.Index(data, []byte(name)); i >= 0 {
+					line = lineAt(data, int64(i))
+				}
+			}
+		}
+		return nil, &LineError{File: name, Line: line, Msg: "JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
+	}
+	if doc.Version != SchemaVersion {
+		return nil, &LineError{File: name, Line: 1, Msg: fmt.Sprintf("JSON: version %d, this lvsctl reads version %d", doc.Version, SchemaVersion)}
+	}
+	lines := entryLines(data)
+	r := reader{name: name, p: &ipvsadm.Program{Resolver: res},
+		index: map[rules.ServiceKey]int{}, dests: map[destRef]rules.Source{}}
+	n := 0
+	for i := range doc.Services {
+		js := &doc.Services[i]
+		svcArgv, err := js.argv()
+		if err != nil {
+			return nil, r.errorf(lines.at(n), "service %d: %v", i+1, err)
+		}
+		if err := r.parseArgv(lines.at(n), append([]string{"ipvsadm", "-A"}, svcArgv...)); err != nil {
+			return nil, err
+		}
+		n++
+		designator := svcArgv[:2]
+		if js.FWMark != 0 && js.Family == "inet6" {
+			designator = svcArgv[:3]
+		}
+		for j := range js.Destinations {
+			dArgv, err := js.Destinations[j].argv()
+			if err != nil {
+				return nil, r.errorf(lines.at(n), "service %d, destination %d: %v", i+1, j+1, err)
+			}
+			argv := append(append([]string{"ipvsadm", "-a"}, designator...), dArgv...)
+			if err := r.parseArgv(lines.at(n), argv); err != nil {
+				return nil, err
+			}
+			n++
+		}
+		// An mh service's list order decides its lookup table: the
+		// document's order is the desired one (list --json writes the
+		// kernel's).
+		if svc := &r.set.Services[len(r.set.Services)-1]; svc.Scheduler == "mh" {
+			svc.Ordered = true
+		}
+	}
+	return &r.set, nil
+}
+
+func asErr[T error](err error, target *T) bool {
+	e, ok := err.(T)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// parseArgv parses one ipvsadm command line and adds its rule.
+func (r *reader) parseArgv(lineNo int, argv []string) error {
+	inv, local := r.p.Parse(argv)
+	if local != nil {
+		msg := strings.TrimSpace(local.Stderr)
+		if msg == "" || strings.HasPrefix(msg, "Try `") {
+			msg = "not a rule ipvsadm accepts"
+		}
+		return r.errorf(lineNo, "%s (as the rule %q)", msg, strings.Join(argv[1:], " "))
+	}
+	return r.add(lineNo, inv)
+}
+
+// argv is the service's part of an -A rule: designator, then settings.
+func (js *JSONService) argv() ([]string, error) {
+	var a []string
+	switch {
+	case js.FWMark != 0:
+		if js.Protocol != "" || js.Address != "" || js.Port != nil {
+			return nil, fmt.Errorf("a fwmark service has no protocol, address or port")
+		}
+		a = append(a, "-f", strconv.FormatUint(uint64(js.FWMark), 10))
+		switch js.Family {
+		case "inet6":
+			a = append(a, "-6")
+		case "inet", "":
+		default:
+			return nil, fmt.Errorf("family %q: inet or inet6", js.Family)
+		}
+	default:
+		addr, err := netip.ParseAddr(js.Address)
+		if err != nil || addr.Zone() != "" {
+			return nil, fmt.Errorf("address %q: not an IP address", js.Address)
+		}
+		if js.Port == nil {
+			return nil, fmt.Errorf("address service without port")
+		}
+		if want := familyName(familyOf(addr)); js.Family != "" && js.Family != want {
+			return nil, fmt.Errorf("family %q but address %s", js.Family, addr)
+		}
+		opt := map[string]string{"tcp": "-t", "udp": "-u", "sctp": "--sctp-service"}[js.Protocol]
+		if opt == "" {
+			return nil, fmt.Errorf("protocol %q: tcp, udp or sctp", js.Protocol)
+		}
+		a = append(a, opt, hostPort(addr, *js.Port))
+	}
+	if js.Scheduler != "" {
+		a = append(a, "-s", js.Scheduler)
+	}
+	if p := js.Persistence; p != nil {
+		a = append(a, "-p", strconv.FormatUint(uint64(p.Timeout), 10))
+		if p.Netmask != "" {
+			a = append(a, "-M", p.Netmask)
+		}
+	}
+	if js.PE != "" {
+		a = append(a, "--pe", js.PE)
+	}
+	if js.OnePacket {
+		a = append(a, "-o")
+	}
+	if len(js.SchedulerFlags) > 0 {
+		a = append(a, "-b", strings.Join(js.SchedulerFlags, ","))
+	}
+	return a, nil
+}
+
+// argv is the destination's part of an -a rule.
+func (jd *JSONDestination) argv() ([]string, error) {
+	addr, err := netip.ParseAddr(jd.Address)
+	if err != nil || addr.Zone() != "" {
+		return nil, fmt.Errorf("address %q: not an IP address", jd.Address)
+	}
+	a := []string{"-r", hostPort(addr, jd.Port)}
+	switch jd.Method {
+	case "masq":
+		a = append(a, "-m")
+	case "route", "":
+		a = append(a, "-g")
+	case "tunnel":
+		a = append(a, "-i")
+	default:
+		return nil, fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
+	}
+	a = append(a, "-w", strconv.FormatInt(jd.Weight, 10))
+	if jd.UpperThreshold != 0 {
+		a = append(a, "-x", strconv.FormatUint(uint64(jd.UpperThreshold), 10))
+	}
+	if jd.LowerThreshold != 0 {
+		a = append(a, "-y", strconv.FormatUint(uint64(jd.LowerThreshold), 10))
+	}
+	if t := jd.Tunnel; t != nil {
+		a = append(a, "--tun-type", t.Type)
+		if t.Port != 0 {
+			a = append(a, "--tun-port", strconv.FormatUint(uint64(t.Port), 10))
+		}
+		if t.Checksum != "" {
+			a = append(a, "--tun-"+t.Checksum)
+		}
+	}
+	return a, nil
+}
+
+func familyOf(a netip.Addr) uint16 {
+	if a.Is4() {
+		return ipvs.AFInet
+	}
+	return ipvs.AFInet6
+}
+
+func hostPort(a netip.Addr, port uint16) string {
+	return netip.AddrPortFrom(a, port).String()
+}
+
+// entryLines finds the line of each service and destination object in a
+// JSON document, in document order: the line of each object that opens at
+// the nesting depth of a services or destinations array element.
+type lineTable []int
+
+func (t lineTable) at(i int) int {
+	if i < len(t) {
+		return t[i]
+	}
+	return 1
+}
+
+func entryLines(data []byte) lineTable {
+	type frame struct {
+		object  bool
+		wantKey bool
+		name    string // an array's key
+	}
+	var out lineTable
+	var stack []frame
+	lastKey := ""
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		off := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			if k, ok := tok.(string); ok {
+				lastKey, top.wantKey = k, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if top != nil && !top.object && (top.name == "services" || top.name == "destinations") {
+				out = append(out, lineAt(data, nextNonBlank(data, off)))
+			}
+			stack = append(stack, frame{object: true, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{name: lastKey})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].wantKey = true
+			}
+		default:
+			if top != nil && top.object {
+				top.wantKey = true
+			}
+		}
+	}
+}
+
+func nextNonBlank(data []byte, off int64) int64 {
+	for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
+		off++
+	}
+	return off
+}
+
+func lineAt(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return 1 + bytes.Count(data[:off], []byte{'\n'})
+}
