@@ -32,6 +32,8 @@ type serviceRun struct {
 	scratchTable, scratchList string
 	// marker: a start failed before (the marker exists)
 	marker bool
+	// emptyFile: the rules file exists with 0 bytes
+	emptyFile bool
 }
 
 const fakeSave = "-A -t 10.0.0.1:80 -s wlc\n-a -t 10.0.0.1:80 -r 192.168.1.1:80 -m -w 1\n"
@@ -102,7 +104,7 @@ exit 0
 		}
 	}
 	rules := filepath.Join(etc, "ipvsadm.rules")
-	if r.rules != "" {
+	if r.rules != "" || r.emptyFile {
 		mode := r.rulesMode
 		if mode == 0 {
 			mode = 0o644
@@ -204,8 +206,8 @@ func TestServiceHelper(t *testing.T) {
 			calls: []string{"ipvsadm-restore (strict)"}, restored: rules},
 		{name: "start AUTO=true without rules file flushes", r: serviceRun{config: auto}, action: "start",
 			calls: []string{"ipvsadm -C"}, outRegexp: "does not exist"},
-		{name: "start from an empty file fails, table untouched", r: serviceRun{config: auto, rules: ""}, action: "start",
-			calls: []string{"ipvsadm -C"}, outRegexp: "does not exist"},
+		{name: "start from an empty file fails, table untouched", r: serviceRun{config: auto, emptyFile: true}, action: "start",
+			calls: nil, status: 1, marker: true, outRegexp: "is empty \\(0 bytes\\); the table was left alone"},
 		{name: "start fails when the restore fails", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-restore (strict)"}, action: "start",
 			calls: []string{"ipvsadm-restore (strict)"}, restored: rules, status: 1, marker: true, outRegexp: "will not save"},
 		{name: "stop AUTO=false does nothing", r: serviceRun{config: `AUTO="false"`, rules: rules}, action: "stop", calls: nil, saved: rules},

@@ -71,6 +71,7 @@ type options struct {
 	bootTimeout time.Duration
 	verbose     bool
 	kernelLog   string
+	args        string
 }
 
 func main() {
@@ -89,6 +90,7 @@ func mainErr() int {
 	fs.DurationVar(&o.bootTimeout, "boot-timeout", 60*time.Second, "limit for a boot to reach the guest's /init (retried once)")
 	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
+	fs.StringVar(&o.args, "args", "", "more `FLAGS` for every test binary, split at spaces (make soak passes -lvskit.soak)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
 		fs.PrintDefaults()
@@ -502,6 +504,7 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		if o.count > 0 {
 			argv = append(argv, fmt.Sprintf("-test.count=%d", o.count))
 		}
+		argv = append(argv, strings.Fields(o.args)...)
 		dir := guestSrc
 		if p.rel != "." {
 			dir += "/" + p.rel
