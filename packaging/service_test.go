@@ -93,6 +93,9 @@ exit 0
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(filepath.Join(bin, "ip"), []byte("#!/bin/sh\necho \"ip $*\" >> \"$LOG\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	unshare := filepath.Join(bin, "unshare")
 	if err := os.WriteFile(unshare, []byte("#!/bin/sh\necho \"unshare $1\" >> \"$LOG\"\nwhile [ \"$1\" != -- ]; do shift; done\nshift\nIN_SCRATCH=1 exec \"$@\"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -132,7 +135,7 @@ exit 0
 	}
 	cmd := exec.Command("sh", "ipvsadm-service", action)
 	cmd.Env = append(os.Environ(), "IPVSADM="+fake, "IPVSADM_SAVE="+fake+"-save", "IPVSADM_RESTORE="+fake+"-restore",
-		"UNSHARE="+unshare, "IPVSADM_RULES="+rules, "IPVSADM_CONFIG="+config, "IPVSADM_RUNDIR="+rundir,
+		"UNSHARE="+unshare, "IP="+filepath.Join(bin, "ip"), "IPVSADM_RULES="+rules, "IPVSADM_CONFIG="+config, "IPVSADM_RUNDIR="+rundir,
 		"LOG="+log, "FAIL="+r.fail, "TABLE="+table, "LIST="+list, "SCRATCH_TABLE="+r.scratchTable, "SCRATCH_LIST="+r.scratchList)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -182,7 +185,7 @@ func TestServiceHelper(t *testing.T) {
 	hosttool.Require(t, "sh", "dash")
 	rules := "# ipvsadm.rules\n-A -t 10.0.0.9:80 -s rr\n#-A -t 10.0.0.10:80\n-a -t 10.0.0.9:80 -r 10.1.1.1 -m\n"
 	auto := `AUTO="true"`
-	save := []string{"ipvsadm-save -n", "unshare --net", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
+	save := []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
 		"ipvsadm -L -n --thresholds (scratch)", "ipvsadm -L -n --thresholds"}
 	tests := []struct {
 		name      string
@@ -230,12 +233,12 @@ func TestServiceHelper(t *testing.T) {
 		{name: "an empty table replaces a file without rules", r: serviceRun{config: auto, rules: "# ipvsadm.rules\n", empty: true}, action: "stop",
 			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n"},
 		{name: "a save that restores differently is refused", r: serviceRun{config: auto, rules: rules, scratchTable: "-A -t 10.0.0.1:80 -s wlc\n"}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "unshare --net", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
+			calls: []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
 				"ipvsadm -L -n --thresholds (scratch)", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "different table"},
 		{name: "lost thresholds are refused", r: serviceRun{config: auto, rules: rules, scratchList: strings.Replace(fakeList, "0          0          3", "9          0          3", 1)}, action: "stop",
 			calls: append(save, "ipvsadm -C"), saved: rules, status: 1, outRegexp: "thresholds"},
 		{name: "a save that does not restore is refused", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-restore (strict) (scratch)"}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "unshare --net", "ipvsadm-restore (strict) (scratch)", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "scratch network namespace"},
+			calls: []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "scratch network namespace"},
 		{name: "VERIFY_SAVE=parse checks the lines only", r: serviceRun{config: auto + "\nVERIFY_SAVE=parse", rules: rules}, action: "stop",
 			calls: []string{"ipvsadm-save -n", "ipvsadm-restore (check)", "ipvsadm -C"}, saved: "# ipvsadm.rules\n" + fakeSave},
 		{name: "sync-start none", r: serviceRun{config: `DAEMON="none"`}, action: "sync-start", calls: nil, outRegexp: "no sync daemon"},

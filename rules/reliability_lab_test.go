@@ -120,27 +120,32 @@ func mountTmpfs(t *testing.T, dir, size string) {
 // start restores the same table.
 func TestUnitSaveFullFileSystem(t *testing.T) {
 	labtest.Netns(t)
-	dir := filepath.Join(t.TempDir(), "etc")
-	mountTmpfs(t, dir, "4k")
 	old := "# ipvsadm.rules\n-A -t 10.0.0.1:80 -s rr\n"
-	rules := filepath.Join(dir, "ipvsadm.rules")
-	if err := os.WriteFile(rules, []byte(old), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir+".default", []byte("AUTO=true\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	restoreInput(t, services(100, 1, 1)) // about 8 KiB saved
-	r := unit(t, dir, "stop")
-	t.Logf("stop into a full file system: status %d\n%s", r.Code, r.Stdout)
-	if r.Code == 0 || !strings.Contains(r.Stdout, "left unchanged") {
-		t.Errorf("stop: status %d, output %q; want a failure that says the rules were left unchanged", r.Code, r.Stdout)
-	}
-	if b, err := os.ReadFile(rules); err != nil || string(b) != old {
-		t.Errorf("rules afterwards %q (%v), want the old rules", b, err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("files left in the rules directory: %v", entries)
+	// 4 KiB: the old rules fill the only page, the header cannot be
+	// written; 8 KiB: the header fits, ipvsadm-save's writes fail.
+	for _, fs := range []string{"4k", "8k"} {
+		dir := filepath.Join(t.TempDir(), "etc")
+		mountTmpfs(t, dir, fs)
+		rules := filepath.Join(dir, "ipvsadm.rules")
+		if err := os.WriteFile(rules, []byte(old), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir+".default", []byte("AUTO=true\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := unit(t, dir, "stop")
+		t.Logf("stop into a full %s tmpfs: status %d\n%s", fs, r.Code, r.Stdout)
+		if r.Code == 0 || !strings.Contains(r.Stdout, "left unchanged") {
+			t.Errorf("stop into %s: status %d, output %q; want a failure that says the rules were left unchanged", fs, r.Code, r.Stdout)
+		}
+		if b, err := os.ReadFile(rules); err != nil || string(b) != old {
+			t.Errorf("%s: rules afterwards %q (%v), want the old rules", fs, b, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Errorf("%s: files left in the rules directory: %v", fs, entries)
+		}
+		restoreInput(t, services(100, 1, 1))
 	}
 
 	// Enough room: saved, verified in a scratch namespace, mode kept.
@@ -151,15 +156,16 @@ func TestUnitSaveFullFileSystem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	restoreInput(t, "-a -t 10.1.0.1:80 -r 192.168.9.9:80 -m -x 50 -y 10\n")
-	r = unit(t, big, "stop")
+	restoreInput(t, "-A -t 10.1.0.1:80 -s rr\n-a -t 10.1.0.1:80 -r 192.168.9.9:80 -m -x 50 -y 10\n")
+	r := unit(t, big, "stop")
 	if r.Code == 0 || !strings.Contains(r.Stdout, "thresholds") {
 		t.Errorf("stop with thresholds the save format loses: status %d, output %q; want a refusal", r.Code, r.Stdout)
 	}
 	if b, _ := os.ReadFile(filepath.Join(big, "ipvsadm.rules")); string(b) != old {
 		t.Errorf("a save that loses thresholds replaced the rules: %q", b)
 	}
-	restoreInput(t, "-e -t 10.1.0.1:80 -r 192.168.9.9:80 -m\n")
+	// The stop cleared the table, as it does after any save.
+	restoreInput(t, services(20, 3, 6)+"-A -t 10.1.0.1:80 -s rr -p 60\n-a -t 10.1.0.1:80 -r 192.168.9.9:80 -i -w 0\n")
 	want := table(t)
 	if r := unit(t, big, "stop"); r.Code != 0 {
 		t.Fatalf("stop with room: %+v", r)

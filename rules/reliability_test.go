@@ -296,3 +296,27 @@ func TestSaveScriptWriteError(t *testing.T) {
 		t.Errorf("ipvsadm -S: status %d, stderr %q; want 0 and nothing, as ipvsadm 1.31", st, errb.String())
 	}
 }
+
+// FuzzRestoreScriptRefusal: whatever the input, a refused restore leaves
+// the table exactly as it was, and a restore that was not refused ran.
+func FuzzRestoreScriptRefusal(f *testing.F) {
+	for _, s := range []string{"-A -t 10.0.0.2:80\n", "-A -t 10.0.0.2:80\n  # x\n", "\x00", "-n\n", "# c\n-a -t 10.9.9.9:1 -r 10.1.1.1\n", "-A -t 10.0.0.2:80 -s\n-R\n"} {
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, input []byte, utf8 bool) {
+		fk := tableWith(t)
+		var errb strings.Builder
+		getenv := envOf()
+		if utf8 {
+			getenv = envOf("LANG", "C.UTF-8")
+		}
+		st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader(string(input)), io.Discard, &errb, fakeEnv(t, fk), getenv)
+		refusedRun := strings.HasSuffix(errb.String(), refused)
+		if refusedRun && (st != 1 || saved(t, fk) != untouched) {
+			t.Fatalf("refused with status %d, table %q", st, saved(t, fk))
+		}
+		if !refusedRun && saved(t, fk) == untouched && len(strings.TrimSpace(string(input))) == 0 {
+			t.Fatalf("empty input was not restored (the table must be flushed)")
+		}
+	})
+}
