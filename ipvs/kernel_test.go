@@ -43,9 +43,9 @@ type fakeKernel struct {
 	failCmd   map[ipvs.Command]error // answer this errno without processing (EPERM for GET_INFO...)
 	// mangle, when set, rewrites each answer datagram as Recv hands it
 	// out (garbled, truncated, renumbered answers).
-	mangle func(d []byte) []byte
-	requests  int
-	lastSeq   uint32
+	mangle   func(d []byte) []byte
+	requests int
+	lastSeq  uint32
 }
 
 func newFakeKernel(opts ...ipvstest.Option) *fakeKernel {
