@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit lab labrun check install deb lintian demo bench lab-run clean
+.PHONY: all build test unit lab labrun check install deb lintian demo bench lab-run clean fuzz soak
 
 all: build
 
@@ -54,6 +54,31 @@ demo: build labrun
 ## the reference needs minutes) and print the table docs/benchmarks.md keeps
 bench: build labrun
 	$(LABRUN) -tests -run '^TestBenchmarks$$' -test-timeout 150m -timeout 160m ./bench
+
+## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
+## at most FUZZMINTIME); found inputs go to Go's cache, failures to the
+## package's testdata/fuzz (commit them). go test replays the committed
+## corpora (testdata/fuzz) and seeds on every run. Figures in
+## docs/reliability.md.
+FUZZTIME    ?= 60s
+FUZZMINTIME ?= 2s
+FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
+	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./rules:FuzzRestoreReader \
+	./rules:FuzzRestoreScriptRefusal ./rules:FuzzSaveRoundTrip
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg || exit 1; \
+	done
+
+## soak: the reliability tests at the sizes docs/reliability.md publishes
+## (1,000 SIGKILLs during -R of 10,000 lines, 1,000 saves while the table
+## changes, 8 concurrent restores of 1,000 services, ...) and every fuzz
+## target for 10 minutes. Hours, not minutes.
+soak: build labrun
+	$(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing)' -args -lvskit.soak -test-timeout 300m -timeout 320m ./rules
+	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status

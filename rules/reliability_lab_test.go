@@ -533,3 +533,121 @@ func TestSaveWhileEditing(t *testing.T) {
 		t.Errorf("ipvsadm-save wrote %d of %d tables with a stable service skipped or repeated", bad["ipvsadm-save"], saves)
 	}
 }
+
+// peakRSS runs one of our programs with stdin from the file at input and
+// returns its status, peak resident memory in KiB and stderr. The peak is
+// busybox time's "Maximum resident set size": wait4's ru_maxrss of a child
+// that busybox forked. (The ru_maxrss of a child this test starts would
+// include the test's own memory: Go starts children with a vfork-style
+// clone, and exec records the shared memory's high-water mark.)
+func peakRSS(t *testing.T, prog, input string, args ...string) (int, int64, string) {
+	t.Helper()
+	f, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("/bin/busybox", append([]string{"time", "-v", labtest.Ours(prog)}, args...)...)
+	cmd.Stdin = f
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	status := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		status = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var rss int64 = -1
+	var msg strings.Builder
+	for l := range strings.Lines(errb.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Maximum resident set size (kbytes):"); ok {
+			fmt.Sscan(v, &rss)
+		} else if !strings.HasPrefix(l, "\t") && !strings.HasPrefix(l, "Command ") {
+			msg.WriteString(l)
+		}
+	}
+	if rss < 0 {
+		t.Fatalf("no peak memory in busybox time's output: %q", errb.String())
+	}
+	m := msg.String()
+	if len(m) > 200 {
+		m = m[:200] + "..."
+	}
+	return status, rss, m
+}
+
+func writeInput(t *testing.T, write func(w *bytes.Buffer)) string {
+	t.Helper()
+	var b bytes.Buffer
+	write(&b)
+	p := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRestorePeakMemory measures the peak memory (VmHWM, from the
+// kernel's rusage) of our -R and ipvsadm-restore: many lines, one
+// service with many destinations, one very long line.
+func TestRestorePeakMemory(t *testing.T) {
+	labtest.Netns(t)
+	lines := size(100000, 1000000)
+	in := writeInput(t, func(w *bytes.Buffer) {
+		for i := range lines / 10 {
+			vip := fmt.Sprintf("10.%d.%d.%d:80", 10+i/62500, i/250%250, i%250+1)
+			fmt.Fprintf(w, "-A -t %s -s wrr\n", vip)
+			for d := range 9 {
+				fmt.Fprintf(w, "-a -t %s -r 192.168.0.%d:8080 -m -w %d\n", vip, d+1, d+1)
+			}
+		}
+	})
+	st, rss, msg := peakRSS(t, "ipvsadm", in, "-R")
+	t.Logf("ipvsadm -R of %d lines: status %d, peak RSS %d KiB %s", lines, st, rss, msg)
+	if st != 0 {
+		t.Errorf("restore of %d lines failed: %d %s", lines, st, msg)
+	}
+	st, rss, msg = peakRSS(t, "ipvsadm-restore", in)
+	t.Logf("ipvsadm-restore of %d lines: status %d, peak RSS %d KiB %s", lines, st, rss, msg)
+	if r := labtest.Run(t, "", labtest.Ours("ipvsadm"), "-C"); r.Code != 0 {
+		t.Fatal(r)
+	}
+
+	// The kernel looks a new destination up in its service's list: adding
+	// n costs n^2/2 comparisons, minutes under TCG at 100,000.
+	dests := size(10000, 100000)
+	in = writeInput(t, func(w *bytes.Buffer) {
+		w.WriteString("-A -t 10.0.0.1:80 -s wrr\n")
+		for d := range dests {
+			fmt.Fprintf(w, "-a -t 10.0.0.1:80 -r 172.%d.%d.%d:80 -m\n", 16+d/65536, d/256%256, d%256)
+		}
+	})
+	st, rss, msg = peakRSS(t, "ipvsadm", in, "-R")
+	t.Logf("ipvsadm -R of one service with %d destinations: status %d, peak RSS %d KiB %s", dests, st, rss, msg)
+	if st != 0 {
+		t.Errorf("restore of %d destinations failed: %d %s", dests, st, msg)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, prog := range [][]string{{"ipvsadm", "-S", "-n"}, {"ipvsadm-save", "-n"}, {"ipvsadm", "-L", "-n"}} {
+		st, rss, _ = peakRSS(t, prog[0], empty, prog[1:]...)
+		t.Logf("%q of one service with %d destinations: status %d, peak RSS %d KiB", prog, dests, st, rss)
+	}
+	if r := labtest.Run(t, "", labtest.Ours("ipvsadm"), "-C"); r.Code != 0 {
+		t.Fatal(r)
+	}
+
+	long := size(16, 100) << 20
+	in = writeInput(t, func(w *bytes.Buffer) {
+		w.WriteString("-A -t 10.0.0.1:80 ")
+		w.Write(bytes.Repeat([]byte("x"), long))
+		w.WriteString("\n")
+	})
+	for _, prog := range [][]string{{"ipvsadm", "-R"}, {"ipvsadm-restore"}} {
+		st, rss, msg = peakRSS(t, prog[0], in, prog[1:]...)
+		t.Logf("%q of one %d MiB line: status %d, peak RSS %d KiB, stderr %q", prog, long>>20, st, rss, msg)
+	}
+}
