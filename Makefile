@@ -74,10 +74,12 @@ fuzz:
 
 ## soak: the reliability tests at the sizes docs/reliability.md publishes
 ## (1,000 SIGKILLs during -R of 10,000 lines, 1,000 saves while the table
-## changes, 8 concurrent restores of 1,000 services, ...) and every fuzz
-## target for 10 minutes. Hours, not minutes.
+## changes, 8 concurrent restores of 1,000 services, 1,000,000 restore
+## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
+## keep-alive clients through VS/NAT) and every fuzz target for 10
+## minutes. Hours, not minutes.
 soak: build labrun
-	$(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing)' -args -lvskit.soak -test-timeout 300m -timeout 320m ./rules
+	$(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -args -lvskit.soak -test-timeout 300m -timeout 320m ./rules ./e2e
 	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
