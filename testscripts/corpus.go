@@ -52,10 +52,6 @@ const (
 
 var kindPrefixes = map[string]lineKind{"@same": same, "@timing": timing, "@setup": setup, "@deliberate": deliberate}
 
-// deliberateMessages are the texts one of which our side of a @deliberate
-// line must print on stderr.
-var deliberateMessages = []string{"input refused; the IPVS table was not changed", "writing standard output: "}
-
 func (k lineKind) String() string {
 	switch k {
 	case plain:

@@ -215,6 +215,10 @@ func compareResults(ref, ours labtest.Result) string {
 	return b.String()
 }
 
+// deliberateMessages are the texts one of which our side of a @deliberate
+// line must print on stderr.
+var deliberateMessages = []string{"input refused; the IPVS table was not changed", "writing standard output: "}
+
 // fileResult is what one corpus file contributed.
 type fileResult struct {
 	name                          string
