@@ -118,10 +118,14 @@ func (c *Checked) InputLine(n int) int {
 	return int(c.Lines[n-1])
 }
 
-// firstLine is the first non-empty line of s, or def.
+// firstLine is the first non-empty line of s, or def, cut to 200 bytes
+// (ipvsadm quotes arguments of up to 4,096 bytes).
 func firstLine(s, def string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 200 {
+				l = l[:200] + "..."
+			}
 			return l
 		}
 	}

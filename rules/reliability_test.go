@@ -71,6 +71,8 @@ func TestRestoreScriptRefusals(t *testing.T) {
 			"ipvsadm-restore: reading standard input: Input/output error; the IPVS table was not changed\n"},
 		{"invalid UTF-8 in a UTF-8 locale", strings.NewReader("-A -t 10.0.0.2:80\n-A -t 10.0.0.3:80 \xff\n"), envOf("LANG", "C.UTF-8"),
 			"ipvsadm-restore: line 2: is not valid UTF-8 (the locale's character set), so grep would drop it\n" + refused},
+		{"a line over 1 MiB", strings.NewReader("-A -t 10.0.0.2:80\n-A -t 10.0.0.3:80 " + strings.Repeat("x", 1<<20) + "\n"), envOf(),
+			"ipvsadm-restore: line 2: is longer than 1 MiB: this is not a rules file\n" + refused},
 		{"NUL in the first line", strings.NewReader("\x00"), envOf(),
 			"ipvsadm-restore: line 1: holds a NUL byte (column 1): this is not a rules file\n" + refused},
 		{"many bad lines", strings.NewReader(strings.Repeat("x\n", 15)), envOf(),

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -208,11 +209,16 @@ func (r RestoreRun) Run() int {
 		return 128 + n, true
 	}
 
-	data, err := io.ReadAll(r.Stdin)
+	data, long, err := readInput(r.Stdin)
 	if err != nil {
 		// Debian's grep would report the error and the script would
 		// flush the table and restore the lines read before it.
 		say("reading standard input: %s; the IPVS table was not changed", errorText(err))
+		return statusRefused
+	}
+	if long > 0 {
+		say("line %d: is longer than %d MiB: this is not a rules file", long, maxLineLength>>20)
+		say("input refused; the IPVS table was not changed")
 		return statusRefused
 	}
 	utf8 := utf8Locale(r.Getenv)
@@ -286,6 +292,36 @@ func (r RestoreRun) Run() int {
 		}
 	}
 	return status
+}
+
+// maxLineLength bounds one input line, and so the memory a restore can be
+// made to use beyond the input's ordinary lines: ipvsadm's longest valid
+// line is a few dozen tokens of at most 4,096 bytes.
+const maxLineLength = 1 << 20
+
+// readInput reads all of r, like the script's $(grep ...), but stops at
+// the first line longer than maxLineLength and returns its number.
+func readInput(r io.Reader) (data []byte, long int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, length := 1, 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		data = append(data, chunk...)
+		length += len(chunk)
+		if length > maxLineLength {
+			return nil, line, nil
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+		case err == io.EOF:
+			return data, 0, nil
+		case err != nil:
+			return nil, 0, err
+		default:
+			line++
+			length = 0
+		}
+	}
 }
 
 // errorText is err as the C library's strerror words it, when err carries
