@@ -9,9 +9,32 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit lab labrun check install deb lintian demo bench lab-run clean fuzz soak
+.PHONY: all deps build test unit lab labrun check install deb lintian demo bench lab-run clean fuzz soak
 
 all: build
+
+## deps: the Debian packages every test, the lab, the demo and packaging need,
+## installed here once, in one apt-get call (as root); tests never install
+## anything. Run as another user it names what is missing and the command
+## that installs it, and fails.
+# the lab's VM image: emulator, guest kernel, guest user space, the reference
+# ipvsadm, BIRD for the ECMP topology, and what the image builder runs
+LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
+	iproute2 ipvsadm kmod bash dash netbase cpio bird2
+# host-side tests: manual pages, completions in real shells, the .deb, units
+HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd
+DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+		dpkg-query -W -f '$${db:Status-Abbrev}' "$$p" 2>/dev/null | grep -q '^ii' || echo "$$p"; done); \
+	missing=$$(echo $$missing); \
+	if [ -z "$$missing" ]; then echo "deps: all $(words $(DEBIAN_PACKAGES)) Debian packages are installed"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "deps: missing Debian packages: $$missing" >&2; \
+		echo "deps: install them as root: apt-get update && apt-get install -y --no-install-recommends $$missing" >&2; \
+		exit 1; fi; \
+	echo "deps: installing Debian packages: $$missing"; \
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
 
 ## build: static binaries into bin/
 build:
@@ -19,7 +42,7 @@ build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 ## test: everything: static checks, host unit tests, then the kernel lab
-test: check unit lab
+test: deps check unit lab
 
 ## unit: host-side tests (no kernel IPVS needed)
 unit:
@@ -30,11 +53,18 @@ unit:
 ## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs'
 LABRUN   := .cache/lab/labrun
 LAB_ARGS ?=
-lab: build labrun
+lab: deps build labrun
 	$(LABRUN) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
 
 labrun:
 	$(GO) build -o $(LABRUN) ./lab/labrun
+
+## soak-lvsprep: 1,000 random SIGKILLs of lvsprep during apply and undo,
+## each followed by --undo and a host snapshot compare (issue 14's figure;
+## about 5 s a kill in the lab)
+soak-lvsprep: build labrun
+	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
+		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
 ## check: gofmt, go vet, staticcheck (pinned as a Go tool dependency)
 check:
@@ -47,12 +77,12 @@ check:
 ## demo: boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
 ## the weights, ipvsadm -Ln --stats and one request's addresses (e2e TestDemo)
-demo: build labrun
+demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
 ## bench: time our ipvsadm against Debian's in the lab (one boot, full size:
 ## the reference needs minutes) and print the table docs/benchmarks.md keeps
-bench: build labrun
+bench: deps build labrun
 	$(LABRUN) -tests -run '^TestBenchmarks$$' -test-timeout 150m -timeout 160m ./bench
 
 ## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
@@ -78,13 +108,13 @@ fuzz:
 ## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
 ## keep-alive clients through VS/NAT) and every fuzz target for 10
 ## minutes. Hours, not minutes.
-soak: build labrun
+soak: deps build labrun
 	$(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -args -lvskit.soak -test-timeout 300m -timeout 320m ./rules ./e2e
 	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
-lab-run: build labrun
+lab-run: deps build labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) -- "$$CMD"
 
@@ -137,7 +167,7 @@ deb:
 		$(GO) tool nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
 
 ## lintian: build the .deb and check it with lintian (fails on errors)
-lintian: deb
+lintian: deps deb
 	lintian --fail-on error --display-info $(DEB_FILE)
 
 clean:

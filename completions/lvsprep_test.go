@@ -55,8 +55,8 @@ func lvsprepModel(t *testing.T) map[string][]string {
 		}
 		model[strings.Join(words, " ")] = join(flags)
 	}
-	if len(model) != 15 {
-		t.Fatalf("lvsprep --help lists %d commands, this test knows the 15 of director {nat,fullnat,dr,tun}, "+
+	if len(model) != 17 {
+		t.Fatalf("lvsprep --help lists %d commands, this test knows the 17 of director {nat,fullnat,dr,tun,ecmp}, "+
 			"realserver {dr,tun,nat}, check of each, and status: %q", len(model), slices.Sorted(mapKeys(model)))
 	}
 	return model

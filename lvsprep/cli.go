@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -53,6 +54,7 @@ type directorCmds struct {
 	FullNAT directorFullNATCmd `cmd:"" name:"fullnat" help:"Full-NAT director: the VIP, forwarding, IPVS conntrack, clients' addresses rewritten to a director address."`
 	DR      directorDirectCmd  `cmd:"" name:"dr" help:"VS/DR director: the VIP."`
 	TUN     directorDirectCmd  `cmd:"" name:"tun" help:"VS/TUN director: the VIP."`
+	ECMP    directorECMPCmd    `cmd:"" name:"ecmp" help:"DR/TUN director in a BGP ECMP group: the VIP on lo hidden from ARP, sloppy TCP/SCTP, the mh scheduler, no conntrack for the VIP."`
 }
 
 type realServerCmds struct {
@@ -79,6 +81,11 @@ type directorDirectCmd struct {
 	Dev string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
 	// mode is "dr" or "tun", from the command that selected this value.
 	mode string
+}
+
+type directorECMPCmd struct {
+	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, announced by BGP; put on --dev as a host address."`
+	Dev string `name:"dev" default:"lo" placeholder:"IFACE" help:"Interface that holds the VIP: lo or a dummy interface (${default})."`
 }
 
 type directorFullNATCmd struct {
@@ -139,15 +146,15 @@ func parseVIP(flag, s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// parseHostVIP accepts ADDR, or ADDR/32 (/128): real servers hold the VIP as
-// a host address only.
+// parseHostVIP accepts ADDR, or ADDR/32 (/128): real servers and ECMP
+// directors hold the VIP as a host address only.
 func parseHostVIP(flag, s string) (netip.Addr, error) {
 	p, err := parseVIP(flag, s)
 	if err != nil {
 		return netip.Addr{}, err
 	}
 	if !p.IsSingleIP() {
-		return netip.Addr{}, usagef("%s %s: a real server holds the VIP as a host address (/%d), not a subnet", flag, s, p.Addr().BitLen())
+		return netip.Addr{}, usagef("%s %s: this profile holds the VIP as a host address (/%d), not a subnet", flag, s, p.Addr().BitLen())
 	}
 	return p.Addr(), nil
 }
@@ -221,6 +228,20 @@ func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
 		return Profile{}, err
 	}
 	return DirectorDirect(c.mode, vip, c.Dev), nil
+}
+
+func (c *directorECMPCmd) profile(undo bool) (Profile, error) {
+	vip, err := parseHostVIP("--vip", c.VIP)
+	if err != nil {
+		return Profile{}, err
+	}
+	if undo {
+		return Profile{Name: "director ecmp", Key: "director-ecmp-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+	}
+	if err := checkDev("--dev", c.Dev, true); err != nil {
+		return Profile{}, err
+	}
+	return DirectorECMP(vip, c.Dev), nil
 }
 
 func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
@@ -302,14 +323,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return Run(args, stdout, stderr, RealHost())
 }
 
-// Run is Main on a given host (tests pass fakes).
-func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
-	var c cli
-	stateDir := h.StateDir
-	if stateDir == "" {
-		stateDir = DefaultStateDir
-	}
-	parser, err := kong.New(&c,
+// newParser builds lvsprep's command line on c. kong's exits (after --help
+// or --version) panic with an exitRequest for the caller to recover.
+func newParser(c *cli, stdout, stderr io.Writer, stateDir string) (*kong.Kong, error) {
+	return kong.New(c,
 		kong.Name("lvsprep"),
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
@@ -317,25 +334,38 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 	)
+}
+
+// recoverExit turns kong's exit request into a status.
+func recoverExit(code *int) {
+	if r := recover(); r != nil {
+		e, ok := r.(exitRequest)
+		if !ok {
+			panic(r)
+		}
+		*code = int(e)
+	}
+}
+
+// Run is Main on a given host (tests pass fakes).
+func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
+	var c cli
+	stateDir := h.StateDir
+	if stateDir == "" {
+		stateDir = DefaultStateDir
+	}
+	parser, err := newParser(&c, stdout, stderr, stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "lvsprep: internal error: %v\n", err)
 		return exitFailed
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			e, ok := r.(exitRequest)
-			if !ok {
-				panic(r)
-			}
-			code = int(e)
-		}
-	}()
+	defer recoverExit(&code)
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "lvsprep: %v (see lvsprep --help)\n", err)
 		return exitUsage
 	}
-	r := &runner{h: h, dir: c.StateDir, out: stdout}
+	r := &runner{h: h, dir: c.StateDir, out: stdout, errOut: stderr}
 	err = dispatch(&c, kctx, r)
 	var ue usageError
 	var pe problemsFound
@@ -353,6 +383,55 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 	}
 }
 
+// profileNames are the profiles a state file may name.
+var profileNames = []string{"director nat", "director fullnat", "director dr", "director tun", "director ecmp",
+	"realserver dr", "realserver tun", "realserver nat"}
+
+// rebuildProfile builds the profile that a state file names from the flags
+// it recorded, through the same command line as the user's. The flags must
+// come back in their canonical order, exactly as lvsprep writes them.
+func rebuildProfile(name string, args []string) (p Profile, err error) {
+	if !slices.Contains(profileNames, name) {
+		return Profile{}, errors.New("not a profile")
+	}
+	var c cli
+	parser, err := newParser(&c, io.Discard, io.Discard, DefaultStateDir)
+	if err != nil {
+		return Profile{}, err
+	}
+	code := -1
+	defer func() {
+		if code != -1 {
+			err = errors.New("not profile flags")
+		}
+	}()
+	defer recoverExit(&code)
+	kctx, err := parser.Parse(append(strings.Fields(name), args...))
+	if err != nil {
+		return Profile{}, err
+	}
+	prof, err := selectedProfile(kctx, false)
+	if err != nil {
+		return Profile{}, err
+	}
+	if prof.Name != name || !slices.Equal(prof.Args, args) {
+		return Profile{}, errors.New("flags not in the form lvsprep writes")
+	}
+	return prof, nil
+}
+
+// selectedProfile builds the profile of the command kong selected.
+func selectedProfile(kctx *kong.Context, undo bool) (Profile, error) {
+	p, ok := kctx.Selected().Target.Addr().Interface().(profiler)
+	if !ok {
+		return Profile{}, fmt.Errorf("internal error: %q is not a profile command", kctx.Command())
+	}
+	if d, ok := p.(*directorDirectCmd); ok {
+		d.mode = kctx.Selected().Name
+	}
+	return p.profile(undo)
+}
+
 // problemsFound is check's verdict that something is missing; the table has
 // said what, so Main prints nothing more.
 type problemsFound struct{}
@@ -367,18 +446,11 @@ func dispatch(c *cli, kctx *kong.Context, r *runner) error {
 		}
 		return r.status()
 	}
-	p, ok := kctx.Selected().Target.Addr().Interface().(profiler)
-	if !ok {
-		return fmt.Errorf("internal error: %q is not a profile command", cmd)
-	}
-	if d, ok := p.(*directorDirectCmd); ok {
-		d.mode = kctx.Selected().Name
-	}
 	checking := strings.HasPrefix(cmd, "check ")
 	if checking && (c.Undo || c.DryRun) {
 		return usagef("check takes neither --undo nor --dry-run")
 	}
-	prof, err := p.profile(c.Undo)
+	prof, err := selectedProfile(kctx, c.Undo)
 	if err != nil {
 		return err
 	}

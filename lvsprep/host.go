@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/netfilter"
 	"golang.org/x/sys/unix"
 )
@@ -25,11 +24,21 @@ type Host struct {
 	// when a profile has rules, because the real one needs the iptables
 	// command.
 	IPTables func(netfilter.Family) (netfilter.IPTables, error)
+	// IPVS opens the kernel's IPVS tables, which check reads for the ECMP
+	// profile.
+	IPVS func() (ipvs.Client, error)
 	// IsRoot reports whether changes may be attempted.
 	IsRoot func() bool
 	Now    func() time.Time
 	// StateDir is the default for --state-dir.
 	StateDir string
+	// UID is a user whose state files are trusted besides root's: the
+	// effective user, so that a read-only run by another user (check,
+	// status, --dry-run) can read its own; -1 trusts root alone.
+	UID int
+	// Identity tells which network namespace instance lvsprep runs in
+	// (nil: not checked).
+	Identity func() (nsIdentity, error)
 
 	ipt map[netfilter.Family]netfilter.IPTables
 }
@@ -56,38 +65,21 @@ func RealHost() *Host {
 		Links:    netfilter.Netlink{},
 		Modules:  modprobe{},
 		IPTables: netfilter.NewIPTables,
+		IPVS:     openIPVS,
 		IsRoot:   func() bool { return os.Geteuid() == 0 },
 		Now:      time.Now,
 		StateDir: namespaceStateDir(DefaultStateDir),
+		UID:      os.Geteuid(),
+		Identity: currentIdentity,
 	}
 }
 
-// namespaceStateDir gives each network namespace its own state directory
-// below root. A namespace is a separate network stack with its own
-// addresses, routes, rules and per-namespace sysctls, but it shares /run
-// with the host: without this, "realserver dr --vip X" in two namespaces
-// (containers, or the lab's hosts) would share one state file. The initial
-// namespace uses root itself; a named one (ip netns add) netns-NAME, any
-// other netns-INODE.
-func namespaceStateDir(root string) string {
-	self, err := os.Stat("/proc/self/ns/net")
+func openIPVS() (ipvs.Client, error) {
+	c, err := ipvs.Open()
 	if err != nil {
-		return root
+		return nil, err
 	}
-	if initial, err := os.Stat("/proc/1/ns/net"); err != nil || os.SameFile(self, initial) {
-		return root
-	}
-	if ents, err := os.ReadDir("/run/netns"); err == nil {
-		for _, e := range ents {
-			if fi, err := os.Stat(filepath.Join("/run/netns", e.Name())); err == nil && os.SameFile(self, fi) {
-				return filepath.Join(root, "netns-"+e.Name())
-			}
-		}
-	}
-	if st, ok := self.Sys().(*syscall.Stat_t); ok {
-		return filepath.Join(root, fmt.Sprintf("netns-%d", st.Ino))
-	}
-	return root
+	return c, nil
 }
 
 // modprobe is the real Modules: it looks in /sys/module and the kernel's
@@ -110,8 +102,11 @@ func (modprobe) Loaded(name string) (bool, error) {
 	return netfilter.ModuleLoaded("", modRoot, name)
 }
 
-func (modprobe) Load(name string) error   { return runModprobe(name) }
-func (modprobe) Unload(name string) error { return runModprobe("-r", name) }
+// Module names come from the profiles (and from state files only when they
+// name a step of a profile); "--" keeps one from ever being read as an
+// option.
+func (modprobe) Load(name string) error   { return runModprobe("--", name) }
+func (modprobe) Unload(name string) error { return runModprobe("-r", "--", name) }
 
 func runModprobe(args ...string) error {
 	path, err := exec.LookPath("modprobe")

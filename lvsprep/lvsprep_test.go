@@ -15,8 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/netfilter"
 )
+
+// unclosed keeps the fake IPVS open across runs, as the kernel's tables
+// outlive each lvsprep process.
+type unclosed struct{ *ipvstest.Fake }
+
+func (unclosed) Close() error { return nil }
 
 // testHost is a Host made of netfilter's fakes, plus the pieces of kernel
 // behaviour lvsprep depends on: loading ip_vs creates net/ipv4/vs/*, loading
@@ -31,6 +39,8 @@ type testHost struct {
 	modules  *netfilter.FakeModules
 	stateDir string
 	root     bool
+	ident    nsIdentity
+	ipvs     *ipvstest.Fake
 }
 
 type kernelModules struct{ th *testHost }
@@ -44,6 +54,9 @@ func (k kernelModules) Load(name string) error {
 	switch name {
 	case "ip_vs":
 		k.th.setSysctl("net/ipv4/vs/conntrack", "0")
+		k.th.setSysctl("net/ipv4/vs/sloppy_tcp", "0")
+		k.th.setSysctl("net/ipv4/vs/sloppy_sctp", "0")
+		k.th.setSysctl("net/ipv4/vs/schedule_icmp", "0")
 	case "ipip":
 		k.th.links.Links["tunl0"] = &netfilter.FakeLink{}
 		k.th.confSysctls("tunl0", "0")
@@ -101,9 +114,11 @@ func newTestHost(t *testing.T) *testHost {
 		links:    netfilter.NewFakeLinks("eth0", "eth1"),
 		rules4:   netfilter.NewFakeIPTables(),
 		rules6:   netfilter.NewFakeIPTables(),
-		modules:  netfilter.NewFakeModules("ip_vs", "xt_ipvs", "ipip", "ip6_tunnel"),
+		modules:  netfilter.NewFakeModules("ip_vs", "ip_vs_mh", "xt_ipvs", "ipip", "ip6_tunnel"),
 		stateDir: filepath.Join(t.TempDir(), "state"),
 		root:     true,
+		ident:    nsIdentity{BootID: "b00t", Cookie: 1, Inode: 4026531840},
+		ipvs:     ipvstest.New(),
 	}
 	th.links.Links["eth0"].Up = true
 	th.links.Links["eth0"].Addrs = []netip.Prefix{netip.MustParsePrefix("172.16.0.2/24")}
@@ -130,7 +145,12 @@ func newTestHost(t *testing.T) *testHost {
 			return th.rules4, nil
 		},
 		IsRoot: func() bool { return th.root },
-		Now:    func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
+		IPVS:   func() (ipvs.Client, error) { return unclosed{th.ipvs}, nil },
+		UID:    os.Geteuid(),
+		Identity: func() (nsIdentity, error) {
+			return th.ident, nil
+		},
+		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
 	return th
 }
@@ -174,7 +194,12 @@ func (th *testHost) snapshot() string {
 		l := th.links.Links[n]
 		fmt.Fprintf(&b, "link %s up=%t addrs=%v\n", n, l.Up, l.Addrs)
 	}
-	fmt.Fprintf(&b, "routes %v\n", th.links.Routes)
+	// The kernel lists default routes by metric; the fake in the order
+	// they came.
+	routes := slices.SortedFunc(slices.Values(th.links.Routes), func(a, b netfilter.Route) int {
+		return strings.Compare(fmt.Sprintf("%09d %v", a.Metric, a), fmt.Sprintf("%09d %v", b.Metric, b))
+	})
+	fmt.Fprintf(&b, "routes %v\n", routes)
 	for _, r := range []*netfilter.FakeIPTables{th.rules4, th.rules6} {
 		for _, k := range slices.Sorted(maps.Keys(r.Rules)) {
 			if len(r.Rules[k]) == 0 {
@@ -189,11 +214,25 @@ func (th *testHost) snapshot() string {
 
 func (th *testHost) stateFiles() []string {
 	th.t.Helper()
-	keys, err := stateKeys(th.stateDir)
+	s, err := openStore(th.stateDir, os.Geteuid(), false)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	defer s.close()
+	keys, err := s.keys()
 	if err != nil {
 		th.t.Fatal(err)
 	}
 	return keys
+}
+
+func (th *testHost) loadState(key string) (*State, error) {
+	s, err := openStore(th.stateDir, os.Geteuid(), false)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	return s.load(key)
 }
 
 func (th *testHost) hasAddr(dev, prefix string) bool {
@@ -475,8 +514,9 @@ func TestRealServerNATReplacesAndRestoresDefaultRoute(t *testing.T) {
 	if !slices.Equal(th.links.Routes, want) {
 		t.Errorf("routes %v, want %v", th.links.Routes, want)
 	}
-	wantLog := "changed   ip route del default via 172.16.0.254 dev eth0 metric 100 proto dhcp; " +
-		"ip route del default via 10.0.0.254 dev eth1 metric 200 proto static; ip route add default via 172.16.0.1 dev eth0"
+	// The new route first, so the host always has one.
+	wantLog := "changed   ip route add default via 172.16.0.1 dev eth0; " +
+		"ip route del default via 172.16.0.254 dev eth0 metric 100 proto dhcp; ip route del default via 10.0.0.254 dev eth1 metric 200 proto static"
 	if !strings.Contains(out, wantLog) {
 		t.Errorf("output lacks %q:\n%s", wantLog, out)
 	}
@@ -590,7 +630,7 @@ func TestUndoFailureKeepsTheRest(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "undo incomplete") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	st, err := loadState(th.stateDir, "director-nat-202.103.106.5")
+	st, err := th.loadState("director-nat-202.103.106.5")
 	if err != nil || st == nil || len(st.Records) != 1 || st.Records[0].Kind != kindAddr {
 		t.Fatalf("state after a failed undo: %+v, %v; want only the address left", st, err)
 	}

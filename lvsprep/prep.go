@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,9 +19,9 @@ var errNotRoot = errors.New("must run as root: lvsprep changes sysctls, addresse
 
 // runner carries out one command against a host, writing its log to out.
 type runner struct {
-	h   *Host
-	dir string
-	out io.Writer
+	h           *Host
+	dir         string
+	out, errOut io.Writer
 }
 
 func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.out, format, args...) }
@@ -79,10 +80,83 @@ func findRecord(recs []Record, key string) int {
 	return slices.IndexFunc(recs, func(r Record) bool { return r.Key() == key })
 }
 
-// apply brings the host to the profile, step by step, recording each
-// change in the state file before moving on. If a step fails, the changes of
-// this run are reverted in reverse order and the state is put back as it
-// was.
+// open opens this namespace's state directory. For a change (write), the
+// directory is created or tightened and the tree's lock is held until the
+// returned function runs: the tree is the directory, or the root above a
+// netns-* directory, whose siblings undo also updates. State written by an
+// earlier namespace that had this directory's name is set aside first.
+func (r *runner) open(write bool) (*store, func(), error) {
+	var lockDir *store
+	if write {
+		root := r.dir
+		if strings.HasPrefix(filepath.Base(r.dir), "netns-") {
+			root = filepath.Dir(r.dir)
+		}
+		var err error
+		if lockDir, err = openStore(root, r.h.UID, true); err != nil {
+			return nil, nil, err
+		}
+		if err := lockDir.lock(true); err != nil {
+			lockDir.close()
+			return nil, nil, err
+		}
+	}
+	release := func() { lockDir.close() }
+	s, err := openStore(r.dir, r.h.UID, write)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	stale, err := r.checkIdentity(s, write)
+	if err == nil && stale != nil {
+		s, err = r.setAside(s, *stale, write)
+	}
+	if err != nil {
+		s.close()
+		release()
+		return nil, nil, err
+	}
+	return s, func() { s.close(); release() }, nil
+}
+
+// setAside deals with a state directory written by another network
+// namespace or before a reboot: its settings are gone with that namespace.
+// A netns-* directory is renamed stale-netns-*-COOKIE beside it (the name
+// was reused by a new namespace) and a fresh one is opened; any other
+// directory is refused, since the user named it.
+func (r *runner) setAside(s *store, was nsIdentity, write bool) (*store, error) {
+	base := filepath.Base(s.path)
+	if !strings.HasPrefix(base, "netns-") {
+		return s, fmt.Errorf("the state in %s was written in another network namespace or before a reboot (%s): "+
+			"the settings it records are gone; move it away to start afresh", s.path, was)
+	}
+	if !write {
+		fmt.Fprintf(r.errOut, "lvsprep: note: %s was written by an earlier network namespace (%s); it is set aside at the next change\n", s.path, was)
+		s.close()
+		return &store{path: s.path, trust: s.trust}, nil
+	}
+	aside := filepath.Join(filepath.Dir(s.path), fmt.Sprintf("stale-%s-%d", base, was.Cookie))
+	if err := os.Rename(s.path, aside); err != nil {
+		return s, fmt.Errorf("setting aside stale state: %w", err)
+	}
+	s.close()
+	r.logf("note: %s was written by an earlier network namespace (%s), whose settings are gone; moved to %s\n", s.path, was, aside)
+	ns, err := openStore(r.dir, r.h.UID, true)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.checkIdentity(ns, true); err != nil {
+		ns.close()
+		return nil, err
+	}
+	return ns, nil
+}
+
+// apply brings the host to the profile, step by step. Each change is
+// journaled in the state file before it is made (a pending record, with
+// the value it replaces) and again after, so a kill at any point leaves a
+// record for --undo. If a step fails, the changes of this run are reverted
+// in reverse order and the state is put back as it was.
 func (r *runner) apply(p Profile) error {
 	if !r.h.IsRoot() {
 		return errNotRoot
@@ -90,7 +164,12 @@ func (r *runner) apply(p Profile) error {
 	if err := r.preflight(p); err != nil {
 		return err
 	}
-	st, err := loadState(r.dir, p.Key)
+	s, done, err := r.open(true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	st, err := s.load(p.Key)
 	if err != nil {
 		return err
 	}
@@ -106,8 +185,13 @@ func (r *runner) apply(p Profile) error {
 
 	var changed []Record // this run's changes, for rollback
 	changes, inPlace := 0, 0
-	fail := func(s Step, err error) error {
-		r.logf("failed    %s\n", strings.Join(applyCommands(s, nil), "; "))
+	fail := func(s0 Step, failed *Record, err error) error {
+		r.logf("failed    %s\n", strings.Join(applyCommands(s0, nil), "; "))
+		if failed != nil {
+			// The failed change undid itself; reverting it again is
+			// harmless and covers a kernel that half did it.
+			_, _ = r.h.revert(*failed)
+		}
 		var rollbackErrs []error
 		var kept []Record
 		for i := len(changed) - 1; i >= 0; i-- {
@@ -131,9 +215,9 @@ func (r *runner) apply(p Profile) error {
 		}
 		var serr error
 		if fresh && len(st.Records) == 0 {
-			serr = removeState(r.dir, p.Key)
+			serr = s.remove(p.Key)
 		} else {
-			serr = saveState(r.dir, p.Key, st)
+			serr = s.save(p.Key, st)
 		}
 		if len(rollbackErrs) > 0 {
 			return errors.Join(err, fmt.Errorf("rolling back: %w (the rest is recorded for %s)",
@@ -145,73 +229,93 @@ func (r *runner) apply(p Profile) error {
 		return fmt.Errorf("%w (rolled back: nothing changed)", err)
 	}
 
-	for _, s := range p.Steps {
-		idx := findRecord(st.Records, s.Key())
-		cur := r.h.check(s)
+	for _, step := range p.Steps {
+		idx := findRecord(st.Records, step.Key())
+		cur := r.h.check(step)
 		if cur.Err != nil {
-			return fail(s, cur.Err)
+			return fail(step, nil, cur.Err)
 		}
 		if cur.Conflict != "" {
-			return fail(s, errors.New(cur.Conflict))
+			return fail(step, nil, errors.New(cur.Conflict))
 		}
 		if cur.OK {
 			if idx < 0 {
-				st.Records = append(st.Records, Record{Step: s})
-				if err := saveState(r.dir, p.Key, st); err != nil {
-					return fail(s, err)
+				st.Records = append(st.Records, Record{Step: step})
+				if err := s.save(p.Key, st); err != nil {
+					return fail(step, nil, err)
 				}
 			}
 			inPlace++
-			r.logf("in place  %s\n", strings.Join(applyCommands(s, nil), "; "))
+			r.logf("in place  %s\n", strings.Join(applyCommands(step, nil), "; "))
 			continue
 		}
-		priorRoutes := []netfilter.Route(nil)
-		if s.Kind == kindRoute {
-			priorRoutes, _ = r.h.Links.DefaultRoutes(s.Route.Family())
-		}
-		rec, err := r.h.apply(s)
+		rec, err := r.h.prepare(step)
 		if err != nil {
-			return fail(s, err)
+			return fail(step, nil, err)
 		}
-		changed = append(changed, rec)
-		// A setting that drifted since an earlier run keeps its original
-		// record: that one knows what was there before lvsprep.
+		// The intent first. A setting that drifted since an earlier run
+		// keeps its original record: that one knows what was there before
+		// lvsprep.
 		if idx < 0 {
+			rec.Pending = true
 			st.Records = append(st.Records, rec)
+			idx = len(st.Records) - 1
+			if err := s.save(p.Key, st); err != nil {
+				st.Records = st.Records[:idx]
+				return fail(step, nil, err)
+			}
+		} else if !st.Records[idx].Changed {
+			st.Records[idx] = Record{Step: step} // the original state was the wanted one
 		}
-		if err := saveState(r.dir, p.Key, st); err != nil {
-			return fail(s, err)
+		if err := r.h.change(rec); err != nil {
+			if st.Records[idx].Pending {
+				st.Records = slices.Delete(st.Records, idx, idx+1)
+			}
+			return fail(step, &rec, err)
+		}
+		rec.Pending = false
+		changed = append(changed, rec)
+		if st.Records[idx].Pending {
+			st.Records[idx].Pending = false
+			if err := s.save(p.Key, st); err != nil {
+				return fail(step, nil, err)
+			}
 		}
 		changes++
-		r.logf("changed   %s\n", strings.Join(applyCommands(s, priorRoutes), "; "))
+		r.logf("changed   %s\n", strings.Join(applyCommands(step, rec.PriorRoutes), "; "))
 	}
 	r.logf("%s: %d changed, %d already in place. State: %s\nUndo with: %s\n",
 		p.Name, changes, inPlace, statePath(r.dir, p.Key), p.undoCommand())
 	return nil
 }
 
-// undo reverts what the profile's state file records, newest change first.
-// A setting that another applied profile also relies on is left in place;
-// if that profile found it already set, it inherits this record, so its own
-// undo later restores the value from before either of them.
+// undo reverts what the profile's state file records, newest change first,
+// dropping each record from the file once its setting is back, so a kill
+// midway leaves what is still to do. A setting that another applied profile
+// also relies on is left in place; if that profile found it already set, it
+// inherits this record, so its own undo later restores the value from
+// before either of them.
 func (r *runner) undo(p Profile) error {
 	if !r.h.IsRoot() {
 		return errNotRoot
 	}
-	st, err := loadState(r.dir, p.Key)
+	s, done, err := r.open(true)
 	if err != nil {
 		return err
+	}
+	defer done()
+	st, err := s.load(p.Key)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed. Inspect the file, and remove it to forget that profile", err)
 	}
 	if st == nil {
 		r.logf("%s: nothing to undo (no state file %s)\n", p.Name, statePath(r.dir, p.Key))
 		return nil
 	}
-	others, err := r.otherStates(p.Key)
+	others, err := r.otherStates(s, p.Key)
 	if err != nil {
 		return err
 	}
-	dirty := map[*otherState]bool{}
-	var kept []Record
 	var errs []error
 	reverted := 0
 	for i := len(st.Records) - 1; i >= 0; i-- {
@@ -220,36 +324,33 @@ func (r *runner) undo(p Profile) error {
 			continue
 		}
 		if owner := handOver(others, rec); owner != nil {
-			dirty[owner] = true
+			if err := owner.s.save(owner.key, owner.st); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			r.logf("kept      %s: %s still needs it\n", rec.Setting(), owner)
-			continue
+		} else {
+			note, err := r.h.revert(rec)
+			if err != nil {
+				errs = append(errs, err)
+				r.logf("failed    %s: %v\n", strings.Join(revertCommands(rec), "; "), err)
+				continue
+			}
+			reverted++
+			r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
+			if note != "" {
+				r.logf("note: %s\n", note)
+			}
 		}
-		note, err := r.h.revert(rec)
-		if err != nil {
-			errs = append(errs, err)
-			kept = append([]Record{rec}, kept...)
-			r.logf("failed    %s: %v\n", strings.Join(revertCommands(rec), "; "), err)
-			continue
-		}
-		reverted++
-		r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
-		if note != "" {
-			r.logf("note: %s\n", note)
-		}
-	}
-	for o := range dirty {
-		if err := saveState(o.dir, o.key, o.st); err != nil {
-			errs = append(errs, err)
+		st.Records = slices.Delete(st.Records, i, i+1)
+		if err := s.save(p.Key, st); err != nil {
+			return fmt.Errorf("undo incomplete: %w", err)
 		}
 	}
 	if len(errs) > 0 {
-		st.Records = kept
-		if err := saveState(r.dir, p.Key, st); err != nil {
-			errs = append(errs, err)
-		}
 		return fmt.Errorf("undo incomplete, the rest stays recorded in %s: %w", statePath(r.dir, p.Key), errors.Join(errs...))
 	}
-	if err := removeState(r.dir, p.Key); err != nil {
+	if err := s.remove(p.Key); err != nil {
 		return err
 	}
 	r.logf("%s: %d reverted; state removed.\n", p.Name, reverted)
@@ -258,8 +359,9 @@ func (r *runner) undo(p Profile) error {
 
 // otherState is an applied profile other than the one being undone.
 type otherState struct {
-	dir, key string
-	st       *State
+	s   *store
+	key string
+	st  *State
 	// local is true in the same network namespace. Only there do profiles
 	// share sysctls, addresses and rules; kernel modules are shared by all
 	// namespaces of the machine.
@@ -269,17 +371,19 @@ type otherState struct {
 func (o *otherState) String() string {
 	s := o.st.Profile + " " + strings.Join(o.st.Args, " ")
 	if !o.local {
-		s += " (in " + o.dir + ")"
+		s += " (in " + o.s.path + ")"
 	}
 	return s
 }
 
 // otherStates loads the other state files: those of this namespace first,
 // then those of the machine's other namespaces (the directories beside it,
-// see namespaceStateDir).
-func (r *runner) otherStates(self string) ([]*otherState, error) {
-	dirs := []string{r.dir}
+// see namespaceStateDir). A file that cannot be read or trusted is named
+// and passed over: it must not block the undo of another profile.
+func (r *runner) otherStates(self *store, selfKey string) ([]*otherState, error) {
+	stores := []*store{self}
 	root := r.dir
+	var dirs []string
 	if strings.HasPrefix(filepath.Base(r.dir), "netns-") {
 		root = filepath.Dir(r.dir)
 		dirs = append(dirs, root)
@@ -290,22 +394,31 @@ func (r *runner) otherStates(self string) ([]*otherState, error) {
 			dirs = append(dirs, d)
 		}
 	}
-	var out []*otherState
 	for _, d := range dirs {
-		keys, err := stateKeys(d)
+		s, err := openStore(d, r.h.UID, false)
+		if err != nil {
+			r.logf("warning: passing over %s: %v\n", d, err)
+			continue
+		}
+		stores = append(stores, s)
+	}
+	var out []*otherState
+	for _, s := range stores {
+		keys, err := s.keys()
 		if err != nil {
 			return nil, err
 		}
 		for _, k := range keys {
-			if d == r.dir && k == self {
+			if s == self && k == selfKey {
 				continue
 			}
-			st, err := loadState(d, k)
+			st, err := s.load(k)
 			if err != nil {
-				return nil, err
+				r.logf("warning: passing over a state file that cannot be used (settings it shares are reverted anyway): %v\n", err)
+				continue
 			}
 			if st != nil {
-				out = append(out, &otherState{dir: d, key: k, st: st, local: d == r.dir})
+				out = append(out, &otherState{s: s, key: k, st: st, local: s == self})
 			}
 		}
 	}
@@ -340,7 +453,12 @@ func handOver(others []*otherState, rec Record) *otherState {
 // the command is shown.
 func (r *runner) plan(p Profile, undo bool) error {
 	if undo {
-		st, err := loadState(r.dir, p.Key)
+		s, done, err := r.open(false)
+		if err != nil {
+			return err
+		}
+		defer done()
+		st, err := s.load(p.Key)
 		if err != nil {
 			return err
 		}
@@ -411,11 +529,20 @@ func (r *runner) check(p Profile) (bool, error) {
 		}
 		fixes = append(fixes, applyCommands(s, prior)...)
 	}
+	if p.VIP.IsValid() {
+		srows, sfixes, sok := r.checkServices(p.VIP)
+		rows, fixes, ok = append(rows, srows...), append(fixes, sfixes...), ok && sok
+	}
 	r.logf("%s\n", p.describe())
 	if err := writeTable(r.out, []string{"STATUS", "SETTING", "WANT", "HAVE"}, rows); err != nil {
 		return false, err
 	}
-	st, err := loadState(r.dir, p.Key)
+	s, done, err := r.open(false)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	st, err := s.load(p.Key)
 	if err != nil {
 		return false, err
 	}
@@ -433,9 +560,15 @@ func (r *runner) check(p Profile) (bool, error) {
 	return false, nil
 }
 
-// status lists the applied profiles.
+// status lists the applied profiles. A state file that cannot be read or
+// trusted is listed as such, with the reason, and makes the status 1.
 func (r *runner) status() error {
-	keys, err := stateKeys(r.dir)
+	s, done, err := r.open(false)
+	if err != nil {
+		return err
+	}
+	defer done()
+	keys, err := s.keys()
 	if err != nil {
 		return err
 	}
@@ -444,31 +577,48 @@ func (r *runner) status() error {
 		return nil
 	}
 	var rows [][]string
-	var undos []string
+	var undos, bad []string
 	for _, k := range keys {
-		st, err := loadState(r.dir, k)
+		st, err := s.load(k)
 		if err != nil {
-			return err
+			rows = append(rows, []string{k, "UNUSABLE STATE", "-", "-"})
+			bad = append(bad, err.Error())
+			continue
 		}
 		if st == nil {
 			continue
 		}
-		n := 0
+		n, pending := 0, 0
 		for _, rec := range st.Records {
 			if rec.Changed {
 				n++
 			}
+			if rec.Pending {
+				pending++
+			}
 		}
-		rows = append(rows, []string{st.Profile, strings.Join(st.Args, " "),
-			fmt.Sprintf("%d of %d", n, len(st.Records)), st.Applied.Format("2006-01-02 15:04:05 MST")})
+		changed := fmt.Sprintf("%d of %d", n, len(st.Records))
+		if pending > 0 {
+			changed += fmt.Sprintf(" (%d interrupted)", pending)
+		}
+		rows = append(rows, []string{st.Profile, strings.Join(st.Args, " "), changed, st.Applied.Format("2006-01-02 15:04:05 MST")})
 		undos = append(undos, Profile{Name: st.Profile, Args: st.Args}.undoCommand())
 	}
 	if err := writeTable(r.out, []string{"PROFILE", "SETTINGS", "CHANGED", "APPLIED"}, rows); err != nil {
 		return err
 	}
-	r.logf("Undo with:\n")
-	for _, u := range undos {
-		r.logf("  %s\n", u)
+	if len(undos) > 0 {
+		r.logf("Undo with:\n")
+		for _, u := range undos {
+			r.logf("  %s\n", u)
+		}
+	}
+	if len(bad) > 0 {
+		r.logf("Unusable state files (lvsprep will not act on them; inspect, then remove them to forget those profiles):\n")
+		for _, b := range bad {
+			r.logf("  %s\n", b)
+		}
+		return problemsFound{}
 	}
 	return nil
 }

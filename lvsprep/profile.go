@@ -24,7 +24,9 @@ type Profile struct {
 	// Devs must exist before anything is changed.
 	Devs []string
 	// SNAT, when valid, must be an address of this host.
-	SNAT  netip.Addr
+	SNAT netip.Addr
+	// VIP, when valid, is a VIP whose services check audits for ECMP.
+	VIP   netip.Addr
 	Steps []Step
 }
 
@@ -134,6 +136,58 @@ func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
 		Steps: []Step{
 			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
 		},
+	}
+}
+
+// DirectorECMP prepares a director that is one of several behind a router
+// spreading packets over them with ECMP (each announces the VIP over BGP,
+// with BIRD for example). Any director may receive any packet of a flow, so
+// every one must pick the same real server without asking the others, and
+// forward packets of connections it never saw start:
+//
+//   - the mh (Maglev hashing) scheduler, loaded here, gives every director
+//     the same choice for a flow; check verifies that every service on the
+//     VIP uses it with mh-port;
+//   - sloppy_tcp and sloppy_sctp let IPVS create a connection from any
+//     packet, not only from a SYN (or INIT), after ECMP moved a flow here;
+//   - schedule_icmp lets IPVS forward ICMP errors (fragmentation needed)
+//     about connections this director does not know;
+//   - DR and TUN send replies straight to the clients, so a director sees
+//     one direction of each flow, possibly from its middle: no conntrack
+//     entries for IPVS connections (vs.conntrack=0) and none for the VIP's
+//     packets at all (a raw-table CT --notrack rule), which conntrack would
+//     otherwise hold as half-open or invalid;
+//   - the VIP as a host address on lo (or a dummy interface given as dev),
+//     hidden from ARP, so only the router's BGP routes draw traffic to it.
+func DirectorECMP(vip netip.Addr, dev string) Profile {
+	f := familyOf(vip)
+	steps := []Step{
+		{Kind: kindModule, Module: "ip_vs", Why: "IPVS itself; its sysctls exist once it is loaded"},
+		{Kind: kindModule, Module: "ip_vs_mh", Why: "the Maglev hashing scheduler: every director picks the same real server for a flow"},
+		{Kind: kindSysctl, Sysctl: "net/ipv4/vs/sloppy_tcp", Value: "1",
+			Why: "forward TCP connections this director did not see start (ECMP moved them here)"},
+		{Kind: kindSysctl, Sysctl: "net/ipv4/vs/sloppy_sctp", Value: "1",
+			Why: "the same for SCTP associations"},
+		{Kind: kindSysctl, Sysctl: "net/ipv4/vs/schedule_icmp", Value: "1",
+			Why: "forward ICMP errors (fragmentation needed) about connections this director does not know"},
+		{Kind: kindSysctl, Sysctl: "net/ipv4/vs/conntrack", Value: "0",
+			Why: "DR and TUN need no conntrack entries for IPVS connections; this director sees one direction only"},
+		{Kind: kindLinkUp, Dev: dev, Why: "addresses on " + dev + " are local only while it is up"},
+		{Kind: kindAddr, Dev: dev, Addr: hostPrefix(vip), Why: "the VIP, routed here by the router's ECMP route, never claimed on a segment"},
+	}
+	if vip.Is4() {
+		steps = append(steps, arpSteps("all")...)
+	}
+	steps = append(steps, Step{Kind: kindRule, Family: f, Table: "raw", Chain: "PREROUTING",
+		Rule: []string{"-d", hostPrefix(vip).String(), "-j", "CT", "--notrack"},
+		Why:  "no conntrack entry for the VIP's packets: this director sees one direction of each flow, maybe from its middle"})
+	return Profile{
+		Name:  "director ecmp",
+		Key:   "director-ecmp-" + vip.String(),
+		Args:  []string{"--vip", vip.String(), "--dev", dev},
+		Devs:  []string{dev},
+		VIP:   vip,
+		Steps: steps,
 	}
 }
 

@@ -53,7 +53,12 @@ type Record struct {
 	Step
 	// Changed is false when the setting was already in place: undo then
 	// leaves it alone, because that is how lvsprep found it.
-	Changed     bool              `json:"changed"`
+	Changed bool `json:"changed"`
+	// Pending is set while a change is being made: the record is written
+	// before the change and cleared after it, so a kill in between leaves a
+	// record that --undo acts on (every revert also works on a change that
+	// did not happen).
+	Pending     bool              `json:"pending,omitempty"`
 	Prior       string            `json:"prior,omitempty"`        // a sysctl's previous value
 	PriorRoutes []netfilter.Route `json:"prior_routes,omitempty"` // default routes replaced
 }
@@ -222,83 +227,141 @@ func (h *Host) check(s Step) status {
 	return status{Err: fmt.Errorf("unknown step kind %q", s.Kind)}
 }
 
-// apply makes the change and returns the record of what was there before.
-// The caller has checked that the setting is not yet in place.
-func (h *Host) apply(s Step) (Record, error) {
+// prepare returns the record of a change about to be made: what is there
+// now, which --undo puts back. The caller has checked that the setting is
+// not yet in place.
+func (h *Host) prepare(s Step) (Record, error) {
 	rec := Record{Step: s, Changed: true}
 	switch s.Kind {
-	case kindModule:
-		if err := h.Modules.Load(s.Module); err != nil {
-			return rec, fmt.Errorf("loading kernel module %s: %w", s.Module, err)
-		}
 	case kindSysctl:
 		prior, err := h.Sysctl.Get(s.Sysctl)
 		if err != nil {
 			return rec, err
 		}
 		rec.Prior = prior
-		if err := h.Sysctl.Set(s.Sysctl, s.Value); err != nil {
-			return rec, err
-		}
-	case kindLinkUp:
-		if err := h.Links.SetUp(s.Dev, true); err != nil {
-			return rec, err
-		}
-	case kindAddr:
-		if err := h.Links.AddAddr(s.Dev, s.Addr); err != nil {
-			return rec, err
-		}
 	case kindRoute:
 		prior, err := h.Links.DefaultRoutes(s.Route.Family())
 		if err != nil {
 			return rec, err
 		}
 		rec.PriorRoutes = prior
-		if err := h.replaceRoutes(prior, []netfilter.Route{*s.Route}); err != nil {
-			return rec, err
-		}
-	case kindRule:
-		ipt, err := h.iptables(s.Family)
-		if err != nil {
-			return rec, err
-		}
-		if err := ipt.Append(s.Table, s.Chain, s.Rule...); err != nil {
-			return rec, fmt.Errorf("adding rule %s: %w", ruleCommand(s, "-A"), err)
-		}
-	default:
-		return rec, fmt.Errorf("unknown step kind %q", s.Kind)
 	}
 	return rec, nil
 }
 
-// replaceRoutes removes the routes in old and adds those in new; if that
-// fails midway it puts old back, so the host never stays without the routes
-// it had.
-func (h *Host) replaceRoutes(old, new []netfilter.Route) error {
-	var removed []netfilter.Route
-	restore := func(err error) error {
-		for _, r := range new {
-			_ = h.Links.DelRoute(r)
+// change makes the change that prepare recorded.
+func (h *Host) change(rec Record) error {
+	s := rec.Step
+	switch s.Kind {
+	case kindModule:
+		if err := h.Modules.Load(s.Module); err != nil {
+			return fmt.Errorf("loading kernel module %s: %w", s.Module, err)
 		}
-		for _, r := range removed {
-			if rerr := h.Links.AddRoute(r); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("putting back route %s: %w", r, rerr))
+	case kindSysctl:
+		return h.Sysctl.Set(s.Sysctl, s.Value)
+	case kindLinkUp:
+		return h.Links.SetUp(s.Dev, true)
+	case kindAddr:
+		return h.Links.AddAddr(s.Dev, s.Addr)
+	case kindRoute:
+		return h.switchRoutes(rec.PriorRoutes, []netfilter.Route{*s.Route})
+	case kindRule:
+		ipt, err := h.iptables(s.Family)
+		if err != nil {
+			return err
+		}
+		if err := ipt.Append(s.Table, s.Chain, s.Rule...); err != nil {
+			return fmt.Errorf("adding rule %s: %w", ruleCommand(s, "-A"), err)
+		}
+	default:
+		return fmt.Errorf("unknown step kind %q", s.Kind)
+	}
+	return nil
+}
+
+// replacing pairs each new default route with an old one of the same
+// metric, which it replaces in one step; -1 where there is none.
+func replacing(old, new []netfilter.Route) []int {
+	pair := make([]int, len(new))
+	used := make([]bool, len(old))
+	for i, n := range new {
+		pair[i] = -1
+		for j, o := range old {
+			if !used[j] && o.Family() == n.Family() && o.Metric == n.Metric {
+				pair[i], used[j] = j, true
+				break
 			}
+		}
+	}
+	return pair
+}
+
+// switchRoutes makes new the default routes in place of old without a
+// moment with none: a new route replaces the old one of its metric in one
+// step, or is added before the old ones are deleted. If that fails midway
+// it puts old back.
+func (h *Host) switchRoutes(old, new []netfilter.Route) error {
+	pair := replacing(old, new)
+	var added, replaced []int
+	var deleted []netfilter.Route
+	restore := func(err error) error {
+		for _, o := range deleted {
+			if rerr := h.Links.AddRoute(o); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("putting back route %s: %w", o, rerr))
+			}
+		}
+		for _, i := range replaced {
+			if rerr := h.Links.ReplaceRoute(old[pair[i]]); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("putting back route %s: %w", old[pair[i]], rerr))
+			}
+		}
+		for _, i := range added {
+			_ = h.Links.DelRoute(new[i])
 		}
 		return err
 	}
-	for _, r := range old {
-		if err := h.Links.DelRoute(r); err != nil {
+	for i, n := range new {
+		var err error
+		if pair[i] >= 0 {
+			err = h.Links.ReplaceRoute(n)
+			replaced = append(replaced, i)
+		} else {
+			err = h.Links.AddRoute(n)
+			added = append(added, i)
+		}
+		if err != nil {
 			return restore(err)
 		}
-		removed = append(removed, r)
 	}
-	for _, r := range new {
-		if err := h.Links.AddRoute(r); err != nil {
+	for j, o := range old {
+		if slices.Contains(pair, j) {
+			continue
+		}
+		if err := h.Links.DelRoute(o); err != nil {
 			return restore(err)
 		}
+		deleted = append(deleted, o)
 	}
 	return nil
+}
+
+// switchCommands are the ip commands equivalent to switchRoutes.
+func switchCommands(old, new []netfilter.Route) []string {
+	pair := replacing(old, new)
+	var cs []string
+	for i, n := range new {
+		if pair[i] >= 0 {
+			cs = append(cs, routeCommand("replace", n))
+		} else {
+			cs = append(cs, routeCommand("add", n))
+		}
+	}
+	for j, o := range old {
+		if !slices.Contains(pair, j) {
+			cs = append(cs, routeCommand("del", o))
+		}
+	}
+	return cs
 }
 
 // revert puts back what the record says was there before. A note is
@@ -310,6 +373,9 @@ func (h *Host) revert(r Record) (note string, err error) {
 	}
 	switch r.Kind {
 	case kindModule:
+		if loaded, err := h.Modules.Loaded(r.Module); err == nil && !loaded {
+			return "", nil
+		}
 		if err := h.Modules.Unload(r.Module); err != nil {
 			return fmt.Sprintf("left kernel module %s loaded: %v", r.Module, err), nil
 		}
@@ -354,7 +420,7 @@ func (h *Host) revert(r Record) (note string, err error) {
 				missing = append(missing, p)
 			}
 		}
-		return "", h.replaceRoutes(ours, missing)
+		return "", h.switchRoutes(ours, missing)
 	case kindRule:
 		ipt, err := h.iptables(r.Family)
 		if err != nil {
@@ -411,11 +477,7 @@ func applyCommands(s Step, priorRoutes []netfilter.Route) []string {
 		}
 		return []string{c}
 	case kindRoute:
-		var cs []string
-		for _, r := range priorRoutes {
-			cs = append(cs, routeCommand("del", r))
-		}
-		return append(cs, routeCommand("add", *s.Route))
+		return switchCommands(priorRoutes, []netfilter.Route{*s.Route})
 	case kindRule:
 		return []string{ruleCommand(s, "-A")}
 	}
@@ -437,11 +499,7 @@ func revertCommands(r Record) []string {
 	case kindAddr:
 		return []string{"ip address del " + r.Addr.String() + " dev " + r.Dev}
 	case kindRoute:
-		cs := []string{routeCommand("del", *r.Route)}
-		for _, p := range r.PriorRoutes {
-			cs = append(cs, routeCommand("add", p))
-		}
-		return cs
+		return switchCommands([]netfilter.Route{*r.Route}, r.PriorRoutes)
 	case kindRule:
 		return []string{ruleCommand(r.Step, "-D")}
 	}

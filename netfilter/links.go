@@ -26,6 +26,10 @@ type Links interface {
 	// DefaultRoutes lists the family's default routes in the main table.
 	DefaultRoutes(f Family) ([]Route, error)
 	AddRoute(r Route) error
+	// ReplaceRoute puts r in place of the family's default route with the
+	// same metric in one step (the kernel's NLM_F_REPLACE), or adds it when
+	// there is none: the host is never without a default route in between.
+	ReplaceRoute(r Route) error
 	DelRoute(r Route) error
 }
 

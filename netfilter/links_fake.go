@@ -169,6 +169,30 @@ func (f *FakeLinks) AddRoute(r Route) error {
 	return nil
 }
 
+// ReplaceRoute replaces the route with the same family and metric, or adds
+// r when there is none, as the kernel does with NLM_F_REPLACE|NLM_F_CREATE.
+func (f *FakeLinks) ReplaceRoute(r Route) error {
+	if err := f.fault("ReplaceRoute"); err != nil {
+		return err
+	}
+	if r.Dev != "" {
+		if _, err := f.link(r.Dev); err != nil {
+			return err
+		}
+	}
+	if r.Protocol == 0 {
+		r.Protocol = 3
+	}
+	for i, o := range f.Routes {
+		if sameRoute(o, r) {
+			f.Routes[i] = r
+			return nil
+		}
+	}
+	f.Routes = append(f.Routes, r)
+	return nil
+}
+
 // DelRoute removes the route with the same family, metric and gateway.
 func (f *FakeLinks) DelRoute(r Route) error {
 	if err := f.fault("DelRoute"); err != nil {

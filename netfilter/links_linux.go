@@ -221,6 +221,21 @@ func (Netlink) AddRoute(r Route) error {
 	return nil
 }
 
+// ReplaceRoute replaces the default route of the same metric, or adds r.
+func (Netlink) ReplaceRoute(r Route) error {
+	nr, err := toNetlinkRoute(r)
+	if err != nil {
+		return err
+	}
+	if nr.Protocol == 0 {
+		nr.Protocol = unix.RTPROT_BOOT
+	}
+	if err := netlink.RouteReplace(nr); err != nil {
+		return fmt.Errorf("replacing route %s: %w", r, err)
+	}
+	return nil
+}
+
 // DelRoute removes the default route.
 func (Netlink) DelRoute(r Route) error {
 	nr, err := toNetlinkRoute(r)

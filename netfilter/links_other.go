@@ -20,4 +20,5 @@ func (Netlink) AddAddr(string, netip.Prefix) error    { return errNotLinux }
 func (Netlink) DelAddr(string, netip.Prefix) error    { return errNotLinux }
 func (Netlink) DefaultRoutes(Family) ([]Route, error) { return nil, errNotLinux }
 func (Netlink) AddRoute(Route) error                  { return errNotLinux }
+func (Netlink) ReplaceRoute(Route) error              { return errNotLinux }
 func (Netlink) DelRoute(Route) error                  { return errNotLinux }

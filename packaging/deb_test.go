@@ -422,15 +422,13 @@ func runAs(t *testing.T, path, name string, args ...string) result {
 }
 
 // debianIpvsadm returns the path of Debian's own ipvsadm on this host (the
-// reference), installing the package when it is missing.
+// reference); `make deps` installs the package.
 func debianIpvsadm(t *testing.T) string {
 	t.Helper()
+	hosttool.RequirePackage(t, "ipvsadm")
 	owner, err := command(".", nil, "dpkg-query", "--search", "/sbin/ipvsadm")
 	if err != nil || !strings.HasPrefix(owner, "ipvsadm: ") {
-		if os.Geteuid() != 0 {
-			t.Fatalf("Debian's ipvsadm package is not installed (%s)", strings.TrimSpace(owner))
-		}
-		hosttool.Install(t, "ipvsadm")
+		t.Fatalf("/sbin/ipvsadm does not belong to Debian's ipvsadm package (%s)", strings.TrimSpace(owner))
 	}
 	return "/sbin/ipvsadm"
 }

@@ -101,9 +101,15 @@ func TestMakeInstallLayout(t *testing.T) {
 	// fish: fishDir is one of its vendor completion directories, and it
 	// autoloads ipvsadm.fish from the installed copy.
 	// (Without -N fish reads its own config.fish, which sets the paths; a
-	// temporary HOME keeps the user's configuration out.)
+	// temporary HOME keeps the user's configuration out.) fish autoloads a
+	// command's completions only when the command is on PATH, so PATH is
+	// the installed tree's sbin and the system's: with the host's PATH the
+	// result depended on whether Debian's ipvsadm happened to be installed
+	// (it was not on a fresh machine, which failed this test on the first
+	// run only).
 	hosttool.Require(t, "fish", "fish")
-	home := []string{"HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir()}
+	home := []string{"HOME=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir(), "XDG_DATA_HOME=" + t.TempDir(),
+		"PATH=" + filepath.Join(dest, "usr/sbin") + ":/usr/bin:/bin"}
 	if out, _ := command(".", home, "fish", "-c", "printf '%s\\n' $__fish_vendor_completionsdirs"); !slices.Contains(strings.Fields(out), fishDir) {
 		t.Errorf("fish's vendor completion directories lack %s:\n%s", fishDir, out)
 	}

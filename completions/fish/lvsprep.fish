@@ -1,6 +1,6 @@
 # fish completion for lvsprep (lvskit)
 #
-# lvsprep <command> [flags]: the commands are director {nat,fullnat,dr,tun},
+# lvsprep <command> [flags]: the commands are director {nat,fullnat,dr,tun,ecmp},
 # realserver (or rs) {dr,tun,nat}, check followed by one of those, and
 # status. The global flags may appear anywhere.
 
@@ -60,6 +60,7 @@ for p in director 'check director'
     complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a fullnat -d 'Full-NAT director'
     complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a dr -d 'VS/DR director'
     complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a tun -d 'VS/TUN director'
+    complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a ecmp -d 'DR/TUN director in a BGP ECMP group'
 end
 for p in realserver 'check realserver'
     complete -c lvsprep -n "__fish_lvsprep_path_is $p" -a dr -d 'VS/DR real server'
@@ -68,8 +69,8 @@ for p in realserver 'check realserver'
 end
 
 # Flags of the profiles.
-complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'realserver dr' 'realserver tun'" -l vip -x -d 'Virtual IP'
-complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'realserver dr' 'realserver tun' 'realserver nat'" -l dev -x -a '(__fish_print_interfaces)' -d Interface
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'director ecmp' 'realserver dr' 'realserver tun'" -l vip -x -d 'Virtual IP'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fullnat' 'director dr' 'director tun' 'director ecmp' 'realserver dr' 'realserver tun' 'realserver nat'" -l dev -x -a '(__fish_print_interfaces)' -d Interface
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l rs-net -x -d "Real servers' subnet, masqueraded"
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l out-dev -x -a '(__fish_print_interfaces)' -d 'Masquerade only traffic leaving through this interface'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l ftp -d 'Load the IPVS FTP helper'

@@ -144,7 +144,8 @@ func mountAll() {
 			fmt.Fprintf(os.Stderr, "guestinit: mount %s: %v\n", m.dst, err)
 		}
 	}
-	_ = os.Chmod("/tmp", 0o1777)
+	// Go spells the sticky bit os.ModeSticky (0o1000 is not it).
+	_ = os.Chmod("/tmp", 0o777|os.ModeSticky)
 }
 
 func openResults(path string) (*results, error) {

@@ -69,6 +69,7 @@ type options struct {
 	timeout     time.Duration
 	testTimeout time.Duration
 	bootTimeout time.Duration
+	slowBoot    time.Duration
 	verbose     bool
 	kernelLog   string
 	args        string
@@ -87,7 +88,8 @@ func mainErr() int {
 	fs.IntVar(&o.vms, "vms", 0, "run the test packages in `N` VMs booted in parallel (0: one per CPU, at most 4)")
 	fs.DurationVar(&o.timeout, "timeout", 25*time.Minute, "limit for each VM boot")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
-	fs.DurationVar(&o.bootTimeout, "boot-timeout", 60*time.Second, "limit for a boot to reach the guest's /init (retried once)")
+	fs.DurationVar(&o.bootTimeout, "boot-timeout", 180*time.Second, "limit for a boot to reach the guest's /init (retried once)")
+	fs.DurationVar(&o.slowBoot, "slow-boot", 90*time.Second, "a boot that took longer to reach /init ends the run: host too slow")
 	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
 	fs.StringVar(&o.args, "args", "", "more `FLAGS` for every test binary, split at spaces (make soak passes -lvskit.soak)")
@@ -146,6 +148,7 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 		return nil, nil, err
 	}
 	lab.BootTimeout = o.bootTimeout
+	lab.SlowBoot = o.slowBoot
 	lab.KernelLog = o.kernelLog
 	lab.Verbose = o.verbose
 	if o.verbose {
@@ -262,8 +265,8 @@ func shellQuote(s string) string {
 }
 
 func printTimings(rep *vm.Report) {
-	fmt.Fprintf(os.Stderr, "lab: initrd %.1f MB (overlay %.1f MB); kernel reached /init at %.2fs uptime; modules loaded in %.2fs; plan started at %.2fs uptime\n",
-		float64(rep.InitrdBytes)/1e6, float64(rep.OverlayBytes)/1e6, rep.InitUptime, rep.ModulesTime.Seconds(), rep.ReadyUptime)
+	fmt.Fprintf(os.Stderr, "lab: initrd %.1f MB (overlay %.1f MB); /init after %.1fs of host time, at %.2fs uptime; modules loaded in %.2fs; plan started at %.2fs uptime\n",
+		float64(rep.InitrdBytes)/1e6, float64(rep.OverlayBytes)/1e6, rep.BootWall.Seconds(), rep.InitUptime, rep.ModulesTime.Seconds(), rep.ReadyUptime)
 	for _, n := range rep.Notes {
 		fmt.Fprintf(os.Stderr, "lab: guest: %s\n", n)
 	}
@@ -367,11 +370,12 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		vms = min(runtime.NumCPU(), maxAutoVMs, len(runnable))
 	}
 	var (
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		boots  int
-		errs   []error
-		vmTime time.Duration
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		boots   int
+		errs    []error
+		vmTime  time.Duration
+		slowest time.Duration
 	)
 	// Every VM carries every test binary and takes the next package from
 	// the shared queue whenever it is free.
@@ -395,6 +399,7 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 			if rep != nil {
 				boots += rep.Boots
 				vmTime = max(vmTime, rep.Wall)
+				slowest = max(slowest, rep.BootWall)
 				if o.verbose {
 					fmt.Fprintf(os.Stderr, "lab: VM %d: %.1fs\n", n, rep.Wall.Seconds())
 					printTimings(rep)
@@ -437,8 +442,8 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 	for _, err := range errs {
 		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
 	}
-	fmt.Printf("lab: %d package(s), %d failed; %d boot(s); build %.1fs, VM %.1fs, total %.1fs\n",
-		len(pkgs), failed, boots, buildTime.Seconds(), vmTime.Seconds(), time.Since(start).Seconds())
+	fmt.Printf("lab: %d package(s), %d failed; %d boot(s), slowest /init after %.1fs; build %.1fs, VM %.1fs, total %.1fs\n",
+		len(pkgs), failed, boots, slowest.Seconds(), buildTime.Seconds(), vmTime.Seconds(), time.Since(start).Seconds())
 	skipped := ""
 	if total.skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped", total.skipped)
@@ -490,6 +495,19 @@ func writeTimings(lab *vm.Lab, est map[string]float64, pkgs []*testPkg) {
 	}
 }
 
+// soakEnv picks the LVSKIT_SOAK* variables of the host's environment: they
+// size the long runs of lab tests (make soak), which the guest cannot see
+// otherwise.
+func soakEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "LVSKIT_SOAK") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // bootVM boots one VM with every test binary of pkgs and runs the packages
 // that next hands it. With live set (a single VM), output streams to stdout
 // as it comes; otherwise each package's output is printed whole when it
@@ -511,6 +529,7 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		}
 		run.Plan.Steps = append(run.Plan.Steps, wire.Step{
 			Name:       p.ImportPath,
+			Env:        soakEnv(os.Environ()),
 			Argv:       argv,
 			Dir:        dir,
 			TimeoutSec: int(o.testTimeout.Seconds()) + 30,

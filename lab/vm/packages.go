@@ -1,10 +1,7 @@
 package vm
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"os/exec"
 	"strings"
 )
@@ -25,6 +22,7 @@ var Packages = []string{
 	"dash",
 	"netbase", // /etc/services and /etc/protocols
 	"cpio",
+	"bird2", // BGP speaker of the ECMP topology (e2e)
 }
 
 // MissingPackages returns the packages of Packages that dpkg does not list
@@ -53,10 +51,12 @@ func MissingPackages() ([]string, error) {
 	return missing, nil
 }
 
-// EnsurePackages installs the missing lab packages with apt-get when running
-// as root, and otherwise returns an error naming them and the command that
-// installs them. Progress goes to log.
-func EnsurePackages(log io.Writer) error {
+// CheckPackages returns an error naming the lab packages that are missing
+// and the command that installs them. The lab installs nothing itself:
+// `make deps` installs every package the suite needs, once, before any test
+// runs (several test processes installing at once is what made a fresh
+// machine's first run fail).
+func CheckPackages() error {
 	missing, err := MissingPackages()
 	if err != nil {
 		return err
@@ -64,41 +64,6 @@ func EnsurePackages(log io.Writer) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	install := "apt-get install -y --no-install-recommends " + strings.Join(missing, " ")
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("lab: missing Debian packages: %s\n(run the lab as root so it installs them, or run: apt-get update && %s)",
-			strings.Join(missing, " "), install)
-	}
-	fmt.Fprintf(log, "lab: installing missing Debian packages: %s\n", strings.Join(missing, " "))
-	var buf bytes.Buffer
-	for _, argv := range [][]string{
-		{"apt-get", "update"},
-		append([]string{"apt-get", "install", "-y", "--no-install-recommends"}, missing...),
-	} {
-		buf.Reset()
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout = &buf
-		cmd.Stderr = &buf
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("lab: %s: %v\n%s", strings.Join(argv, " "), err, tail(buf.String(), 40))
-		}
-	}
-	still, err := MissingPackages()
-	if err != nil {
-		return err
-	}
-	if len(still) > 0 {
-		return fmt.Errorf("lab: still missing after apt-get install: %s", strings.Join(still, " "))
-	}
-	return nil
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return fmt.Errorf("lab: missing Debian packages: %s\n(run `make deps` as root, or: apt-get update && apt-get install -y --no-install-recommends %s)",
+		strings.Join(missing, " "), strings.Join(missing, " "))
 }

@@ -1,4 +1,4 @@
-// Package vm is the host side of the lab: it makes sure the Debian packages
+// Package vm is the host side of the lab: it checks that the Debian packages
 // the lab is made of are installed, builds (and caches) the base initramfs
 // from them, adds a per-run overlay with the plan and the files of the run,
 // boots Debian 12's cloud kernel in QEMU (TCG, no network device) and
@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,12 +31,18 @@ import (
 
 // Lab boots VMs from one base image.
 type Lab struct {
-	Root        string // module root (where go.mod is)
-	CacheDir    string // <Root>/.cache/lab
-	Base        *Base
-	GuestInit   string        // the built guest /init
-	MemoryMiB   int           // guest memory; default 1024
-	BootTimeout time.Duration // until the guest's /init must have reported; default 60s
+	Root      string // module root (where go.mod is)
+	CacheDir  string // <Root>/.cache/lab
+	Base      *Base
+	GuestInit string // the built guest /init
+	MemoryMiB int    // guest memory; default 1024
+	// BootTimeout bounds the wait for the guest's /init (one retry: TCG
+	// boots hang rarely); SlowBoot is the longest boot after which tests
+	// are still worth running. An idle 2-core host boots in about 5 s; past
+	// either limit the run fails with "host too slow", not with a test that
+	// ran out of time somewhere else.
+	BootTimeout time.Duration // default 180s
+	SlowBoot    time.Duration // default 90s
 	Log         io.Writer     // harness messages
 	// KernelLog, if set, receives a copy of the kernel console (ttyS0) of
 	// every boot; Verbose drops "quiet" from the kernel command line.
@@ -43,18 +50,19 @@ type Lab struct {
 	Verbose   bool
 }
 
-// New prepares a lab for the module rooted at root: installs missing
-// packages (as root), builds or reuses the base image, builds the guest's
-// /init.
+// New prepares a lab for the module rooted at root: checks that the lab's
+// packages are installed (`make deps` installs them), builds or reuses the
+// base image, builds the guest's /init.
 func New(root string, log io.Writer) (*Lab, error) {
-	if err := EnsurePackages(log); err != nil {
+	if err := CheckPackages(); err != nil {
 		return nil, err
 	}
 	l := &Lab{
 		Root:        root,
 		CacheDir:    filepath.Join(root, ".cache", "lab"),
 		MemoryMiB:   1024,
-		BootTimeout: 60 * time.Second,
+		BootTimeout: 180 * time.Second,
+		SlowBoot:    90 * time.Second,
 		Log:         log,
 	}
 	base, err := BuildBase(l.CacheDir, log)
@@ -137,6 +145,7 @@ type Report struct {
 	Steps        []StepResult
 	Boots        int           // QEMU starts, including a retry after a hung boot
 	Wall         time.Duration // from the first QEMU start to its exit
+	BootWall     time.Duration // host time from the (last) QEMU start to the guest's /init
 	InitUptime   float64       // guest uptime when /init started (kernel boot)
 	ReadyUptime  float64       // guest uptime when the plan started (after modules)
 	ModulesTime  time.Duration
@@ -181,7 +190,8 @@ func (l *Lab) Boot(ctx context.Context, r Run) (*Report, error) {
 				fmt.Fprintf(l.Log, "lab: %v within %v; retrying once\n", err, l.BootTimeout)
 				continue
 			}
-			err = fmt.Errorf("lab: the VM did not boot: %w within %v, %d times\n%s", err, l.BootTimeout, attempt, l.consoleTail(console))
+			err = fmt.Errorf("lab: host too slow, or the VM hung: %w within %v, %d times (%s)\n%s",
+				err, l.BootTimeout, attempt, hostLoad(), l.consoleTail(console))
 		}
 		return rep, err
 	}
@@ -279,6 +289,7 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start qemu: %w", err)
 	}
+	started := time.Now()
 	var (
 		mu     sync.Mutex
 		booted bool
@@ -324,6 +335,11 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 			mu.Lock()
 			booted = true
 			mu.Unlock()
+			rep.BootWall = time.Since(started)
+			if l.SlowBoot > 0 && rep.BootWall > l.SlowBoot {
+				kill(fmt.Errorf("lab: host too slow: the VM took %.0f s to reach /init (limit %v; an idle 2-core host takes about 5 s; %s): "+
+					"tests that wait on timers would fail for the wrong reason, so none ran", rep.BootWall.Seconds(), l.SlowBoot, hostLoad()))
+			}
 			if len(rec.Fields) > 0 {
 				rep.InitUptime, _ = strconv.ParseFloat(rec.Fields[0], 64)
 			}
@@ -370,6 +386,8 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 	switch {
 	case errors.Is(why, errBootHung):
 		return errBootHung
+	case why != nil && rep.BootWall > l.SlowBoot && l.SlowBoot > 0:
+		return why
 	case why != nil:
 		return fmt.Errorf("%w\n%s", why, l.consoleTail(console))
 	case fatal != "":
@@ -412,3 +430,22 @@ func (l *Lab) consoleTail(console string) string {
 }
 
 var panicLine = regexp.MustCompile(`Kernel panic|BUG:|Oops|general protection fault|Out of memory`)
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// hostLoad describes the host's load for messages about slowness.
+func hostLoad() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 1 {
+		return fmt.Sprintf("%d CPUs", runtime.NumCPU())
+	}
+	return fmt.Sprintf("load average %s on %d CPUs", f[0], runtime.NumCPU())
+}

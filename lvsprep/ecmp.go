@@ -1,0 +1,90 @@
+package lvsprep
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/save"
+)
+
+// An ECMP group works only if every director picks the same real server for
+// a flow: the services on the VIP must use the mh scheduler, hashing the
+// ports too (mh-port), and forward by DR or TUN. checkServices audits them
+// through IPVS, one row each, with the fix for each problem.
+func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string, ok bool) {
+	if r.h.IPVS == nil {
+		return nil, nil, true
+	}
+	c, err := r.h.IPVS()
+	if err != nil {
+		return [][]string{{"unknown", "services on " + vip.String(), "mh with mh-port, DR or TUN", "cannot read IPVS: " + err.Error()}},
+			[]string{"# IPVS must be readable (as root, with ip_vs loaded) to check the services"}, false
+	}
+	defer c.Close()
+	svcs, err := c.Services()
+	if err != nil {
+		return [][]string{{"unknown", "services on " + vip.String(), "mh with mh-port, DR or TUN", "cannot read IPVS: " + err.Error()}},
+			[]string{"# IPVS must be readable (as root, with ip_vs loaded) to check the services"}, false
+	}
+	svcs = slices.DeleteFunc(svcs, func(s ipvs.Service) bool { return s.FWMark != 0 || s.Addr != vip })
+	slices.SortFunc(svcs, func(a, b ipvs.Service) int {
+		return strings.Compare(fmt.Sprintf("%03d %05d", a.Protocol, a.Port), fmt.Sprintf("%03d %05d", b.Protocol, b.Port))
+	})
+	const want = "mh, mh-port, DR or TUN"
+	if len(svcs) == 0 {
+		return [][]string{{"missing", "services on " + vip.String(), want, "none"}},
+			[]string{"# no virtual service on the VIP yet; add them the same way on every director, e.g.",
+				"ipvsadm -A -t " + hostPort(vip, 80) + " -s mh -b mh-port"}, false
+	}
+	ok = true
+	for _, s := range svcs {
+		name := save.ProtocolOption(s.Protocol) + " " + hostPort(vip, s.Port)
+		var problems []string
+		if s.Scheduler != "mh" {
+			problems = append(problems, "scheduler "+s.Scheduler)
+			fixes = append(fixes, fmt.Sprintf("# %s uses %s: each director would choose its own real server for a flow, "+
+				"so a flow moved by ECMP lands on another one; mh (Maglev hashing) gives every director the same choice", name, s.Scheduler),
+				"ipvsadm -E "+name+" -s mh -b mh-port")
+		} else if s.Flags&ipvs.FlagSched2 == 0 {
+			problems = append(problems, "mh without mh-port")
+			fixes = append(fixes, fmt.Sprintf("# %s hashes the client address alone: all connections of one client (or of one "+
+				"NAT gateway's many clients) go to one real server; mh-port hashes the ports too", name),
+				"ipvsadm -E "+name+" -s mh -b mh-port")
+		}
+		dests, err := c.Destinations(s)
+		if err != nil {
+			problems = append(problems, "destinations unreadable: "+err.Error())
+		}
+		direct := 0
+		for _, d := range dests {
+			if d.FwdMethod == ipvs.FwdRoute || d.FwdMethod == ipvs.FwdTunnel {
+				direct++
+				continue
+			}
+			method := map[uint32]string{ipvs.FwdMasq: "NAT", ipvs.FwdLocal: "local"}[d.FwdMethod]
+			problems = append(problems, hostPort(d.Addr, d.Port)+" by "+method)
+			fixes = append(fixes, fmt.Sprintf("# %s reaches %s by %s: its replies must come back through the director that "+
+				"forwarded it, which ECMP does not ensure; use DR (-g) or TUN (-i)", name, hostPort(d.Addr, d.Port), method),
+				"ipvsadm -e "+name+" -r "+hostPort(d.Addr, d.Port)+" -g")
+		}
+		have := s.Scheduler
+		if s.Flags&ipvs.FlagSched2 != 0 {
+			have += ", mh-port"
+		}
+		have += fmt.Sprintf(", %d of %d real servers by DR or TUN", direct, len(dests))
+		word := "ok"
+		if len(problems) > 0 {
+			word, ok = "wrong", false
+			have = strings.Join(problems, "; ")
+		}
+		rows = append(rows, []string{word, "service " + name, want, have})
+	}
+	return rows, fixes, ok
+}
+
+func hostPort(a netip.Addr, port uint16) string {
+	return netip.AddrPortFrom(a, port).String()
+}
