@@ -109,7 +109,7 @@ fuzz:
 ## keep-alive clients through VS/NAT) and every fuzz target for 10
 ## minutes. Hours, not minutes.
 soak: deps build labrun
-	$(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -args -lvskit.soak -test-timeout 300m -timeout 320m ./rules ./e2e
+	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./rules ./e2e
 	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,

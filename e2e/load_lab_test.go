@@ -3,14 +3,12 @@
 package e2e
 
 import (
-	"flag"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-var soak = flag.Bool("lvskit.soak", false, "run the load test at the size docs/reliability.md publishes")
 
 // TestVSNATUnderLoad: the seed example's VS/NAT service under concurrent
 // keep-alive clients. Every request must be answered by a real server
@@ -21,7 +19,7 @@ func TestVSNATUnderLoad(t *testing.T) {
 	seedVSNAT(n)
 	const clients = 500
 	requests := 5000
-	if *soak {
+	if os.Getenv("LVSKIT_SOAK") == "1" { // make soak
 		requests = 100000
 	}
 	per := requests / clients

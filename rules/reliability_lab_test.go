@@ -5,12 +5,12 @@ package rules
 // The reliability scorecard's lab figures (docs/reliability.md): the unit's
 // save into a full file system, starts from broken rules files, kills in
 // the middle of a restore, concurrent restores, saves while the table
-// changes. `make lab` runs them at a small size; `make soak` passes
-// -lvskit.soak for the published sizes.
+// changes. `make lab` runs them at a small size; `make soak` sets
+// LVSKIT_SOAK=1 (labrun passes LVSKIT_SOAK* variables to the guest) for the
+// published sizes.
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -29,11 +29,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var soak = flag.Bool("lvskit.soak", false, "run the reliability tests at the sizes docs/reliability.md publishes")
-
 // size is small for make lab, large for make soak.
 func size(small, large int) int {
-	if *soak {
+	if os.Getenv("LVSKIT_SOAK") == "1" {
 		return large
 	}
 	return small

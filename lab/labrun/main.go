@@ -72,7 +72,6 @@ type options struct {
 	slowBoot    time.Duration
 	verbose     bool
 	kernelLog   string
-	args        string
 }
 
 func main() {
@@ -92,7 +91,6 @@ func mainErr() int {
 	fs.DurationVar(&o.slowBoot, "slow-boot", 90*time.Second, "a boot that took longer to reach /init ends the run: host too slow")
 	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
-	fs.StringVar(&o.args, "args", "", "more `FLAGS` for every test binary, split at spaces (make soak passes -lvskit.soak)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
 		fs.PrintDefaults()
@@ -522,7 +520,6 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		if o.count > 0 {
 			argv = append(argv, fmt.Sprintf("-test.count=%d", o.count))
 		}
-		argv = append(argv, strings.Fields(o.args)...)
 		dir := guestSrc
 		if p.rel != "." {
 			dir += "/" + p.rel
