@@ -56,12 +56,8 @@ func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
 	tokens := ipvsadm.NewRestoreReader(src)
 	n := 0
 	for rest := data; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
+		var line []byte
+		line, rest = cutLine(rest)
 		n++
 		fields, _ := tokens.NextFields()
 		if i := bytes.IndexByte(line, 0); i >= 0 {

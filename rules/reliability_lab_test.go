@@ -373,12 +373,7 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 // TestConcurrentRestores: 8 restores of disjoint rule sets at once into
 // one namespace give their union.
 func TestConcurrentRestores(t *testing.T) {
-	labtest.Netns(t)
-	ns, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
+	ns := netnsHandle(t)
 	const sets = 8
 	per := size(200, 1000)
 	var want []string
@@ -420,6 +415,19 @@ func TestConcurrentRestores(t *testing.T) {
 	t.Logf("%d concurrent restores of %d lines each: the table is their union (%d objects)", sets, len(want)/sets, len(set))
 }
 
+// netnsHandle moves the test into a fresh namespace (labtest.Netns) and
+// returns a handle other goroutines can enter it with.
+func netnsHandle(t *testing.T) *os.File {
+	t.Helper()
+	labtest.Netns(t)
+	ns, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	return ns
+}
+
 // inNamespace runs cmd from a thread that entered the network namespace
 // ns, and returns its combined output.
 func inNamespace(ns *os.File, cmd *exec.Cmd) ([]byte, error) {
@@ -446,12 +454,7 @@ const editInterval = 5 * time.Millisecond
 // every ipvsadm-save output holds each of the stable services exactly once.
 // Plain ipvsadm -S (one read, as 1.31) is run as often, for comparison.
 func TestSaveWhileEditing(t *testing.T) {
-	labtest.Netns(t)
-	ns, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
+	ns := netnsHandle(t)
 	const stable = 400
 	restoreInput(t, services(stable, 0, 4))
 	stop := make(chan struct{})

@@ -366,12 +366,8 @@ func grepComments(data []byte, utf8 bool) (kept []byte, warning string) {
 	}
 	out := data[:0] // never ahead of the line being read, except the last newline
 	for rest := data; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
+		var line []byte
+		line, rest = cutLine(rest)
 		switch {
 		case len(line) > 0 && line[0] == '#':
 		case utf8 && !validUTF8(line):
@@ -382,6 +378,14 @@ func grepComments(data []byte, utf8 bool) (kept []byte, warning string) {
 		}
 	}
 	return out, warning
+}
+
+// cutLine splits off the first line of data, without its newline.
+func cutLine(data []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i], data[i+1:]
+	}
+	return data, nil
 }
 
 // echo is what bash's builtin `echo "$INPUT"` writes: the text and a
