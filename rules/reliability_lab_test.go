@@ -12,6 +12,7 @@ package rules
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -334,8 +335,9 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 		kills, n, full.Round(time.Millisecond), lengths[0], lengths[len(lengths)/2], lengths[len(lengths)-1])
 
 	// SIGTERM to the wrapper.
-	interrupted := 0
+	interrupted, early := 0, 0
 	for range size(3, 50) {
+		before := objects(t)
 		cmd := exec.Command(labtest.Ours("ipvsadm-restore"))
 		cmd.Stdin = strings.NewReader("# rules\n" + input)
 		var errb bytes.Buffer
@@ -358,6 +360,13 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 			if k != last-1 { // input line 1 is the comment
 				t.Errorf("report says input lines up to %d, the table holds %d lines", last, k)
 			}
+		case errb.Len() == 0 && cmd.ProcessState.String() == "signal: terminated":
+			// The signal came before main installed its handler: the
+			// process died before it read anything.
+			early++
+			if after := objects(t); !maps.Equal(after, before) {
+				t.Errorf("ipvsadm-restore killed before its handler ran, but the table changed (%d objects, %d before)", len(after), len(before))
+			}
 		case strings.Contains(errb.String(), "interrupted before the table was changed"),
 			strings.Contains(errb.String(), "interrupted after the table was flushed"):
 			if k != 0 && !strings.Contains(errb.String(), "before the table was changed") {
@@ -367,7 +376,7 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 			t.Errorf("ipvsadm-restore after SIGTERM: %v, stderr %q", err, errb.String())
 		}
 	}
-	t.Logf("SIGTERM to ipvsadm-restore: %d runs stopped mid-restore, each report matched the table", interrupted)
+	t.Logf("SIGTERM to ipvsadm-restore: %d runs stopped mid-restore, each report matched the table; %d signals came before the handler was installed, the table unchanged", interrupted, early)
 }
 
 // TestConcurrentRestores: 8 restores of disjoint rule sets at once into
