@@ -546,8 +546,8 @@ func TestSaveWhileEditing(t *testing.T) {
 
 // peakRSS runs one of our programs with stdin from the file at input and
 // returns its status, peak resident memory in KiB and stderr. The peak is
-// busybox time's "Maximum resident set size": wait4's ru_maxrss of a child
-// that busybox forked. (The ru_maxrss of a child this test starts would
+// busybox time's "Maximum resident set size" (corrected below): wait4's
+// ru_maxrss of a child that busybox forked. (The ru_maxrss of a child this test starts would
 // include the test's own memory: Go starts children with a vfork-style
 // clone, and exec records the shared memory's high-water mark.)
 func peakRSS(t *testing.T, prog, input string, args ...string) (int, int64, string) {
@@ -580,6 +580,9 @@ func peakRSS(t *testing.T, prog, input string, args ...string) (int, int64, stri
 	if rss < 0 {
 		t.Fatalf("no peak memory in busybox time's output: %q", errb.String())
 	}
+	// busybox (1.35) converts ru_maxrss from pages to KiB, but Linux
+	// reports it in KiB already: undo the conversion.
+	rss /= int64(os.Getpagesize() / 1024)
 	m := msg.String()
 	if len(m) > 200 {
 		m = m[:200] + "..."
