@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // RoleEnv selects a role when the lab test binary re-executes itself as a
@@ -24,6 +26,13 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	keepalive ADDR           one connection; a JSON answer per "get" line on stdin
 //	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
 //	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
+//	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
+//	flows ADDR N BASEPORT INTERVAL LIFETIME TIMEOUT
+//	                         N long-lived connections (see FlowConfig); prints
+//	                         {"ready":N,...}, then answers mark, report, quit on stdin
+//	probe ADDR N BASEPORT TIMEOUT
+//	                         one line on each of N new connections from fixed
+//	                         ports; prints a ProbeResult as JSON
 //
 // RunRole runs one and returns its exit status.
 func RunRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -69,6 +78,27 @@ func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) erro
 		}
 		fmt.Fprintln(stdout, "ready")
 		return ServeFTP(ctx, args[0], ln, FileContent(size))
+	case role == "flowd" && len(args) == 2:
+		ln, err := net.Listen("tcp4", args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeFlows(ctx, args[0], ln)
+	case role == "flows":
+		cfg, err := flowsConfigFromArgs(args)
+		if err != nil {
+			return err
+		}
+		return flowsLoop(cfg, bufio.NewScanner(stdin), enc)
+	case role == "probe" && len(args) == 4:
+		n, err1 := strconv.Atoi(args[1])
+		base, err2 := strconv.Atoi(args[2])
+		timeout, err3 := time.ParseDuration(args[3])
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		return enc.Encode(Probe(args[0], n, base, timeout))
 	case role == "ftpget" && len(args) == 1:
 		res, err := FTPGet(args[0], FTPFile)
 		if err != nil {

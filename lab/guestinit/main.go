@@ -146,6 +146,9 @@ func mountAll() {
 	}
 	// Go spells the sticky bit os.ModeSticky (0o1000 is not it).
 	_ = os.Chmod("/tmp", 0o777|os.ModeSticky)
+	// BIRD's default control socket (/run/bird/bird.ctl as Debian builds
+	// it) lives here; the Debian package makes the directory at boot too.
+	_ = os.MkdirAll("/run/bird", 0o755)
 }
 
 func openResults(path string) (*results, error) {

@@ -73,13 +73,15 @@ var lazyModuleFiles = []string{
 // Programs copied from the host (with their shared libraries): the guest
 // shell (dash, as /bin/sh: busybox's ash runs its own applets before PATH,
 // which would shadow iproute2 and iptables), bash for Debian's
-// ipvsadm-save/-restore scripts, iproute2, iptables and the reference
-// ipvsadm.
+// ipvsadm-save/-restore scripts, iproute2, iptables, the reference
+// ipvsadm, and BIRD 2 (daemon and both clients) for the routers and
+// directors of the ECMP tests.
 var hostPrograms = []string{
 	"/bin/dash", "/bin/bash",
 	"/bin/ip", "/sbin/ip", "/sbin/bridge",
 	"/sbin/ipvsadm", "/sbin/ipvsadm-save", "/sbin/ipvsadm-restore",
 	"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi",
+	"/usr/sbin/bird", "/usr/sbin/birdc", "/usr/sbin/birdcl",
 }
 
 const xtablesPlugins = "/usr/lib/x86_64-linux-gnu/xtables"
@@ -288,7 +290,7 @@ func (m manifest) key(vmlinuz string) (string, error) {
 func baseManifest(kver string) (manifest, error) {
 	m := manifest{}
 	for _, d := range []string{"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/local/bin",
-		"/usr/local/sbin", "/etc", "/etc/lab", "/proc", "/sys", "/dev", "/run", "/root", "/opt", "/mnt", "/var", "/src"} {
+		"/usr/local/sbin", "/etc", "/etc/lab", "/etc/bird", "/proc", "/sys", "/dev", "/run", "/root", "/opt", "/mnt", "/var", "/src"} {
 		m.add(Entry{Path: d, Dir: true, Mode: 0o755})
 	}
 	m.add(Entry{Path: "/tmp", Dir: true, Mode: 0o777 | fs.ModeSticky})

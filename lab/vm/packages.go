@@ -8,7 +8,7 @@ import (
 
 // Packages are the Debian 12 packages the lab takes its VM from: the
 // emulator, the guest kernel with its modules, the guest user space, the
-// reference ipvsadm, and the host tools the image builder runs (modprobe
+// reference ipvsadm, BIRD 2, and the host tools the image builder runs (modprobe
 // resolves module order).
 var Packages = []string{
 	"qemu-system-x86",

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// flowServer serves ServeFlows as name on a loopback port until the test
+// ends or stop is called.
+func flowServer(t *testing.T, name string) (addr string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ln := listen(t)
+	done := make(chan error, 1)
+	go func() { done <- ServeFlows(ctx, name, ln) }()
+	stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ServeFlows: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		if ctx.Err() == nil {
+			stop()
+		}
+	})
+	return ln.Addr().String(), stop
+}
+
+func TestFlowsReportBreaksAndRecovery(t *testing.T) {
+	addr, stop := flowServer(t, "rs1")
+	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, Timeout: 2 * time.Second}
+	fc, err := StartFlows(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Stop()
+	fc.Mark()
+	time.Sleep(200 * time.Millisecond)
+	r := fc.Report()
+	if r.AtMark != 40 || r.Broken != 0 || r.Pending != 0 || r.ByServer["rs1"] != 40 || r.RecoveryMS <= 0 {
+		t.Fatalf("healthy flows: %+v", r)
+	}
+	// The server goes away: every connection open at mark breaks.
+	fc.Mark()
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for fc.Report().Broken < 40 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	r = fc.Report()
+	if r.AtMark != 40 || r.Broken != 40 || r.BrokenByServer["rs1"] != 40 || r.FirstError == "" {
+		t.Fatalf("after the server left: %+v", r)
+	}
+	if r.Reasons["eof"]+r.Reasons["reset"] != 40 {
+		t.Errorf("reasons %v: want end of stream or reset", r.Reasons)
+	}
+	if r.OpenFailed == 0 {
+		t.Errorf("no failed reconnection counted with the server gone: %+v", r)
+	}
+}
+
+func TestFlowsLifetimeEndsConnections(t *testing.T) {
+	addr, _ := flowServer(t, "rs2")
+	fc, err := StartFlows(FlowConfig{Addr: addr, N: 10, BasePort: 21500, Interval: 10 * time.Millisecond,
+		Lifetime: 60 * time.Millisecond, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Stop()
+	fc.Mark()
+	time.Sleep(400 * time.Millisecond)
+	r := fc.Report()
+	if r.Ended != 10 || r.Broken != 0 || r.Opened < 10 || len(r.ByServer) != 1 || r.ByServer["rs2"] == 0 {
+		t.Fatalf("after every lifetime ended: %+v", r)
+	}
+}
+
+func TestFlowsRoleProtocol(t *testing.T) {
+	addr, _ := flowServer(t, "rs3")
+	var out bytes.Buffer
+	cfg, err := flowsConfigFromArgs([]string{addr, "5", "21600", "10ms", "0s", "1s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := flowsLoop(cfg, bufio.NewScanner(strings.NewReader("mark\nreport\nquit\n")), json.NewEncoder(&out)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"ready":5`) || lines[1] != `{"marked":true}` {
+		t.Fatalf("role output:\n%s", out.String())
+	}
+	var r FlowReport
+	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil || r.AtMark != 5 || r.Slots != 5 {
+		t.Errorf("report %q: %+v %v", lines[2], r, err)
+	}
+	for _, bad := range [][]string{{addr}, {addr, "0", "1", "1s", "0s", "1s"}, {addr, "5", "65534", "1s", "0s", "1s"}, {addr, "5", "1", "x", "0s", "1s"}} {
+		if _, err := flowsConfigFromArgs(bad); err == nil {
+			t.Errorf("flows arguments %q accepted", bad)
+		}
+	}
+}
+
+func TestProbeSameFlowsTwice(t *testing.T) {
+	addr, _ := flowServer(t, "rs4")
+	a := Probe(addr, 30, 21700, 2*time.Second)
+	b := Probe(addr, 30, 21700, 2*time.Second) // same ports at once: resets left no TIME_WAIT
+	if a.Failed != 0 || b.Failed != 0 || a.ByServer["rs4"] != 30 {
+		t.Fatalf("probes: %+v / %+v", a, b)
+	}
+	if moved, both := Moved(a, b); moved != 0 || both != 30 {
+		t.Errorf("Moved = %d of %d, want 0 of 30", moved, both)
+	}
+	b.Servers[3], b.Servers[4] = "rs9", ""
+	if moved, both := Moved(a, b); moved != 1 || both != 29 {
+		t.Errorf("Moved = %d of %d, want 1 of 29", moved, both)
+	}
+}
+
+func TestModuloMovesMostFlows(t *testing.T) {
+	// Going from 4 to 3 buckets, a flow keeps its bucket only when h mod 4
+	// equals h mod 3: about a quarter of them.
+	moved := ModuloMoved("10.1.0.10", 1000, 20000, 4, 3)
+	if moved < 650 || moved > 850 {
+		t.Errorf("modulo 4 -> 3 moved %d of 1000, want about 750", moved)
+	}
+	if ModuloMoved("10.1.0.10", 1000, 20000, 4, 4) != 0 {
+		t.Error("modulo with the same server count moved flows")
+	}
+}
+
+func TestSortedCounts(t *testing.T) {
+	if got := sortedCounts(map[string]int{"rs2": 3, "rs1": 1}); got != "rs1=1 rs2=3" {
+		t.Errorf("sortedCounts = %q", got)
+	}
+}
