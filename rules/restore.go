@@ -9,7 +9,7 @@
 package rules
 
 import (
-	"sync/atomic"
+	"os"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
@@ -43,12 +43,13 @@ func Pipelined(window int) ipvsadm.RestoreEngine {
 // which lines failed, and a request to stop early. Line numbers count the
 // lines of the restore's input from 1.
 type Progress struct {
-	// Stop, once set, ends the restore before the next line is read,
-	// after the answers to every line already read: the table then holds
-	// the changes of lines 1..Read (less the lines that failed).
-	Stop atomic.Bool
-	// Stopped reports that Stop ended the restore.
-	Stopped bool
+	// Interrupt, when it delivers a signal, ends the restore before the
+	// next line is read, after the answers to every line already read:
+	// the table then holds the changes of lines 1..Read (less the lines
+	// that failed). It is polled once per line.
+	Interrupt <-chan os.Signal
+	// Caught is the signal that ended the restore, nil if none did.
+	Caught os.Signal
 	// Read is the number of lines read and run (or submitted): after the
 	// restore, every one of them has been answered.
 	Read int
@@ -69,8 +70,8 @@ func (pr *Progress) fail(line int) {
 }
 
 // Tracked is Pipelined reporting to pr (nil: no report). Output and status
-// are Pipelined's, except that a restore pr.Stop ends early ends with the
-// outcome of the last line run.
+// are Pipelined's, except that a restore pr.Interrupt ends early ends with
+// the outcome of the last line run.
 func Tracked(window int, pr *Progress) ipvsadm.RestoreEngine {
 	if window < 1 {
 		window = DefaultWindow
@@ -113,8 +114,7 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 	e.last = ipvsadm.Success
 	var fast ipvsadm.Invocation // reused: ParseFast does not allocate
 	for {
-		if e.progress != nil && e.progress.Stop.Load() {
-			e.progress.Stopped = true
+		if e.interrupted() {
 			break
 		}
 		fields, ok := lines.NextFields()
@@ -139,6 +139,20 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 	}
 	e.flush()
 	return ipvsadm.Outcome{Kind: e.last}
+}
+
+// interrupted polls the progress's interrupt channel.
+func (e *engine) interrupted() bool {
+	if e.progress == nil || e.progress.Interrupt == nil {
+		return false
+	}
+	select {
+	case s := <-e.progress.Interrupt:
+		e.progress.Caught = s
+		return true
+	default:
+		return false
+	}
 }
 
 // line runs one command line. It reports the restore's outcome and true

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/lvskit/lvskit/ipvsadm"
@@ -182,6 +181,16 @@ type RestoreRun struct {
 	Interrupt <-chan os.Signal
 }
 
+// signalStatus is the status a shell reports for a process that signal s
+// ended: 128 plus its number.
+func signalStatus(s os.Signal) int {
+	n := 0
+	if sig, ok := s.(syscall.Signal); ok {
+		n = int(sig)
+	}
+	return 128 + n
+}
+
 // statusRefused is the wrapper's status when it refuses input or reports
 // a restore that did not do what the input asked.
 const statusRefused = 1
@@ -195,19 +204,7 @@ func (r RestoreRun) Run() int {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(r.Stderr, name+": "+format+"\n", args...)
 	}
-	pr := &Progress{}
-	var caught atomic.Value // the os.Signal that stopped the run
-	interrupted := func() (int, bool) {
-		s, ok := caught.Load().(os.Signal)
-		if !ok {
-			return 0, false
-		}
-		n := 0
-		if sig, ok := s.(syscall.Signal); ok {
-			n = int(sig)
-		}
-		return 128 + n, true
-	}
+	pr := &Progress{Interrupt: r.Interrupt}
 
 	data, long, err := readInput(r.Stdin)
 	if err != nil {
@@ -233,27 +230,15 @@ func (r RestoreRun) Run() int {
 	if r.Getenv("LVSKIT_RESTORE_CHECK") == "1" {
 		return 0
 	}
+	// Before the flush a signal ends the run with nothing changed; from
+	// here on the restore polls the channel at every line.
 	if r.Interrupt != nil {
 		select {
 		case s := <-r.Interrupt:
-			caught.Store(s)
+			say("interrupted before the table was changed")
+			return signalStatus(s)
 		default:
-			// From here on a signal ends the restore at the next line.
-			done := make(chan struct{})
-			defer close(done)
-			go func() {
-				select {
-				case s := <-r.Interrupt:
-					caught.Store(s)
-					pr.Stop.Store(true)
-				case <-done:
-				}
-			}()
 		}
-	}
-	if status, ok := interrupted(); ok {
-		say("interrupted before the table was changed")
-		return status
 	}
 	kept, warning := grepComments(data, utf8)
 	io.WriteString(r.Stderr, warning)
@@ -261,13 +246,13 @@ func (r RestoreRun) Run() int {
 	env.RestoreEngine = Tracked(DefaultWindow, pr)
 	ipvsadm.Main([]string{ipvsadmName, "-C"}, nil, r.Stdout, r.Stderr, env)
 	status := ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(bytes.TrimRight(kept, "\n")), r.Stdout, r.Stderr, env)
-	if sigStatus, ok := interrupted(); ok && pr.Stopped {
+	if pr.Caught != nil {
 		if pr.Read == 0 {
 			say("interrupted after the table was flushed, before any line was restored")
 		} else {
 			say("interrupted: the table holds what input lines up to %d restored; later lines were not restored", checked.InputLine(pr.Read))
 		}
-		return sigStatus
+		return signalStatus(pr.Caught)
 	}
 	if r.Getenv("LVSKIT_RESTORE_STRICT") == "1" {
 		failed := false
