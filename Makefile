@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean
+.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz soak soak-lvsprep
 
 all: build
 
@@ -62,7 +62,7 @@ labrun:
 ## soak-lvsprep: 1,000 random SIGKILLs of lvsprep during apply and undo,
 ## each followed by --undo and a host snapshot compare (issue 14's figure;
 ## about 5 s a kill in the lab)
-soak-lvsprep: build labrun
+soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
@@ -98,6 +98,34 @@ bench: deps build labrun
 ## log of the last bench run ($(BENCH_LOG)), or BENCH_LOG=another-log
 bench-plot:
 	$(GO) run ./bench/benchplot -in $(BENCH_LOG) -json docs/benchmarks.json -plot docs/benchmarks.svg
+
+## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
+## at most FUZZMINTIME); found inputs go to Go's cache, failures to the
+## package's testdata/fuzz (commit them). go test replays the committed
+## corpora (testdata/fuzz) and seeds on every run. Figures in
+## docs/reliability.md.
+FUZZTIME    ?= 60s
+FUZZMINTIME ?= 2s
+FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
+	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./rules:FuzzRestoreReader \
+	./rules:FuzzRestoreScriptRefusal ./rules:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg || exit 1; \
+	done
+
+## soak: the reliability tests at the sizes docs/reliability.md publishes
+## (1,000 SIGKILLs during -R of 10,000 lines, 1,000 saves while the table
+## changes, 8 concurrent restores of 1,000 services, 1,000,000 restore
+## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
+## keep-alive clients through VS/NAT), 1,000 SIGKILLs of lvsprep
+## (soak-lvsprep) and every fuzz target for 10 minutes. Hours, not minutes.
+soak: deps build labrun
+	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./rules ./e2e
+	$(MAKE) soak-lvsprep
+	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
