@@ -16,7 +16,8 @@ all: build
 ## deps: the Debian packages every test, the lab, the demo and packaging need,
 ## installed here once, in one apt-get call (as root); tests never install
 ## anything. Run as another user it names what is missing and the command
-## that installs it, and fails.
+## that installs it, and fails. Another apt-get holding apt's locks is
+## waited for (up to 10 minutes), not a failure.
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
@@ -34,7 +35,11 @@ deps:
 		echo "deps: install them as root: apt-get update && apt-get install -y --no-install-recommends $$missing" >&2; \
 		exit 1; fi; \
 	echo "deps: installing Debian packages: $$missing"; \
-	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
+	for i in $$(seq 120); do \
+		out=$$(apt-get update -q 2>&1) && break; \
+		case "$$out" in *"Could not get lock"*) [ $$i = 1 ] && echo "deps: waiting for another apt-get to finish"; sleep 5;; \
+		*) echo "$$out" >&2; exit 1;; esac; done; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $$missing
 
 ## build: static binaries into bin/
 build:
