@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"sort"
@@ -58,13 +60,17 @@ func ServeFlows(ctx context.Context, name string, ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			defer func() { mu.Lock(); delete(conns, c); mu.Unlock(); c.Close() }()
+			// One buffer per connection, no formatting: the lab runs
+			// thousands of lines a second on one emulated CPU.
 			br := bufio.NewReader(c)
+			out := append([]byte(name), ' ')
 			for {
-				line, err := br.ReadString('\n')
+				line, err := br.ReadSlice('\n')
 				if err != nil {
 					return
 				}
-				if _, err := fmt.Fprintf(c, "%s %s", name, line); err != nil {
+				out = append(out[:len(name)+1], line...)
+				if _, err := c.Write(out); err != nil {
 					return
 				}
 			}
@@ -82,14 +88,18 @@ type FlowConfig struct {
 	// between half and one and a half of it (the session is over); the
 	// slot opens a new one at once, from a port the kernel picks.
 	Lifetime time.Duration
-	Timeout  time.Duration // an unanswered line after this breaks the connection
+	// OpenTimeout bounds opening a connection and its first answer. Once
+	// open, a line waits for its answer as long as it takes: a stall that
+	// recovers is not a break (the report shows it as Pending meanwhile,
+	// and MaxGapMS), only a reset or a closed connection is.
+	OpenTimeout time.Duration
 }
 
 // FlowReport is the state of the client's connections since the last mark.
 type FlowReport struct {
 	Slots int `json:"slots"`
 	// AtMark counts the connections open when mark came; Broken those of
-	// them that failed after it (reset, timeout, end of stream), by reason.
+	// them that failed after it (reset, end of stream), by reason.
 	AtMark  int            `json:"at_mark"`
 	Broken  int            `json:"broken"`
 	Reasons map[string]int `json:"reasons,omitempty"`
@@ -99,12 +109,18 @@ type FlowReport struct {
 	// attempts that failed.
 	Opened     int `json:"opened"`
 	OpenFailed int `json:"open_failed"`
+	// OpenErrors counts, by reason, the attempts to open a connection
+	// that failed since the client started (the first ones included).
+	OpenErrors map[string]int `json:"open_errors,omitempty"`
+	// FirstOpenError is the first of them, with its source port.
+	FirstOpenError string `json:"first_open_error,omitempty"`
 	// Pending counts connections of AtMark, still open and unbroken, that
 	// have not had a line answered since mark: they are not flowing yet.
 	Pending int `json:"pending"`
-	// RecoveryMS is the time from mark until every connection of AtMark
-	// still open had a line sent after mark answered; MaxGapMS the longest
-	// time any of them waited between two answers across mark.
+	// RecoveryMS is the time from mark (or the later Clock) until every
+	// connection of AtMark still open had a line sent after it answered;
+	// MaxGapMS the longest time any of them waited between two answers
+	// across mark.
 	RecoveryMS int64 `json:"recovery_ms"`
 	MaxGapMS   int64 `json:"max_gap_ms"`
 	// ByServer counts the connections open now per real server;
@@ -131,17 +147,19 @@ type flowConn struct {
 // flowClient holds the slots' connections; one mutex guards all state
 // (the goroutines touch it once per line, which is cheap next to the I/O).
 type flowClient struct {
-	cfg   FlowConfig
-	mu    sync.Mutex
-	mark  time.Time
+	cfg  FlowConfig
+	mu   sync.Mutex
+	mark time.Time
+	// clock is when recovery is counted from: mark, or later (Clock).
+	clock time.Time
 	conns [][]*flowConn // per slot, every connection it had since mark (the last is current)
 	rep   FlowReport
 	live  map[net.Conn]bool
-	// openRetries counts first connections that failed and were tried
-	// again (ReadyReport).
-	openRetries int
-	stop        chan struct{}
-	wg          sync.WaitGroup
+	// openErrors counts failed opens by reason, since the start.
+	openErrors     map[string]int
+	firstOpenError string
+	stop           chan struct{}
+	wg             sync.WaitGroup
 }
 
 // errorReason names a connection failure for the report.
@@ -156,6 +174,10 @@ func errorReason(err error) string {
 		return "timeout"
 	case errors.Is(err, syscall.EPIPE):
 		return "broken pipe"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "refused"
+	case errors.Is(err, syscall.EADDRINUSE), errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "address in use"
 	}
 	return "other"
 }
@@ -188,30 +210,28 @@ func closeReset(c *net.TCPConn) {
 }
 
 // exchange sends one numbered line and reads the answer: the server's
-// name.
-func exchange(c net.Conn, br *bufio.Reader, seq int, timeout time.Duration) (string, error) {
-	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return "", err
+// name. buf is the caller's, reused from line to line.
+func exchange(c net.Conn, br *bufio.Reader, seq int, buf []byte) (string, []byte, error) {
+	buf = append(strconv.AppendInt(buf[:0], int64(seq), 10), '\n')
+	if _, err := c.Write(buf); err != nil {
+		return "", buf, err
 	}
-	if _, err := fmt.Fprintf(c, "%d\n", seq); err != nil {
-		return "", err
-	}
-	line, err := br.ReadString('\n')
+	line, err := br.ReadSlice('\n')
 	if err != nil {
-		return "", err
+		return "", buf, err
 	}
-	name, n, ok := strings.Cut(strings.TrimSpace(line), " ")
-	if !ok || n != strconv.Itoa(seq) {
-		return "", fmt.Errorf("answer %q to line %d", line, seq)
+	name, n, ok := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
+	if !ok || !bytes.Equal(n, buf[:len(buf)-1]) {
+		return "", buf, fmt.Errorf("answer %q to line %d", line, seq)
 	}
-	return name, nil
+	return string(name), buf, nil
 }
 
 // StartFlows opens cfg.N connections and keeps them sending until Stop.
 // It returns once every connection has had its first line answered, or
 // with an error naming how many could not be opened.
 func StartFlows(cfg FlowConfig) (*flowClient, error) {
-	fc := &flowClient{cfg: cfg, conns: make([][]*flowConn, cfg.N), live: map[net.Conn]bool{}, stop: make(chan struct{})}
+	fc := &flowClient{cfg: cfg, conns: make([][]*flowConn, cfg.N), live: map[net.Conn]bool{}, stop: make(chan struct{}), openErrors: map[string]int{}}
 	fc.resetLocked(time.Now())
 	ready := make(chan error, cfg.N)
 	sem := make(chan struct{}, 32) // dials in flight
@@ -242,40 +262,49 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 	first, tries := true, 0
 	for {
 		sem <- struct{}{}
-		c, err := dialFrom(fc.cfg.Addr, port, fc.cfg.Timeout)
+		c, err := dialFrom(fc.cfg.Addr, port, fc.cfg.OpenTimeout)
 		var br *bufio.Reader
 		var server string
 		if err == nil {
 			br = bufio.NewReader(c)
-			server, err = exchange(c, br, 0, fc.cfg.Timeout)
+			c.SetDeadline(time.Now().Add(fc.cfg.OpenTimeout))
+			server, _, err = exchange(c, br, 0, nil)
+			if err == nil {
+				err = c.SetDeadline(time.Time{})
+			}
 			if err != nil {
 				closeReset(c)
 			}
 		}
 		<-sem
-		if first && err != nil {
-			// Retried from ports the kernel picks, twice: the report counts
-			// the retries, and a slot that cannot open at all fails the start.
+		if err != nil {
 			fc.mu.Lock()
-			fc.openRetries++
+			fc.openErrors[errorReason(err)]++
+			if fc.firstOpenError == "" {
+				fc.firstOpenError = fmt.Sprintf("port %d: %v", port, err)
+			}
+			if !first {
+				fc.rep.OpenFailed++
+			}
 			fc.mu.Unlock()
-			if tries++; tries > 2 || !fc.sleep(200*time.Millisecond) {
-				ready <- err
+			// A first connection is tried twice more, from ports the kernel
+			// picks; a slot that cannot open at all fails the start.
+			if first {
+				if tries++; tries > 2 {
+					ready <- err
+					return
+				}
+			}
+			if !fc.sleep(200 * time.Millisecond) {
+				if first {
+					ready <- err
+				}
 				return
 			}
 			port = 0
 			continue
 		}
 		fc.mu.Lock()
-		if err != nil {
-			fc.rep.OpenFailed++
-			fc.mu.Unlock()
-			if !fc.sleep(200 * time.Millisecond) {
-				return
-			}
-			port = 0
-			continue
-		}
 		now := time.Now()
 		fcn := &flowConn{server: server, opened: now, lastReply: now}
 		if !fc.mark.IsZero() && now.After(fc.mark) {
@@ -315,15 +344,21 @@ func (fc *flowClient) sleep(d time.Duration) bool {
 
 // run sends a line every Interval (randomised by ±50 %, so the
 // connections do not beat in step) until the connection fails, its
-// lifetime ends or the client stops.
+// lifetime ends or the client stops. A line waits for its answer without
+// a deadline: only a reset or a closed connection breaks it.
 func (fc *flowClient) run(c *net.TCPConn, br *bufio.Reader, f *flowConn) {
 	var end time.Time
 	if fc.cfg.Lifetime > 0 {
 		end = f.opened.Add(fc.cfg.Lifetime/2 + rand.N(fc.cfg.Lifetime))
 	}
+	timer := time.NewTimer(fc.cfg.Interval/2 + rand.N(fc.cfg.Interval))
+	defer timer.Stop()
+	var buf []byte
 	for seq := 1; ; seq++ {
-		if !fc.sleep(fc.cfg.Interval/2 + rand.N(fc.cfg.Interval)) {
+		select {
+		case <-fc.stop:
 			return
+		case <-timer.C:
 		}
 		if !end.IsZero() && time.Now().After(end) {
 			fc.mu.Lock()
@@ -332,7 +367,9 @@ func (fc *flowClient) run(c *net.TCPConn, br *bufio.Reader, f *flowConn) {
 			return
 		}
 		sent := time.Now()
-		name, err := exchange(c, br, seq, fc.cfg.Timeout)
+		var name string
+		var err error
+		name, buf, err = exchange(c, br, seq, buf)
 		now := time.Now()
 		fc.mu.Lock()
 		if err == nil && name != f.server {
@@ -354,10 +391,11 @@ func (fc *flowClient) run(c *net.TCPConn, br *bufio.Reader, f *flowConn) {
 			f.maxGap = gap
 		}
 		f.lastReply = now
-		if f.recovered.IsZero() && !fc.mark.IsZero() && sent.After(fc.mark) {
+		if f.recovered.IsZero() && !fc.clock.IsZero() && sent.After(fc.clock) {
 			f.recovered = now
 		}
 		fc.mu.Unlock()
+		timer.Reset(fc.cfg.Interval/2 + rand.N(fc.cfg.Interval))
 	}
 }
 
@@ -385,7 +423,23 @@ func (fc *flowClient) Mark() {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	fc.mark = time.Now()
+	fc.clock = fc.mark
 	fc.resetLocked(fc.mark)
+}
+
+// Clock restarts the recovery clock now, keeping the observation since
+// mark: breaks still count from mark, while RecoveryMS and Pending are
+// about lines sent from now on (when the event that counts happens some
+// time after mark).
+func (fc *flowClient) Clock() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.clock = time.Now()
+	for _, cs := range fc.conns {
+		for _, f := range cs {
+			f.recovered = time.Time{}
+		}
+	}
 }
 
 // Report sums up the connections since the last mark.
@@ -395,6 +449,7 @@ func (fc *flowClient) Report() FlowReport {
 	now := time.Now()
 	r := fc.rep
 	r.Reasons, r.ByServer, r.BrokenByServer = map[string]int{}, map[string]int{}, map[string]int{}
+	r.OpenErrors, r.FirstOpenError = maps.Clone(fc.openErrors), fc.firstOpenError
 	r.Broken, r.Ended, r.Pending, r.RecoveryMS, r.MaxGapMS = 0, 0, 0, 0, 0
 	for _, cs := range fc.conns {
 		for k, f := range cs {
@@ -417,7 +472,7 @@ func (fc *flowClient) Report() FlowReport {
 					f.maxGap = gap
 				}
 			default:
-				if d := f.recovered.Sub(fc.mark).Milliseconds(); d > r.RecoveryMS {
+				if d := f.recovered.Sub(fc.clock).Milliseconds(); d > r.RecoveryMS {
 					r.RecoveryMS = d
 				}
 			}
@@ -444,6 +499,7 @@ func (fc *flowClient) Stop() {
 
 // flowsLoop serves the flows role: it opens the connections, prints
 // {"ready":N,"by_server":{...}}, then answers "mark" with {"marked":true},
+// "clock" with {"clock":true},
 // "report" with a FlowReport, and ends on "quit" or end of input.
 func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 	fc, err := StartFlows(cfg)
@@ -451,10 +507,8 @@ func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 		return err
 	}
 	defer fc.Stop()
-	fc.mu.Lock()
-	retries := fc.openRetries
-	fc.mu.Unlock()
-	if err := out.Encode(map[string]any{"ready": cfg.N, "by_server": fc.Report().ByServer, "open_retries": retries}); err != nil {
+	r := fc.Report()
+	if err := out.Encode(map[string]any{"ready": cfg.N, "by_server": r.ByServer, "open_errors": r.OpenErrors, "first_open_error": r.FirstOpenError}); err != nil {
 		return err
 	}
 	for in.Scan() {
@@ -462,12 +516,15 @@ func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 		case "mark":
 			fc.Mark()
 			err = out.Encode(map[string]bool{"marked": true})
+		case "clock":
+			fc.Clock()
+			err = out.Encode(map[string]bool{"clock": true})
 		case "report":
 			err = out.Encode(fc.Report())
 		case "quit":
 			return nil
 		default:
-			return errors.New("flows: commands are mark, report and quit")
+			return errors.New("flows: commands are mark, clock, report and quit")
 		}
 		if err != nil {
 			return err
@@ -505,7 +562,8 @@ func Probe(addr string, n, base int, timeout time.Duration) ProbeResult {
 				return
 			}
 			defer closeReset(c)
-			res.Servers[i], errs[i] = exchange(c, bufio.NewReader(c), 0, timeout)
+			c.SetDeadline(time.Now().Add(timeout))
+			res.Servers[i], _, errs[i] = exchange(c, bufio.NewReader(c), 0, nil)
 		}()
 	}
 	wg.Wait()
@@ -579,10 +637,10 @@ func sortedCounts(m map[string]int) string {
 }
 
 // flowsConfigFromArgs reads the flows role's arguments: ADDR N BASEPORT
-// INTERVAL LIFETIME TIMEOUT (durations as Go writes them).
+// INTERVAL LIFETIME OPENTIMEOUT (durations as Go writes them).
 func flowsConfigFromArgs(args []string) (FlowConfig, error) {
 	if len(args) != 6 {
-		return FlowConfig{}, fmt.Errorf("flows: want ADDR N BASEPORT INTERVAL LIFETIME TIMEOUT, got %q", args)
+		return FlowConfig{}, fmt.Errorf("flows: want ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT, got %q", args)
 	}
 	cfg := FlowConfig{Addr: args[0]}
 	var err error
@@ -592,12 +650,12 @@ func flowsConfigFromArgs(args []string) (FlowConfig, error) {
 	if cfg.BasePort, err = strconv.Atoi(args[2]); err != nil {
 		return cfg, err
 	}
-	for i, d := range []*time.Duration{&cfg.Interval, &cfg.Lifetime, &cfg.Timeout} {
+	for i, d := range []*time.Duration{&cfg.Interval, &cfg.Lifetime, &cfg.OpenTimeout} {
 		if *d, err = time.ParseDuration(args[3+i]); err != nil {
 			return cfg, err
 		}
 	}
-	if cfg.N < 1 || cfg.BasePort < 1 || cfg.BasePort+cfg.N > 65536 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Lifetime < 0 {
+	if cfg.N < 1 || cfg.BasePort < 1 || cfg.BasePort+cfg.N > 65536 || cfg.Interval <= 0 || cfg.OpenTimeout <= 0 || cfg.Lifetime < 0 {
 		return cfg, fmt.Errorf("flows: bad arguments %q", args)
 	}
 	return cfg, nil

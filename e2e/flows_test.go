@@ -34,7 +34,7 @@ func flowServer(t *testing.T, name string) (addr string, stop func()) {
 
 func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	addr, stop := flowServer(t, "rs1")
-	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, Timeout: 2 * time.Second}
+	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, OpenTimeout: 2 * time.Second}
 	fc, err := StartFlows(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -45,6 +45,16 @@ func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	r := fc.Report()
 	if r.AtMark != 40 || r.Broken != 0 || r.Pending != 0 || r.ByServer["rs1"] != 40 || r.RecoveryMS <= 0 {
 		t.Fatalf("healthy flows: %+v", r)
+	}
+	// Recovery counted from a later clock: every connection waits for a
+	// line sent after it.
+	fc.Clock()
+	if r := fc.Report(); r.Pending == 0 || r.AtMark != 40 {
+		t.Fatalf("right after Clock no connection should have flowed since: %+v", r)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r := fc.Report(); r.Pending != 0 || r.RecoveryMS <= 0 || r.RecoveryMS >= 200 {
+		t.Fatalf("200 ms after Clock: %+v", r)
 	}
 	// The server goes away: every connection open at mark breaks.
 	fc.Mark()
@@ -68,7 +78,7 @@ func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 func TestFlowsLifetimeEndsConnections(t *testing.T) {
 	addr, _ := flowServer(t, "rs2")
 	fc, err := StartFlows(FlowConfig{Addr: addr, N: 10, BasePort: 21500, Interval: 10 * time.Millisecond,
-		Lifetime: 60 * time.Millisecond, Timeout: 2 * time.Second})
+		Lifetime: 60 * time.Millisecond, OpenTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +98,16 @@ func TestFlowsRoleProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := flowsLoop(cfg, bufio.NewScanner(strings.NewReader("mark\nreport\nquit\n")), json.NewEncoder(&out)); err != nil {
+	if err := flowsLoop(cfg, bufio.NewScanner(strings.NewReader("mark\nclock\nreport\nquit\n")), json.NewEncoder(&out)); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], `"ready":5`) || lines[1] != `{"marked":true}` {
+	if len(lines) != 4 || !strings.Contains(lines[0], `"ready":5`) || lines[1] != `{"marked":true}` || lines[2] != `{"clock":true}` {
 		t.Fatalf("role output:\n%s", out.String())
 	}
 	var r FlowReport
-	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil || r.AtMark != 5 || r.Slots != 5 {
-		t.Errorf("report %q: %+v %v", lines[2], r, err)
+	if err := json.Unmarshal([]byte(lines[3]), &r); err != nil || r.AtMark != 5 || r.Slots != 5 {
+		t.Errorf("report %q: %+v %v", lines[3], r, err)
 	}
 	for _, bad := range [][]string{{addr}, {addr, "0", "1", "1s", "0s", "1s"}, {addr, "5", "65534", "1s", "0s", "1s"}, {addr, "5", "1", "x", "0s", "1s"}} {
 		if _, err := flowsConfigFromArgs(bad); err == nil {

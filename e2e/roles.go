@@ -27,9 +27,9 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
 //	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
-//	flows ADDR N BASEPORT INTERVAL LIFETIME TIMEOUT
+//	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
-//	                         {"ready":N,...}, then answers mark, report, quit on stdin
+//	                         {"ready":N,...}, then answers mark, clock, report, quit on stdin
 //	probe ADDR N BASEPORT TIMEOUT
 //	                         one line on each of N new connections from fixed
 //	                         ports; prints a ProbeResult as JSON
