@@ -9,14 +9,15 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all deps build test unit lab labrun check install deb lintian demo bench lab-run clean
+.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz soak soak-lvsprep
 
 all: build
 
 ## deps: the Debian packages every test, the lab, the demo and packaging need,
 ## installed here once, in one apt-get call (as root); tests never install
 ## anything. Run as another user it names what is missing and the command
-## that installs it, and fails.
+## that installs it, and fails. Another apt-get holding apt's locks is
+## waited for (up to 10 minutes), not a failure.
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
@@ -34,7 +35,11 @@ deps:
 		echo "deps: install them as root: apt-get update && apt-get install -y --no-install-recommends $$missing" >&2; \
 		exit 1; fi; \
 	echo "deps: installing Debian packages: $$missing"; \
-	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
+	for i in $$(seq 120); do \
+		out=$$(apt-get update -q 2>&1) && break; \
+		case "$$out" in *"Could not get lock"*) [ $$i = 1 ] && echo "deps: waiting for another apt-get to finish"; sleep 5;; \
+		*) echo "$$out" >&2; exit 1;; esac; done; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $$missing
 
 ## build: static binaries into bin/
 build:
@@ -62,7 +67,7 @@ labrun:
 ## soak-lvsprep: 1,000 random SIGKILLs of lvsprep during apply and undo,
 ## each followed by --undo and a host snapshot compare (issue 14's figure;
 ## about 5 s a kill in the lab)
-soak-lvsprep: build labrun
+soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
@@ -81,10 +86,51 @@ check:
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
-## bench: time our ipvsadm against Debian's in the lab (one boot, full size:
-## the reference needs minutes) and print the table docs/benchmarks.md keeps
+## bench: time our ipvsadm, Debian's and the kernel floor in the lab (one
+## boot, full size: the reference needs a long time), keep the log in
+## $(BENCH_LOG), then write docs/benchmarks.json and the plot
+## docs/benchmarks.svg and print the tables docs/benchmarks.md keeps.
+## BENCH_RUN narrows it, e.g. BENCH_RUN='TestBenchmarks/spread_1000x10'.
+BENCH_LOG ?= .cache/bench.log
+BENCH_RUN ?= ^TestBenchmarks$$
 bench: deps build labrun
-	$(LABRUN) -tests -run '^TestBenchmarks$$' -test-timeout 150m -timeout 160m ./bench
+	@mkdir -p $(dir $(BENCH_LOG))
+	@{ $(LABRUN) -tests -run '$(BENCH_RUN)' -test-timeout 300m -timeout 310m ./bench; echo $$? > $(BENCH_LOG).status; } 2>&1 | tee $(BENCH_LOG)
+	@st=$$(cat $(BENCH_LOG).status); if [ "$$st" != 0 ]; then echo "bench: the lab run failed (status $$st)" >&2; exit $$st; fi
+	$(MAKE) bench-plot
+
+## bench-plot: redraw docs/benchmarks.svg and docs/benchmarks.json from the
+## log of the last bench run ($(BENCH_LOG)), or BENCH_LOG=another-log
+bench-plot:
+	$(GO) run ./bench/benchplot -in $(BENCH_LOG) -json docs/benchmarks.json -plot docs/benchmarks.svg
+
+## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
+## at most FUZZMINTIME); found inputs go to Go's cache, failures to the
+## package's testdata/fuzz (commit them). go test replays the committed
+## corpora (testdata/fuzz) and seeds on every run. Figures in
+## docs/reliability.md.
+FUZZTIME    ?= 60s
+FUZZMINTIME ?= 2s
+FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
+	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./rules:FuzzRestoreReader \
+	./rules:FuzzRestoreScriptRefusal ./rules:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg || exit 1; \
+	done
+
+## soak: the reliability tests at the sizes docs/reliability.md publishes
+## (1,000 SIGKILLs during -R of 10,000 lines, 1,000 saves while the table
+## changes, 8 concurrent restores of 1,000 services, 1,000,000 restore
+## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
+## keep-alive clients through VS/NAT), 1,000 SIGKILLs of lvsprep
+## (soak-lvsprep) and every fuzz target for 10 minutes. Hours, not minutes.
+soak: deps build labrun
+	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./rules ./e2e
+	$(MAKE) soak-lvsprep
+	$(MAKE) fuzz FUZZTIME=10m
 
 ## lab-run: run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status

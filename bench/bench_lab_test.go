@@ -3,14 +3,11 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,59 +15,89 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/bench/benchdata"
 	"github.com/lvskit/lvskit/lab/labtest"
-	"github.com/lvskit/lvskit/names"
-	"github.com/lvskit/lvskit/rules"
 )
 
-// memLimit is the promised peak memory (resident set) of our ipvsadm for
-// -R and -Ln of 10,000 services × 10 destinations.
-const memLimit = 32 << 20
+// Peak memory (resident set) limits of our ipvsadm: listing a table of up
+// to 10,000 services × 10 destinations, and restoring any table.
+const (
+	listMemLimit    = 8 << 20
+	restoreMemLimit = 32 << 20
+)
 
 // runTimeout bounds one measured command; the reference needs minutes for
-// 110,000 restore lines under TCG on a loaded host.
-const runTimeout = 30 * time.Minute
+// 550,000 restore lines under TCG on a loaded host.
+const runTimeout = 45 * time.Minute
+
+// benchCase is one table whose operations are measured, reps times each.
+type benchCase struct {
+	layout          layout
+	services, dests int
+	reps            int
+}
+
+// name is the subtest's name, e.g. spread_10000x10: make lab LAB_ARGS='-run
+// TestBenchmarks/spread_10000x10 ./bench' measures that table alone.
+func (c benchCase) name() string {
+	return fmt.Sprintf("%s_%dx%d", c.layout, c.services, c.dests)
+}
 
 // config is how much to measure.
 type config struct {
-	small, large int // services (× 10 destinations) of the two table sizes
-	repsQuick    int // -Ln of an empty table
-	repsSmall    int // -Ln, -Sn and -R of the small table
-	repsLarge    int // -R and -Ln of the large table
+	mode       string
+	startReps  int // -Ln of an empty table
+	cases      []benchCase
+	idleSpells int // consecutive idle tenths of a second before each run
 }
 
 var (
-	// full is what the project promises figures for.
-	full = config{small: 1000, large: 10000, repsQuick: 15, repsSmall: 5, repsLarge: 3}
-	// smokeSize keeps a whole-lab run short while exercising every
-	// measurement and check; three runs of the 1,000×10 restore give a
-	// median that one burst of the busy host's load does not decide.
-	smokeSize = config{small: 100, large: 1000, repsQuick: 3, repsSmall: 1, repsLarge: 3}
+	// full is what the project publishes: every layout at 100, 1,000 and
+	// 10,000 services × 10; the spread layout also at 50,000 × 10 and with
+	// 1 and 100 destinations per service. (10,000 × 100 would be a
+	// million destinations, more than the lab VM's memory holds.)
+	full = config{mode: "full", startReps: 15, idleSpells: 3, cases: []benchCase{
+		{spread, 100, 10, 5}, {spread, 1000, 10, 5}, {spread, 10000, 10, 3}, {spread, 50000, 10, 1},
+		{shared, 100, 10, 3}, {shared, 1000, 10, 3}, {shared, 10000, 10, 3},
+		{ports, 100, 10, 3}, {ports, 1000, 10, 3}, {ports, 10000, 10, 3},
+		{fwmark, 100, 10, 3}, {fwmark, 1000, 10, 3}, {fwmark, 10000, 10, 3},
+		{ipv6, 100, 10, 3}, {ipv6, 1000, 10, 3}, {ipv6, 10000, 10, 3},
+		{spread, 100, 1, 3}, {spread, 1000, 1, 3}, {spread, 10000, 1, 3}, {spread, 50000, 1, 1},
+		{spread, 100, 100, 3}, {spread, 1000, 100, 3},
+	}}
+	// smoke keeps a whole-lab run to a couple of minutes while it runs
+	// every layout and operation and every check once.
+	smoke = config{mode: "smoke", startReps: 3, idleSpells: 3, cases: []benchCase{
+		{spread, 100, 10, 1}, {shared, 100, 10, 1}, {ports, 100, 10, 1}, {fwmark, 100, 10, 1},
+		{ipv6, 100, 10, 1}, {spread, 100, 1, 1}, {spread, 20, 100, 1}, {spread, 1000, 10, 1},
+	}}
 )
 
 // fullSizeTime is the test time the full-size measurements need at the
-// least: the reference alone restores 110,000 lines three times.
-const fullSizeTime = 60 * time.Minute
+// least.
+const fullSizeTime = 90 * time.Minute
 
-// fullSize reports whether the test's deadline leaves time for the
-// full-size measurements. make bench gives the test binary a long
-// -test.timeout; a whole-lab run keeps the default ten minutes, and then
-// the test measures at smoke size.
-func fullSize(t *testing.T) bool {
+// chooseConfig measures at full size when the test's deadline leaves time
+// for it: make bench gives the test binary a long -test.timeout; a
+// whole-lab run keeps a short one and measures at smoke size.
+func chooseConfig(t *testing.T) config {
 	deadline, ok := t.Deadline()
-	return !ok || time.Until(deadline) > fullSizeTime
+	if !ok || time.Until(deadline) > fullSizeTime {
+		return full
+	}
+	return smoke
 }
 
-// side is one implementation under measurement.
+// side is one implementation under measurement: an ipvsadm binary, or
+// the floor (the bare netlink requests, see floor_lab_test.go).
 type side struct {
 	name, ipvsadm string
 }
 
 var (
-	ref  = side{"reference", labtest.RefIpvsadm}
-	ours = side{"ours", labtest.Ours("ipvsadm")}
+	ref   = side{"reference", labtest.RefIpvsadm}
+	ours  = side{"ours", labtest.Ours("ipvsadm")}
+	floor = side{"floor", ""}
 )
 
 // result is one measured run.
@@ -80,256 +107,190 @@ type result struct {
 	wall           time.Duration
 }
 
-// TestBenchmarks measures both implementations and prints the table of
-// docs/benchmarks.md. Besides peak memory it asserts only correctness:
-// every measured run must print what the reference prints, and the tables
-// restored by both must save identically.
+// idleSpells is the current configuration's idle wait (see waitIdle).
+var idleSpells = 10
+
+// TestBenchmarks measures, for every table of the configuration, the
+// restore, list, save, zero and flush of our ipvsadm, Debian's and the
+// floor, alternating which goes first, and prints the tables of
+// docs/benchmarks.md and the results for bench/benchplot. Besides peak
+// memory it asserts only correctness: every run of ours must print what
+// the reference prints on the same table, and the tables restored by the
+// three must save identically.
 func TestBenchmarks(t *testing.T) {
 	labtest.Require(t)
-	cfg := smokeSize
-	if fullSize(t) {
-		cfg = full
-	}
+	cfg := chooseConfig(t)
+	idleSpells = cfg.idleSpells
+	res := &benchdata.Results{Mode: cfg.mode}
 	dir := t.TempDir()
-	small := writeRules(t, dir, cfg.small)
-	large := writeRules(t, dir, cfg.large)
-	nsEmpty := newNetns(t)
 
-	var rows []row
-	add := func(r row) {
-		rows = append(rows, r)
-		t.Logf("%s: reference %s, ours %s", r.name, r.refText(), r.oursText())
-	}
-
-	// Start-up: -Ln of an empty table is almost nothing but process
-	// start, kernel interface set-up and the header.
-	add(compareTimes(t, "-Ln, empty table", "≤ 1.5× the reference", cfg.repsQuick,
-		func(s side) result { return run(t, nsEmpty, "", s.ipvsadm, "-Ln") }))
-
-	// Listing and saving the small table, before any restore is measured:
-	// a closed namespace's destinations wait in the kernel's trash list
-	// and are freed in a burst a minute or two later, which would land on
-	// these short runs. Both read the same namespace, so both see the
-	// same kernel dump order.
-	nsList := newNetns(t)
-	if res := run(t, nsList, small, ref.ipvsadm, "-R"); res.code != 0 || res.stderr != "" {
-		t.Fatalf("reference -R of %s: status %d, %s", tableName(cfg.small), res.code, res.stderr)
-	}
-	add(compareTimes(t, "-Ln, "+tableName(cfg.small), "≤ 0.5× the reference", cfg.repsSmall,
-		func(s side) result { return run(t, nsList, "", s.ipvsadm, "-Ln") }))
-	add(compareTimes(t, "-Sn, "+tableName(cfg.small), "≤ 0.5× the reference", cfg.repsSmall,
-		func(s side) result { return run(t, nsList, "", s.ipvsadm, "-Sn") }))
-	nsList.close(t)
-
-	// -R of the small table, each run into a fresh namespace.
-	r, nsRef, nsOurs := compareRestore(t, fmt.Sprintf("-R, %s (%d lines)", tableName(cfg.small), cfg.small*11), "≥ 10× faster",
-		cfg.repsSmall, small)
-	add(r)
-	checkSameTables(t, nsRef, nsOurs, tableName(cfg.small))
-	nsRef.close(t)
-	nsOurs.close(t)
-
-	// What our -R costs in the kernel alone and in user space alone: the
-	// floor any restore pays, and our share.
-	for _, size := range []struct {
-		services int
-		path     string
-	}{{cfg.small, small}, {cfg.large, large}} {
-		kernel, user := splitRestoreCost(t, size.path)
-		t.Logf("-R %s in-process: kernel part (pipelined netlink, no parsing) %v; user part (parse, no kernel) %v",
-			tableName(size.services), kernel.Round(time.Millisecond), user.Round(time.Millisecond))
-	}
-
-	// The large table: restore, listing, then peak memory.
-	r, nsRef, nsOurs = compareRestore(t, fmt.Sprintf("-R, %s (%d lines)", tableName(cfg.large), cfg.large*11), "≥ 10× faster",
-		cfg.repsLarge, large)
-	add(r)
-	checkSameTables(t, nsRef, nsOurs, tableName(cfg.large))
-	add(compareTimes(t, "-Ln, "+tableName(cfg.large), "", cfg.repsLarge,
-		func(s side) result { return run(t, nsRef, "", s.ipvsadm, "-Ln") }))
-	nsOurs.close(t)
-
-	// Peak memory, in runs of their own (traced, see peakRSS).
-	add(memRow(t, "peak RSS, -Ln "+tableName(cfg.large), func(s side) int64 {
-		return peakRSS(t, nsRef, "", s.ipvsadm, "-Ln")
-	}))
-	nsRef.close(t)
-	add(memRow(t, "peak RSS, -R "+tableName(cfg.large), func(s side) int64 {
+	t.Run("startup", func(t *testing.T) {
 		ns := newNetns(t)
 		defer ns.close(t)
-		return peakRSS(t, ns, large, s.ipvsadm, "-R")
-	}))
+		c := &benchdata.Case{Op: "list"}
+		for rep := range cfg.startReps {
+			for _, s := range rotate(rep) {
+				record(c, s, s.do(t, ns, "list"))
+			}
+		}
+		res.Startup = c
+	})
 
-	for _, m := range rows {
-		if m.memory && m.ours > memLimit {
-			t.Errorf("%s: our peak RSS %s exceeds %s", m.name, mib(m.ours), mib(memLimit))
+	// Peak memory is measured on the spread table of 10,000 × 10 (the
+	// promised size), or the largest spread table × 10 below it.
+	largest := 0
+	for _, c := range cfg.cases {
+		if c.layout == spread && c.dests == 10 && c.services <= 10000 {
+			largest = max(largest, c.services)
 		}
 	}
-	mode := "full size"
-	if cfg != full {
-		mode = "smoke size (the test timeout leaves no time for full size: use make bench)"
+	for _, c := range cfg.cases {
+		t.Run(c.name(), func(t *testing.T) {
+			cases, mem := measureCase(t, dir, c, c.layout == spread && c.dests == 10 && c.services == largest)
+			res.Cases = append(res.Cases, cases...)
+			res.Memory = append(res.Memory, mem...)
+		})
 	}
-	fmt.Printf("\nBenchmarks, %s, medians of alternating runs:\n%s\n", mode, table(rows))
-}
 
-func tableName(services int) string {
-	return fmt.Sprintf("%s×10", thousands(services))
-}
-
-func thousands(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
-
-// writeRules writes the restore input of a table with services TCP
-// services of 10 masquerading destinations each.
-//
-// The virtual addresses differ in their last byte: the kernel files
-// services in 256 hash buckets chosen by the low 8 bits of the address
-// (mixed with the port and protocol), so addresses that all end in the
-// same byte put every service in one bucket and make each lookup walk
-// them all, for any tool. All addresses lie within 10.0.0.0/8 and
-// 192.168.0.0/16, where ipvsadm's wrapping sort comparator is a true
-// order, so -Sn sorts identically whatever the kernel's dump order, and
-// two namespaces holding the table save identical text.
-func writeRules(t *testing.T, dir string, services int) string {
-	t.Helper()
-	var b bytes.Buffer
-	for i := range services {
-		x, y := i/250, i%250+1
-		fmt.Fprintf(&b, "-A -t 10.0.%d.%d:80 -s wlc\n", x, y)
-		for j := 1; j <= 10; j++ {
-			fmt.Fprintf(&b, "-a -t 10.0.%d.%d:80 -r 192.168.%d.%d:80 -m -w 1\n", x, y, j, y)
-		}
-	}
-	p := filepath.Join(dir, fmt.Sprintf("rules-%d", services))
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+	fmt.Printf("\nBenchmarks, %s size, medians:\n\n", cfg.mode)
+	res.Markdown(os.Stdout)
+	if err := res.Write(os.Stdout); err != nil {
 		t.Fatal(err)
 	}
-	return p
 }
 
-// row is one line of the result table.
-type row struct {
-	name, target string
-	memory       bool  // ref and ours are bytes, not nanoseconds
-	ref, ours    int64 // medians (time) or maxima (memory)
-	refRuns      []time.Duration
-	oursRuns     []time.Duration
+// rotate is the order of the sides in repetition rep: each goes first,
+// second and last in turn.
+func rotate(rep int) []side {
+	all := []side{ref, ours, floor}
+	k := rep % len(all)
+	return append(all[k:len(all):len(all)], all[:k]...)
 }
 
-func (r row) refText() string {
-	if r.memory {
-		return mib(r.ref)
+// record adds one run's time to the case.
+func record(c *benchdata.Case, s side, r result) {
+	ns := r.wall.Nanoseconds()
+	switch s {
+	case ours:
+		c.Ours = append(c.Ours, ns)
+	case ref:
+		c.Reference = append(c.Reference, ns)
+	default:
+		c.Floor = append(c.Floor, ns)
 	}
-	return ms(r.ref)
 }
 
-func (r row) oursText() string {
-	if r.memory {
-		return mib(r.ours)
-	}
-	return ms(r.ours)
-}
-
-func ms(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) }
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
-
-func table(rows []row) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "| %-34s | %12s | %12s | %-22s | %-22s |\n", "measurement", "reference", "ours", "ours vs reference", "target")
-	fmt.Fprintf(&b, "|%s|%s:|%s:|%s|%s|\n", strings.Repeat("-", 36), strings.Repeat("-", 13), strings.Repeat("-", 13), strings.Repeat("-", 24), strings.Repeat("-", 24))
-	for _, r := range rows {
-		cmp := ""
-		switch {
-		case r.memory:
-			cmp = fmt.Sprintf("%.2f×", float64(r.ours)/float64(r.ref))
-		case r.ours > 0 && r.ref > r.ours:
-			cmp = fmt.Sprintf("%.2f× (%.1f× faster)", float64(r.ours)/float64(r.ref), float64(r.ref)/float64(r.ours))
-		case r.ref > 0:
-			cmp = fmt.Sprintf("%.2f×", float64(r.ours)/float64(r.ref))
-		}
-		target := r.target
-		if r.memory {
-			target = "≤ 32 MiB"
-		}
-		fmt.Fprintf(&b, "| %-34s | %12s | %12s | %-22s | %-22s |\n", r.name, r.refText(), r.oursText(), cmp, target)
-	}
-	return b.String()
-}
-
-func median(d []time.Duration) int64 {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return int64(s[len(s)/2])
-}
-
-// compareTimes runs fn for both sides reps times, alternating which goes
-// first, and requires every run to end like the reference's first run.
-func compareTimes(t *testing.T, name, target string, reps int, fn func(side) result) row {
+// do runs one operation of side s on the table of namespace ns.
+func (s side) do(t *testing.T, ns *netns, op string) result {
 	t.Helper()
-	r := row{name: name, target: target}
-	var want *result
-	for i := range reps {
-		order := []side{ref, ours}
-		if i%2 == 1 {
-			order = []side{ours, ref}
-		}
-		for _, s := range order {
-			got := fn(s)
-			if want == nil {
-				w := got
-				want = &w
-				if s != ref {
-					t.Fatalf("%s: the reference must run first", name)
-				}
-			} else if d := differ(*want, got); d != "" {
-				t.Errorf("%s, %s run %d: %s", name, s.name, i+1, d)
-			}
-			if s == ref {
-				r.refRuns = append(r.refRuns, got.wall)
-			} else {
-				r.oursRuns = append(r.oursRuns, got.wall)
-			}
-		}
+	if s == floor {
+		return floorRun(t, ns, op)
 	}
-	r.ref, r.ours = median(r.refRuns), median(r.oursRuns)
+	return run(t, ns, "", s.ipvsadm, benchdata.Commands[op])
+}
+
+// restore fills the empty namespace ns with tab (rules in path).
+func (s side) restore(t *testing.T, ns *netns, tab *table, path string) result {
+	t.Helper()
+	if s == floor {
+		return floorRun(t, ns, tab.spec())
+	}
+	r := run(t, ns, path, s.ipvsadm, "-R")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("%s -R of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
+	}
 	return r
 }
 
-// compareRestore times -R of the rules in path. Every run restores into
-// a fresh namespace: a flushed table would not do, because the kernel
-// keeps deleted destinations in a trash list for a minute or two and
-// searches that list, one entry at a time, for every destination added.
-// The namespaces the last runs filled are returned.
-func compareRestore(t *testing.T, name, target string, reps int, path string) (row, *netns, *netns) {
-	t.Helper()
-	var nsRef, nsOurs *netns
-	r := compareTimes(t, name, target, reps, func(s side) result {
-		ns := &nsRef
-		if s == ours {
-			ns = &nsOurs
+// measureCase measures every operation on one table. Each repetition
+// restores the table three times, each side into a fresh namespace (the
+// kernel keeps deleted destinations in a trash list for a minute or two
+// and searches it, one entry at a time, for every destination added: a
+// flushed table would make restores quadratic); lists, saves and zeroes
+// the reference's copy with all three (one table, one dump order); and
+// lets each side flush its own copy.
+func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
+	tab, err := newTable(c.layout, c.services, c.dests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeTable(t, dir, tab)
+	cases := make(map[string]*benchdata.Case)
+	for _, op := range benchdata.Ops {
+		cases[op] = &benchdata.Case{Layout: string(c.layout), Services: c.services, Dests: c.dests, Op: op}
+	}
+	var mem []benchdata.Memory
+	for rep := range c.reps {
+		order := rotate(rep)
+		tables := map[side]*netns{}
+		for _, s := range order {
+			tables[s] = newNetns(t)
+			record(cases["restore"], s, s.restore(t, tables[s], tab, path))
 		}
-		if *ns != nil {
-			(*ns).close(t)
+		if rep == 0 {
+			checkSameTables(t, tables, tab)
 		}
-		*ns = newNetns(t)
-		return run(t, *ns, path, s.ipvsadm, "-R")
-	})
-	return r, nsRef, nsOurs
+		for _, op := range []string{"list", "save", "zero"} {
+			got := map[side]result{}
+			for _, s := range order {
+				got[s] = s.do(t, tables[ref], op)
+				record(cases[op], s, got[s])
+			}
+			if d := differ(got[ref], got[ours]); d != "" {
+				t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
+			}
+		}
+		if withMemory && rep == 0 {
+			mem = measureMemory(t, tables[ref], tab, path)
+		}
+		for _, s := range order {
+			r := s.do(t, tables[s], "flush")
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
+			}
+			record(cases["flush"], s, r)
+			tables[s].close(t)
+		}
+	}
+	out := make([]benchdata.Case, 0, len(benchdata.Ops))
+	for _, op := range benchdata.Ops {
+		c := cases[op]
+		out = append(out, *c)
+		t.Logf("%s %s: floor %v, ours %v, reference %v", tab, benchdata.Commands[op],
+			time.Duration(benchdata.Median(c.Floor)).Round(time.Millisecond),
+			time.Duration(benchdata.Median(c.Ours)).Round(time.Millisecond),
+			time.Duration(benchdata.Median(c.Reference)).Round(time.Millisecond))
+	}
+	return out, mem
 }
 
-// memRow measures the peak memory of one run of each side.
-func memRow(t *testing.T, name string, fn func(side) int64) row {
-	t.Helper()
-	return row{name: name, memory: true, ref: fn(ref), ours: fn(ours)}
+// measureMemory measures the peak memory of -Ln on the table in ns and of
+// -R of the table into a fresh namespace, in runs of their own (traced,
+// see peakRSS), and checks ours against the limits.
+func measureMemory(t *testing.T, ns *netns, tab *table, path string) []benchdata.Memory {
+	list := benchdata.Memory{Name: fmt.Sprintf("`-Ln` %s×%d", benchdata.Thousands(len(tab.services)), tab.dests),
+		Ours: peakRSS(t, ns, "", ours.ipvsadm, "-Ln"), Reference: peakRSS(t, ns, "", ref.ipvsadm, "-Ln")}
+	restore := benchdata.Memory{Name: fmt.Sprintf("`-R` %s×%d", benchdata.Thousands(len(tab.services)), tab.dests)}
+	for _, s := range []side{ours, ref} {
+		fresh := newNetns(t)
+		v := peakRSS(t, fresh, path, s.ipvsadm, "-R")
+		fresh.close(t)
+		if s == ours {
+			restore.Ours = v
+		} else {
+			restore.Reference = v
+		}
+	}
+	if len(tab.services)*tab.dests <= 100_000 && list.Ours > listMemLimit {
+		t.Errorf("%s: our peak RSS %d KiB exceeds %d KiB", list.Name, list.Ours>>10, listMemLimit>>10)
+	}
+	if restore.Ours > restoreMemLimit {
+		t.Errorf("%s: our peak RSS %d KiB exceeds %d KiB", restore.Name, restore.Ours>>10, restoreMemLimit>>10)
+	}
+	for _, m := range []benchdata.Memory{list, restore} {
+		t.Logf("peak RSS %s: ours %d KiB, reference %d KiB", m.Name, m.Ours>>10, m.Reference>>10)
+	}
+	return []benchdata.Memory{list, restore}
 }
 
 func differ(want, got result) string {
@@ -347,114 +308,51 @@ func clip(s string) string {
 	return s
 }
 
-// checkSameTables requires the tables the two restores left to save
-// identically, with the reference's -Sn in both namespaces and with ours.
-func checkSameTables(t *testing.T, nsRef, nsOurs *netns, name string) {
+// checkSameTables requires the tables the three restores left to save
+// identically (the reference's -Sn in each namespace), ours to save the
+// reference's copy as the reference does, and the count of lines to be
+// the table's.
+func checkSameTables(t *testing.T, tables map[side]*netns, tab *table) {
 	t.Helper()
-	a := run(t, nsRef, "", ref.ipvsadm, "-Sn")
-	b := run(t, nsOurs, "", ref.ipvsadm, "-Sn")
-	c := run(t, nsOurs, "", ours.ipvsadm, "-Sn")
-	if a.code != 0 || b.code != 0 || a.stderr != "" || b.stderr != "" {
-		t.Fatalf("%s: -Sn failed: %+v / %+v", name, a, b)
+	want := run(t, tables[ref], "", ref.ipvsadm, "-Sn")
+	if want.code != 0 || want.stderr != "" {
+		t.Fatalf("%s: reference -Sn failed: %+v", tab, want)
 	}
-	if a.stdout != b.stdout {
-		t.Errorf("%s: the table restored by ours saves differently from the reference's (%d vs %d bytes)", name, len(b.stdout), len(a.stdout))
+	if n, w := strings.Count(want.stdout, "\n"), len(tab.services)*(1+tab.dests); n != w {
+		t.Fatalf("%s: the reference's restore left %d lines, want %d", tab, n, w)
 	}
-	if d := differ(b, c); d != "" {
-		t.Errorf("%s: our -Sn differs from the reference's on the same table: %s", name, d)
+	for _, s := range []side{ours, floor} {
+		if got := run(t, tables[s], "", ref.ipvsadm, "-Sn"); got.stdout != want.stdout {
+			t.Errorf("%s: the table restored by %s saves differently from the reference's (%d vs %d bytes)", tab, s.name, len(got.stdout), len(want.stdout))
+		}
 	}
-	t.Logf("%s: both restored tables save to the same %d lines", name, strings.Count(a.stdout, "\n"))
+	if d := differ(want, run(t, tables[ref], "", ours.ipvsadm, "-Sn")); d != "" {
+		t.Errorf("%s: our -Sn differs from the reference's on the same table: %s", tab, d)
+	}
 }
 
-// splitRestoreCost measures, in this process, what restoring the rules in
-// path costs the kernel alone (the requests prepared beforehand and sent
-// pipelined on one socket) and what our parsing costs alone (the restore
-// engine in front of a connection that answers at once).
-func splitRestoreCost(t *testing.T, path string) (kernel, user time.Duration) {
+// floorRun runs one floor operation (see floorChild) in a fresh process
+// in namespace ns; the time is the operation's own, measured by the
+// process, not its start.
+func floorRun(t *testing.T, ns *netns, spec string) result {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	r := runEnv(t, ns, "", []string{floorChildEnv + "=" + spec}, os.Args[0], "-test.run=^$")
+	if r.code != 0 {
+		t.Fatalf("floor %s: status %d: %s", spec, r.code, clip(r.stderr))
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(r.stdout), 10, 64)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("floor %s: %q", spec, r.stdout)
 	}
-	p := &ipvsadm.Program{Resolver: names.NewResolver()}
-	var reqs []ipvs.Request
-	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
-		inv, o := p.Parse(append([]string{"ipvsadm"}, strings.Fields(line)...))
-		if o != nil {
-			t.Fatalf("%s: %+v", line, o)
-		}
-		req, ok := inv.Request()
-		if !ok {
-			t.Fatalf("%s: no request", line)
-		}
-		reqs = append(reqs, req)
-	}
-
-	ns := newNetns(t)
-	defer ns.close(t)
-	c := openIn(t, ns)
-	defer c.Close()
-	start := time.Now()
-	pipe := c.Pipeline(rules.DefaultWindow)
-	failed := 0
-	for _, req := range reqs {
-		if err := pipe.Submit(req, func(err error) {
-			if err != nil {
-				failed++
-			}
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pipe.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	kernel = time.Since(start)
-	if failed != 0 {
-		t.Fatalf("%d requests failed", failed)
-	}
-
-	env := ipvsadm.Env{
-		Open:          func() (ipvs.Client, error) { return answerAtOnce{c}, nil },
-		Resolver:      names.NewResolver(),
-		RestoreEngine: rules.Pipelined(rules.DefaultWindow),
-	}
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	start = time.Now()
-	if st := ipvsadm.Main([]string{"ipvsadm", "-R"}, in, io.Discard, io.Discard, env); st != 0 {
-		t.Fatalf("in-process restore: status %d", st)
-	}
-	return kernel, time.Since(start)
+	return result{wall: time.Duration(n)}
 }
 
-// answerAtOnce is a connection whose changes succeed without reaching the
-// kernel.
-type answerAtOnce struct{ ipvs.Client }
-
-func (answerAtOnce) Pipeline(int) ipvs.Pipeline { return okPipeline{} }
-func (answerAtOnce) Close() error               { return nil }
-
-type okPipeline struct{}
-
-func (okPipeline) Submit(_ ipvs.Request, done func(error)) error { done(nil); return nil }
-func (okPipeline) Flush() error                                  { return nil }
-
-// openIn opens our netlink client in namespace ns: the socket stays
-// there when the thread returns to its own namespace.
-func openIn(t *testing.T, ns *netns) *ipvs.Conn {
-	t.Helper()
-	var c *ipvs.Conn
-	inNetns(t, ns, func() {
-		var err error
-		if c, err = ipvs.Open(); err != nil {
-			t.Fatalf("ipvs.Open: %v", err)
-		}
-	})
-	return c
+// TestMain lets the test binary serve as the floor's process.
+func TestMain(m *testing.M) {
+	if spec := os.Getenv(floorChildEnv); spec != "" {
+		os.Exit(floorChild(spec))
+	}
+	os.Exit(m.Run())
 }
 
 // netns is a network namespace kept alive by an open handle.
@@ -541,6 +439,12 @@ func openStdin(t *testing.T, path string) *os.File {
 // goroutine on our side), and measures its wall time.
 func run(t *testing.T, ns *netns, stdinPath, path string, args ...string) result {
 	t.Helper()
+	return runEnv(t, ns, stdinPath, nil, path, args...)
+}
+
+// runEnv is run with extra environment variables.
+func runEnv(t *testing.T, ns *netns, stdinPath string, env []string, path string, args ...string) result {
+	t.Helper()
 	stdin := openStdin(t, stdinPath)
 	defer stdin.Close()
 	out, err := os.CreateTemp("", "bench-out-")
@@ -557,7 +461,7 @@ func run(t *testing.T, ns *netns, stdinPath, path string, args ...string) result
 	defer errf.Close()
 
 	cmd := &exec.Cmd{Path: path, Args: append([]string{"ipvsadm"}, args...), Stdin: stdin, Stdout: out, Stderr: errf,
-		Env: []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}}
+		Env: append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)}
 	waitIdle(t)
 	var start time.Time
 	inNetns(t, ns, func() {
@@ -674,7 +578,8 @@ func vmHWM(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// waitIdle waits until the VM's CPU has been idle for a second, so that
+// waitIdle waits until the VM's CPU has been idle for idleSpells tenths of
+// a second in a row, so that
 // work left behind by earlier runs does not count against the next one.
 // Dismantling a namespace that held 110,000 destinations takes the kernel
 // many seconds under TCG, in steps separated by idle waits for RCU grace
@@ -684,17 +589,23 @@ func waitIdle(t *testing.T) {
 	if skipIdleWait {
 		return
 	}
-	const (
-		step   = 100 * time.Millisecond
-		spells = 10 // consecutive idle steps
-	)
-	deadline := time.Now().Add(10 * time.Minute)
+	const step = 100 * time.Millisecond
+	spells := idleSpells // consecutive idle steps
+	deadline := time.Now().Add(idleWaitLimit)
 	prevIdle, prevTotal := cpuTimes(t)
 	quiet := 0
+	best := 0.0
 	for time.Now().Before(deadline) {
 		time.Sleep(step)
 		idle, total := cpuTimes(t)
-		if total > prevTotal && float64(idle-prevIdle)/float64(total-prevTotal) >= 0.95 {
+		if total <= prevTotal {
+			// No time accounted yet (the host did not run the VM): the
+			// step says nothing either way.
+			continue
+		}
+		frac := float64(idle-prevIdle) / float64(total-prevTotal)
+		best = max(best, frac)
+		if frac >= 0.95 {
 			quiet++
 			if quiet == spells {
 				return
@@ -704,8 +615,17 @@ func waitIdle(t *testing.T) {
 		}
 		prevIdle, prevTotal = idle, total
 	}
-	t.Logf("the CPU did not stay idle for a second within 10 minutes; measuring anyway")
+	t.Logf("the CPU did not stay idle for a second within %v (best step %.0f%% idle); measuring anyway", idleWaitLimit, 100*best)
 }
+
+// idleWaitLimit bounds waitIdle. With tables in the kernel, IPVS's
+// estimation timer walks every service and destination every two
+// seconds, so the VM is never idle for a whole second; what the wait must
+// absorb is the work one run leaves behind (the reference's thousands of
+// closed sockets, a namespace's teardown), which shows as busy steps. On
+// a host loaded by other VMs the run goes on after this long and the log
+// says so.
+const idleWaitLimit = 30 * time.Second
 
 // skipIdleWait turns waitIdle off, for a measurement on a host too busy to
 // ever leave the VM idle for a second (the figures are then noisier, and

@@ -1,14 +1,17 @@
-// Package bench measures our ipvsadm against Debian's ipvsadm 1.31 in the
-// lab, in one VM boot: the time of -Ln (empty table and 1,000 services ×
-// 10 destinations), -Sn and -R at the sizes the project promises, and the
-// peak memory of -R and -Ln with 10,000 × 10. Ours and the reference run
-// alternately, several times each, and the medians are compared.
+// Package bench measures our ipvsadm against Debian's ipvsadm 1.31 and
+// against the floor, the bare netlink requests of the same work, in the
+// lab, in one VM boot: restore (-R), list (-Ln), save (-Sn), zero (-Z) and
+// flush (-C) of tables in several layouts (services spread over the
+// kernel's hash buckets or sharing one, many ports on one address, fwmark,
+// IPv6) and sizes (100 to 50,000 services, 1 to 100 destinations each),
+// the start-up on an empty table and the peak memory of -Ln and -R.
+// The three run alternately, each first in turn, and medians are compared.
 //
-// It holds only a lab test (bench_lab_test.go, build tag lab). `make bench`
-// gives it the long test timeout the full size needs and prints the table
-// that docs/benchmarks.md records; in a plain `make lab` (ten-minute test
-// timeout) it measures small tables, as a check that the measurements
-// still work. Durations are reported, never asserted: the
-// VM's speed varies with the host's load. Peak memory is asserted, because
-// it does not.
+// It holds a lab test (files with the build tag lab) and two helpers:
+// package benchdata (the results, their tables and their JSON) and the
+// tool benchplot (the plot of docs/benchmarks.md). make bench runs the
+// test at full size and then benchplot; a plain make lab runs it at smoke
+// size, as a check that the measurements still work. Durations are
+// reported, never asserted: the VM's speed follows the host's load. Peak
+// memory is asserted, because it does not.
 package bench

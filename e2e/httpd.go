@@ -60,13 +60,16 @@ func parseAnswer(line string) (Answer, error) {
 	return Answer{Server: f[0], ServerLocal: strings.TrimPrefix(f[1], "local="), ServerRemote: strings.TrimPrefix(f[2], "remote=")}, nil
 }
 
-// request sends one GET on conn and reads the answer.
-func request(conn net.Conn, br *bufio.Reader, host string, keepAlive bool) (Answer, error) {
+// requestTimeout bounds one request of Get, GetN and the keepalive role.
+const requestTimeout = 5 * time.Second
+
+// request sends one GET on conn and reads the answer, within timeout.
+func request(conn net.Conn, br *bufio.Reader, host string, keepAlive bool, timeout time.Duration) (Answer, error) {
 	connHdr := "close"
 	if keepAlive {
 		connHdr = "keep-alive"
 	}
-	if err := conn.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return Answer{}, err
 	}
 	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n\r\n", host, connHdr); err != nil {
@@ -96,7 +99,7 @@ func Get(addr string) (Answer, error) {
 		return Answer{}, err
 	}
 	defer conn.Close()
-	return request(conn, bufio.NewReader(conn), addr, false)
+	return request(conn, bufio.NewReader(conn), addr, false, requestTimeout)
 }
 
 // Tally is what a series of requests got: answers per server, errors, and
@@ -134,6 +137,8 @@ type KeepAlive struct {
 	conn net.Conn
 	br   *bufio.Reader
 	addr string
+	// Timeout bounds one request; zero means requestTimeout.
+	Timeout time.Duration
 }
 
 // DialKeepAlive opens the connection.
@@ -145,8 +150,15 @@ func DialKeepAlive(addr string) (*KeepAlive, error) {
 	return &KeepAlive{conn: conn, br: bufio.NewReader(conn), addr: addr}, nil
 }
 
-// Get sends one request on the open connection.
-func (k *KeepAlive) Get() (Answer, error) { return request(k.conn, k.br, k.addr, true) }
+// Get sends one request on the open connection; it fails after Timeout
+// (requestTimeout when zero).
+func (k *KeepAlive) Get() (Answer, error) {
+	timeout := k.Timeout
+	if timeout == 0 {
+		timeout = requestTimeout
+	}
+	return request(k.conn, k.br, k.addr, true, timeout)
+}
 
 // Close closes the connection.
 func (k *KeepAlive) Close() error { return k.conn.Close() }

@@ -282,3 +282,51 @@ type Pipeline interface {
 	// Flush waits until every submitted request has been answered.
 	Flush() error
 }
+
+// Dumper is implemented by clients that can hand out dump results without
+// an allocation per call: a listing of 10,000 services then holds one
+// copy of the services and one reused slice of destinations. Conn and
+// ipvstest.Fake implement it; DumpServices and AppendDestinations fall
+// back to the Client methods for clients that do not.
+type Dumper interface {
+	// DumpServices calls fn with every service in dump order (as
+	// Services). The *Service is reused: it is valid only during the
+	// call. Once fn returns an error it is not called again, and that
+	// error is returned.
+	DumpServices(fn func(*Service) error) error
+	// AppendDestinations appends svc's destinations to dst in dump order
+	// (as Destinations) and returns the extended slice; dst is returned
+	// unchanged with an error.
+	AppendDestinations(dst []Destination, svc *Service) ([]Destination, error)
+}
+
+// DumpServices calls fn with each of c's services in dump order, through
+// Dumper when c implements it.
+func DumpServices(c Client, fn func(*Service) error) error {
+	if d, ok := c.(Dumper); ok {
+		return d.DumpServices(fn)
+	}
+	svcs, err := c.Services()
+	if err != nil {
+		return err
+	}
+	for i := range svcs {
+		if err := fn(&svcs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// AppendDestinations appends svc's destinations to dst, through Dumper
+// when c implements it.
+func AppendDestinations(c Client, dst []Destination, svc *Service) ([]Destination, error) {
+	if d, ok := c.(Dumper); ok {
+		return d.AppendDestinations(dst, svc)
+	}
+	ds, err := c.Destinations(*svc)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, ds...), nil
+}

@@ -41,8 +41,11 @@ type fakeKernel struct {
 	strangers bool                   // add messages for other ports and stale sequences
 	enobufs   int                    // when > 0: fail Recv with ENOBUFS once this many datagrams are queued
 	failCmd   map[ipvs.Command]error // answer this errno without processing (EPERM for GET_INFO...)
-	requests  int
-	lastSeq   uint32
+	// mangle, when set, rewrites each answer datagram as Recv hands it
+	// out (garbled, truncated, renumbered answers).
+	mangle   func(d []byte) []byte
+	requests int
+	lastSeq  uint32
 }
 
 func newFakeKernel(opts ...ipvstest.Option) *fakeKernel {
@@ -62,6 +65,11 @@ func (k *fakeKernel) Recv(max int) ([][]byte, error) {
 	n := min(max, len(k.queue))
 	out := k.queue[:n:n]
 	k.queue = k.queue[n:]
+	if k.mangle != nil {
+		for i, d := range out {
+			out[i] = k.mangle(d)
+		}
+	}
 	return out, nil
 }
 

@@ -64,18 +64,43 @@ func (c *Conn) Info() (Info, error) {
 
 // Services lists every service with one GET_SERVICE dump.
 func (c *Conn) Services() ([]Service, error) {
-	c.svcs = c.svcs[:0]
-	err := c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
-		c.svcs = append(c.svcs, Service{})
-		if !decodeService(a[cmdAttrService], &c.svcs[len(c.svcs)-1]) {
-			return errMalformed
-		}
-		return nil
-	})
+	var err error
+	c.svcs, err = c.AppendServices(c.svcs[:0])
 	if err != nil || len(c.svcs) == 0 {
 		return nil, err
 	}
 	return slices.Clone(c.svcs), nil
+}
+
+// AppendServices appends every service to dst with one GET_SERVICE dump
+// and returns the extended slice (dst unchanged on error).
+func (c *Conn) AppendServices(dst []Service) ([]Service, error) {
+	n := len(dst)
+	err := c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
+		dst = append(dst, Service{})
+		if !decodeService(a[cmdAttrService], &dst[len(dst)-1]) {
+			return errMalformed
+		}
+		return nil
+	})
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
+}
+
+// DumpServices calls fn with every service, in dump order, with one
+// GET_SERVICE dump; the *Service is reused and valid only during the call.
+// After fn fails it is not called again, and its error is returned once
+// the dump is over.
+func (c *Conn) DumpServices(fn func(*Service) error) error {
+	var s Service
+	return c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
+		if !decodeService(a[cmdAttrService], &s) {
+			return errMalformed
+		}
+		return fn(&s)
+	})
 }
 
 // Service fetches one service with a GET_SERVICE request; the kernel
@@ -102,23 +127,34 @@ func (c *Conn) Service(key Service) (Service, error) {
 // port only, as ipvsadm does. A missing service yields an empty list, as
 // the kernel ends such a dump without an error.
 func (c *Conn) Destinations(svc Service) ([]Destination, error) {
-	c.dests = c.dests[:0]
-	build := func(m *builder) {
-		n := m.nest(cmdAttrService)
-		m.serviceIdentity(&svc)
-		m.endNest(n)
-	}
-	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
-		c.dests = append(c.dests, Destination{})
-		if !decodeDest(a[cmdAttrDest], svc.Family, &c.dests[len(c.dests)-1]) {
-			return errMalformed
-		}
-		return nil
-	})
+	var err error
+	c.dests, err = c.AppendDestinations(c.dests[:0], &svc)
 	if err != nil || len(c.dests) == 0 {
 		return nil, err
 	}
 	return slices.Clone(c.dests), nil
+}
+
+// AppendDestinations appends svc's destinations to dst with one GET_DEST
+// dump and returns the extended slice (dst unchanged on error).
+func (c *Conn) AppendDestinations(dst []Destination, svc *Service) ([]Destination, error) {
+	n := len(dst)
+	build := func(m *builder) {
+		nest := m.nest(cmdAttrService)
+		m.serviceIdentity(svc)
+		m.endNest(nest)
+	}
+	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
+		dst = append(dst, Destination{})
+		if !decodeDest(a[cmdAttrDest], svc.Family, &dst[len(dst)-1]) {
+			return errMalformed
+		}
+		return nil
+	})
+	if err != nil {
+		return dst[:n], err
+	}
+	return dst, nil
 }
 
 // Timeouts reads the tcp, tcpfin and udp timeouts with GET_CONFIG.
@@ -193,6 +229,9 @@ func (c *Conn) Close() error {
 	}
 	return err
 }
+
+// Conn hands out dumps without an allocation per call.
+var _ Dumper = (*Conn)(nil)
 
 // errMalformed reports a kernel answer this package cannot decode.
 var errMalformed = errors.New("malformed netlink answer")

@@ -337,3 +337,34 @@ func (k *nullKernel) Send(b []byte) error {
 	}
 	return nil
 }
+
+// TestDumpServicesStopsCallingAfterAnError: the callback's error ends the
+// calls, the dump is still read to its end, and the connection stays in
+// step for the next request.
+func TestDumpServicesStopsCallingAfterAnError(t *testing.T) {
+	k := newFakeKernel()
+	k.perDump = 2
+	c := openFake(t, k)
+	for i := range 7 {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), Port: 80, Scheduler: "wlc"}
+		if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := c.DumpServices(func(*ipvs.Service) error {
+		calls++
+		if calls == 3 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 3 {
+		t.Fatalf("DumpServices: %v after %d calls, want the callback's error after 3", err, calls)
+	}
+	svcs, err := c.AppendServices(nil)
+	if err != nil || len(svcs) != 7 {
+		t.Fatalf("AppendServices after the stopped dump: %d services, %v", len(svcs), err)
+	}
+}

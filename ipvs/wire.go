@@ -358,21 +358,39 @@ type attrs [16][]byte
 // size are ignored. It reports false when b is malformed.
 func (a *attrs) parse(b []byte) bool {
 	*a = attrs{}
-	for len(b) >= nlaHdrLen {
-		l := int(native.Uint16(b))
-		t := native.Uint16(b[2:]) & nlaTypeMask
-		if l < nlaHdrLen || l > len(b) {
-			return false
+	it := attrIter{b: b}
+	for it.next() {
+		if int(it.typ) < len(a) {
+			a[it.typ] = it.val
 		}
-		if int(t) < len(a) {
-			a[t] = b[nlaHdrLen:l]
-		}
-		al := (l + 3) &^ 3
-		if al > len(b) {
-			al = len(b)
-		}
-		b = b[al:]
 	}
+	return !it.bad
+}
+
+// attrIter walks an attribute stream one attribute at a time, for the
+// decoders that run once per listed entry and take each value as it
+// comes instead of filling a table first.
+type attrIter struct {
+	b   []byte
+	typ uint16 // the current attribute's type, flags stripped
+	val []byte // and its payload
+	bad bool   // the stream is malformed (next returned false early)
+}
+
+// next moves to the next attribute; false at the end or on a malformed
+// attribute (then bad is set).
+func (it *attrIter) next() bool {
+	if len(it.b) < nlaHdrLen {
+		return false
+	}
+	l := int(native.Uint16(it.b))
+	if l < nlaHdrLen || l > len(it.b) {
+		it.bad = true
+		return false
+	}
+	it.typ = native.Uint16(it.b[2:]) & nlaTypeMask
+	it.val = it.b[nlaHdrLen:l]
+	it.b = it.b[min((l+3)&^3, len(it.b)):]
 	return true
 }
 
@@ -458,20 +476,36 @@ func addrAttr(b []byte, family uint16) netip.Addr {
 }
 
 func decodeStats(b []byte, s *Stats) {
-	var a attrs
-	if !a.parse(b) {
-		return
+	var st Stats
+	it := attrIter{b: b}
+	for it.next() {
+		v := uintAttr(it.val)
+		switch it.typ {
+		case statsAttrConns:
+			st.Conns = v
+		case statsAttrInPkts:
+			st.InPkts = v
+		case statsAttrOutPkts:
+			st.OutPkts = v
+		case statsAttrInBytes:
+			st.InBytes = v
+		case statsAttrOutBytes:
+			st.OutBytes = v
+		case statsAttrCPS:
+			st.CPS = v
+		case statsAttrInPPS:
+			st.InPPS = v
+		case statsAttrOutPPS:
+			st.OutPPS = v
+		case statsAttrInBPS:
+			st.InBPS = v
+		case statsAttrOutBPS:
+			st.OutBPS = v
+		}
 	}
-	s.Conns = uintAttr(a[statsAttrConns])
-	s.InPkts = uintAttr(a[statsAttrInPkts])
-	s.OutPkts = uintAttr(a[statsAttrOutPkts])
-	s.InBytes = uintAttr(a[statsAttrInBytes])
-	s.OutBytes = uintAttr(a[statsAttrOutBytes])
-	s.CPS = uintAttr(a[statsAttrCPS])
-	s.InPPS = uintAttr(a[statsAttrInPPS])
-	s.OutPPS = uintAttr(a[statsAttrOutPPS])
-	s.InBPS = uintAttr(a[statsAttrInBPS])
-	s.OutBPS = uintAttr(a[statsAttrOutBPS])
+	if !it.bad {
+		*s = st
+	}
 }
 
 // decodeService decodes a SERVICE nest's payload.
@@ -510,34 +544,58 @@ func decodeService(b []byte, s *Service) bool {
 	return true
 }
 
-// decodeDest decodes a DEST nest's payload; svcFamily stands in for a
-// missing ADDR_FAMILY (kernels before 3.18).
+// decodeDest decodes a DEST nest's payload in one pass (it runs once per
+// listed destination); svcFamily stands in for a missing ADDR_FAMILY
+// (kernels before 3.18). As everywhere, the last occurrence of an
+// attribute wins and STATS64 is preferred to STATS.
 func decodeDest(b []byte, svcFamily uint16, d *Destination) bool {
-	var a attrs
-	if !a.parse(b) || a[destAttrAddr] == nil {
+	*d = Destination{Family: svcFamily}
+	var addr, stats, stats64 []byte
+	it := attrIter{b: b}
+	for it.next() {
+		v := it.val
+		switch it.typ {
+		case destAttrAddr:
+			addr = v
+		case destAttrAddrFamily:
+			d.Family = uint16(uintAttr(v))
+		case destAttrPort:
+			d.Port = be16Attr(v)
+		case destAttrFwdMethod:
+			d.FwdMethod = uint32(uintAttr(v))
+		case destAttrWeight:
+			d.Weight = uint32(uintAttr(v))
+		case destAttrTunType:
+			d.TunType = uint8(uintAttr(v))
+		case destAttrTunPort:
+			d.TunPort = be16Attr(v)
+		case destAttrTunFlags:
+			d.TunFlags = uint16(uintAttr(v))
+		case destAttrUThresh:
+			d.UThreshold = uint32(uintAttr(v))
+		case destAttrLThresh:
+			d.LThreshold = uint32(uintAttr(v))
+		case destAttrActiveConns:
+			d.ActiveConns = uint32(uintAttr(v))
+		case destAttrInactConns:
+			d.InactConns = uint32(uintAttr(v))
+		case destAttrPersistConns:
+			d.PersistConns = uint32(uintAttr(v))
+		case destAttrStats:
+			stats = v
+		case destAttrStats64:
+			stats64 = v
+		}
+	}
+	if it.bad || addr == nil {
 		return false
 	}
-	*d = Destination{Family: svcFamily}
-	if a[destAttrAddrFamily] != nil {
-		d.Family = uint16(uintAttr(a[destAttrAddrFamily]))
-	}
-	d.Addr = addrAttr(a[destAttrAddr], d.Family)
-	d.Port = be16Attr(a[destAttrPort])
-	d.FwdMethod = uint32(uintAttr(a[destAttrFwdMethod]))
-	d.Weight = uint32(uintAttr(a[destAttrWeight]))
-	d.TunType = uint8(uintAttr(a[destAttrTunType]))
-	d.TunPort = be16Attr(a[destAttrTunPort])
-	d.TunFlags = uint16(uintAttr(a[destAttrTunFlags]))
-	d.UThreshold = uint32(uintAttr(a[destAttrUThresh]))
-	d.LThreshold = uint32(uintAttr(a[destAttrLThresh]))
-	d.ActiveConns = uint32(uintAttr(a[destAttrActiveConns]))
-	d.InactConns = uint32(uintAttr(a[destAttrInactConns]))
-	d.PersistConns = uint32(uintAttr(a[destAttrPersistConns]))
+	d.Addr = addrAttr(addr, d.Family)
 	switch {
-	case a[destAttrStats64] != nil:
-		decodeStats(a[destAttrStats64], &d.Stats)
-	case a[destAttrStats] != nil:
-		decodeStats(a[destAttrStats], &d.Stats)
+	case stats64 != nil:
+		decodeStats(stats64, &d.Stats)
+	case stats != nil:
+		decodeStats(stats, &d.Stats)
 	}
 	return true
 }

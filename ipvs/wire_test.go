@@ -182,3 +182,43 @@ func TestEncodeGetDestNamesTheServiceOnly(t *testing.T) {
 	`)
 	checkBytes(t, m.b, want)
 }
+
+// TestDecodeDestOnePass pins what the one-pass destination decoder keeps
+// from the table-based one: the last occurrence of an attribute wins,
+// STATS64 is preferred to STATS whatever their order, ADDR_FAMILY decides
+// how the address is read wherever it comes, a missing address or a
+// malformed stream is refused.
+func TestDecodeDestOnePass(t *testing.T) {
+	var m builder
+	stats := func(typ uint16, conns uint64) {
+		n := m.nest(typ | nlaFNested)
+		m.u32(statsAttrConns, uint32(conns))
+		m.endNest(n)
+	}
+	m.u16(destAttrPort, 0x1111) // overridden by the next one
+	m.be16(destAttrPort, 8080)
+	stats(destAttrStats64, 64)
+	m.u32(destAttrWeight, 1)
+	m.u32(destAttrWeight, 7)
+	stats(destAttrStats, 32)
+	m.attr(destAttrAddr, netip.MustParseAddr("2001:db8::5").AsSlice())
+	m.u16(destAttrAddrFamily, AFInet6)
+	var d Destination
+	if !decodeDest(m.b, AFInet, &d) {
+		t.Fatal("refused a well-formed nest")
+	}
+	want := Destination{Family: AFInet6, Addr: netip.MustParseAddr("2001:db8::5"), Port: 8080, Weight: 7, Stats: Stats{Conns: 64}}
+	if d != want {
+		t.Errorf("decoded %+v, want %+v", d, want)
+	}
+	var noAddr builder
+	noAddr.be16(destAttrPort, 80)
+	if decodeDest(noAddr.b, AFInet, &d) {
+		t.Error("accepted a nest without an address")
+	}
+	bad := append([]byte(nil), m.b...)
+	native.PutUint16(bad[len(bad)-8:], 200) // the last attribute claims more than is there
+	if decodeDest(bad, AFInet, &d) {
+		t.Error("accepted a malformed nest")
+	}
+}

@@ -9,6 +9,8 @@
 package rules
 
 import (
+	"os"
+
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
 )
@@ -34,14 +36,51 @@ const DefaultWindow = 256
 // Memory stays bounded: lines are read one at a time and at most window
 // lines wait for their answers.
 func Pipelined(window int) ipvsadm.RestoreEngine {
+	return Tracked(window, nil)
+}
+
+// Progress follows one restore for the wrapper script: how far it got,
+// which lines failed, and a request to stop early. Line numbers count the
+// lines of the restore's input from 1.
+type Progress struct {
+	// Interrupt, when it delivers a signal, ends the restore before the
+	// next line is read, after the answers to every line already read:
+	// the table then holds the changes of lines 1..Read (less the lines
+	// that failed). It is polled once per line.
+	Interrupt <-chan os.Signal
+	// Caught is the signal that ended the restore, nil if none did.
+	Caught os.Signal
+	// Read is the number of lines read and run (or submitted): after the
+	// restore, every one of them has been answered.
+	Read int
+	// Failed lists the first maxFailedLines lines that did not succeed;
+	// Failures counts them all.
+	Failed   []int
+	Failures int
+}
+
+// maxFailedLines bounds Progress.Failed: a report names the first ones.
+const maxFailedLines = 20
+
+func (pr *Progress) fail(line int) {
+	pr.Failures++
+	if len(pr.Failed) < maxFailedLines {
+		pr.Failed = append(pr.Failed, line)
+	}
+}
+
+// Tracked is Pipelined reporting to pr (nil: no report). Output and status
+// are Pipelined's, except that a restore pr.Interrupt ends early ends with
+// the outcome of the last line run.
+func Tracked(window int, pr *Progress) ipvsadm.RestoreEngine {
 	if window < 1 {
 		window = DefaultWindow
 	}
 	return func(p *ipvsadm.Program, prog string) ipvsadm.Outcome {
-		e := &engine{p: p, pipe: p.Client.Pipeline(window)}
+		e := &engine{p: p, pipe: p.Client.Pipeline(window), progress: pr}
 		// The line being submitted joins the queue before Submit waits
 		// for room in the window.
-		e.queue.buf = make([]ipvsadm.Command, window+1)
+		e.queue.buf = make([]queued, window+1)
 		e.done = e.answer // one function value for every request
 		return e.run(prog)
 	}
@@ -64,6 +103,10 @@ type engine struct {
 	// req holds what the request being submitted points to: pipelines do
 	// not keep requests, so one buffer serves every line.
 	req ipvsadm.RequestBuffer
+	// progress, if not nil, is told about every line; lineNo counts the
+	// lines read.
+	progress *Progress
+	lineNo   int
 }
 
 func (e *engine) run(prog string) ipvsadm.Outcome {
@@ -71,9 +114,16 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 	e.last = ipvsadm.Success
 	var fast ipvsadm.Invocation // reused: ParseFast does not allocate
 	for {
+		if e.interrupted() {
+			break
+		}
 		fields, ok := lines.NextFields()
 		if !ok {
 			break
+		}
+		e.lineNo++
+		if e.progress != nil {
+			e.progress.Read = e.lineNo
 		}
 		if len(fields) == 0 {
 			continue // no tokens: ipvsadm skips the line
@@ -89,6 +139,20 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 	}
 	e.flush()
 	return ipvsadm.Outcome{Kind: e.last}
+}
+
+// interrupted polls the progress's interrupt channel.
+func (e *engine) interrupted() bool {
+	if e.progress == nil || e.progress.Interrupt == nil {
+		return false
+	}
+	select {
+	case s := <-e.progress.Interrupt:
+		e.progress.Caught = s
+		return true
+	default:
+		return false
+	}
 }
 
 // line runs one command line. It reports the restore's outcome and true
@@ -114,6 +178,9 @@ func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	}
 	e.p.Print(o)
 	e.last = o.Kind
+	if o.Kind != ipvsadm.Success && e.progress != nil {
+		e.progress.fail(e.lineNo)
+	}
 	if o.Terminates() {
 		return ipvsadm.Outcome{Kind: o.Kind}, true
 	}
@@ -124,10 +191,10 @@ func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 // once the pipeline is broken.
 func (e *engine) submit(cmd ipvsadm.Command, req ipvs.Request) {
 	if e.pipe == nil {
-		e.finish(cmd, e.p.Client.Exec(req))
+		e.finish(queued{cmd, e.lineNo}, e.p.Client.Exec(req))
 		return
 	}
-	e.queue.push(cmd)
+	e.queue.push(queued{cmd, e.lineNo})
 	if err := e.pipe.Submit(req, e.done); err != nil {
 		e.broken(err)
 	}
@@ -142,10 +209,13 @@ func (e *engine) answer(err error) {
 }
 
 // finish prints a line's kernel error, if any, and records how it ended.
-func (e *engine) finish(cmd ipvsadm.Command, err error) {
-	o := ipvsadm.ChangeOutcome(cmd, err)
+func (e *engine) finish(q queued, err error) {
+	o := ipvsadm.ChangeOutcome(q.cmd, err)
 	e.p.Print(o)
 	e.last = o.Kind
+	if o.Kind != ipvsadm.Success && e.progress != nil {
+		e.progress.fail(q.line)
+	}
 }
 
 // flush waits for every outstanding answer.
@@ -168,17 +238,23 @@ func (e *engine) broken(err error) {
 	e.pipe = nil
 }
 
-// fifo is a ring of the commands of the lines awaiting answers (all an
-// answer's message depends on). It grows only if a pipeline holds more
-// requests than its window promised.
+// queued is a line awaiting its answer: its command (all the answer's
+// message depends on) and its number.
+type queued struct {
+	cmd  ipvsadm.Command
+	line int
+}
+
+// fifo is a ring of the lines awaiting answers. It grows only if a
+// pipeline holds more requests than its window promised.
 type fifo struct {
-	buf     []ipvsadm.Command
+	buf     []queued
 	head, n int
 }
 
-func (q *fifo) push(cmd ipvsadm.Command) {
+func (q *fifo) push(cmd queued) {
 	if q.n == len(q.buf) {
-		grown := make([]ipvsadm.Command, 2*len(q.buf)+1)
+		grown := make([]queued, 2*len(q.buf)+1)
 		for i := range q.n {
 			grown[i] = q.buf[(q.head+i)%len(q.buf)]
 		}
@@ -188,7 +264,7 @@ func (q *fifo) push(cmd ipvsadm.Command) {
 	q.n++
 }
 
-func (q *fifo) pop() ipvsadm.Command {
+func (q *fifo) pop() queued {
 	cmd := q.buf[q.head]
 	q.head = (q.head + 1) % len(q.buf)
 	q.n--

@@ -1,9 +1,14 @@
 package rules
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -19,6 +24,15 @@ const ipvsadmName = "ipvsadm"
 // numeric output, any other argument starting with "-" prints the script's
 // usage to stderr and exits 1, other arguments are ignored. Then it runs
 // "ipvsadm -S [-n]" in-process and returns that run's status.
+//
+// Two deliberate differences keep a save from lying:
+//   - the kernel resumes a dump by position, so a table that changes
+//     while it is read can come out with services skipped or repeated:
+//     the table is read until two reads in a row agree (bytes, messages
+//     and status), at most savePasses times; if none agree, nothing is
+//     written and the status is 1;
+//   - an error writing stdout (a full disk) is reported and makes the
+//     status 1, where the script's ipvsadm would exit 0.
 func SaveScript(args []string, stdout, stderr io.Writer, env ipvsadm.Env) int {
 	argv := []string{ipvsadmName, "-S"}
 	numeric := false
@@ -35,7 +49,79 @@ func SaveScript(args []string, stdout, stderr io.Writer, env ipvsadm.Env) int {
 	if numeric {
 		argv = append(argv, "-n")
 	}
-	return ipvsadm.Main(argv, nil, stdout, stderr, env)
+	var prev *saveRun
+	for range savePasses {
+		rec := &saveRun{}
+		rec.status = ipvsadm.Main(argv, nil, saveStream{rec, false}, saveStream{rec, true}, env)
+		// A run that printed no table (the kernel interface could not be
+		// opened) is not read again: the module loader would run twice.
+		if rec.status != 0 && !rec.wroteStdout() || prev != nil && rec.equal(prev) {
+			if err := rec.replay(stdout, stderr); err != nil {
+				fmt.Fprintf(stderr, "%s: writing standard output: %s\n", scriptName(args[0]), errorText(err))
+				return 1
+			}
+			return rec.status
+		}
+		prev = rec
+	}
+	fmt.Fprintf(stderr, "%s: the IPVS table changed during each of %d reads; nothing written\n", scriptName(args[0]), savePasses)
+	return 1
+}
+
+// savePasses bounds how often SaveScript reads a changing table.
+const savePasses = 10
+
+// saveRun is what one ipvsadm run wrote, write by write, so that it can
+// be compared with another run and then written out the same way.
+type saveRun struct {
+	writes []saveWrite
+	status int
+}
+
+type saveWrite struct {
+	stderr bool
+	b      []byte
+}
+
+func (r *saveRun) wroteStdout() bool {
+	for _, w := range r.writes {
+		if !w.stderr && len(w.b) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *saveRun) equal(o *saveRun) bool {
+	return r.status == o.status && slices.EqualFunc(r.writes, o.writes, func(a, b saveWrite) bool {
+		return a.stderr == b.stderr && bytes.Equal(a.b, b.b)
+	})
+}
+
+// replay writes the saveWrite output in its order. It stops writing stdout
+// at the first error and returns that error.
+func (r *saveRun) replay(stdout, stderr io.Writer) error {
+	var err error
+	for _, w := range r.writes {
+		switch {
+		case w.stderr:
+			stderr.Write(w.b)
+		case err == nil:
+			_, err = stdout.Write(w.b)
+		}
+	}
+	return err
+}
+
+// saveStream is one stream of a saveRun.
+type saveStream struct {
+	r      *saveRun
+	stderr bool
+}
+
+func (w saveStream) Write(b []byte) (int, error) {
+	w.r.writes = append(w.r.writes, saveWrite{w.stderr, bytes.Clone(b)})
+	return len(b), nil
 }
 
 // scriptName is what the script's `basename $0` prints in its usage line.
@@ -61,21 +147,166 @@ func scriptName(arg0 string) string {
 // with '#' dropped) into a shell variable, then "ipvsadm -C" flushes the
 // table, then `echo "$INPUT" | ipvsadm -R` restores what was read. Both
 // ipvsadm runs happen in-process with env; the status is the restore's.
+// See RestoreRun for where it deliberately differs.
+func RestoreScript(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env, getenv func(string) string) int {
+	return RestoreRun{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, Getenv: getenv}.Run()
+}
+
+// RestoreRun is one run of the ipvsadm-restore wrapper.
 //
 // The input is read completely before the flush, as the script does, so
 // that `ipvsadm-save | ipvsadm-restore` saves the whole table before it is
 // flushed. Like the script's variable, it is held in memory.
-func RestoreScript(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env, getenv func(string) string) int {
-	data, err := io.ReadAll(stdin)
-	if err != nil {
-		// grep reports the error and the script goes on with the lines
-		// read before it.
-		io.WriteString(stderr, "grep: (standard input): "+errorText(err)+"\n")
+//
+// Where Debian's script would flush the table and then silently restore
+// less than the input, Run refuses before flushing, names the lines and
+// exits 1 (see Check): a read error on stdin, a NUL byte, a line grep
+// would drop as not UTF-8, a line ipvsadm cannot parse. Every other input
+// gets the script's output and status, byte for byte.
+type RestoreRun struct {
+	Args           []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Env            ipvsadm.Env
+	// Getenv reads the environment: the locale (LC_ALL, LC_CTYPE, LANG)
+	// decides what grep takes for text; LVSKIT_RESTORE_CHECK=1 stops after
+	// the check (nothing changes; status 0 or 1); LVSKIT_RESTORE_STRICT=1
+	// makes any line that did not succeed, and a restore that ended
+	// before the last line, a failure (status 1) naming the input lines.
+	Getenv func(string) string
+	// Interrupt, if not nil, delivers SIGINT or SIGTERM. Before the flush
+	// it ends the run with nothing changed; during the restore, the
+	// restore ends once the lines already sent are answered. Either way
+	// the run reports how far it got and returns 128 + the signal number.
+	Interrupt <-chan os.Signal
+}
+
+// signalStatus is the status a shell reports for a process that signal s
+// ended: 128 plus its number.
+func signalStatus(s os.Signal) int {
+	n := 0
+	if sig, ok := s.(syscall.Signal); ok {
+		n = int(sig)
 	}
-	kept, warning := grepComments(data, utf8Locale(getenv))
-	io.WriteString(stderr, warning)
-	ipvsadm.Main([]string{ipvsadmName, "-C"}, nil, stdout, stderr, env)
-	return ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(bytes.TrimRight(kept, "\n")), stdout, stderr, env)
+	return 128 + n
+}
+
+// statusRefused is the wrapper's status when it refuses input or reports
+// a restore that did not do what the input asked.
+const statusRefused = 1
+
+// Run runs the wrapper and returns its exit status.
+func (r RestoreRun) Run() int {
+	name := "ipvsadm-restore"
+	if len(r.Args) > 0 {
+		name = scriptName(r.Args[0])
+	}
+	say := func(format string, args ...any) {
+		fmt.Fprintf(r.Stderr, name+": "+format+"\n", args...)
+	}
+	pr := &Progress{Interrupt: r.Interrupt}
+
+	data, long, err := readInput(r.Stdin)
+	if err != nil {
+		// Debian's grep would report the error and the script would
+		// flush the table and restore the lines read before it.
+		say("reading standard input: %s; the IPVS table was not changed", errorText(err))
+		return statusRefused
+	}
+	if long > 0 {
+		say("line %d: is longer than %d MiB: this is not a rules file", long, maxLineLength>>20)
+		say("input refused; the IPVS table was not changed")
+		return statusRefused
+	}
+	utf8 := utf8Locale(r.Getenv)
+	checked := Check(data, utf8, &ipvsadm.Program{Resolver: r.Env.Resolver, Posix: r.Env.Posix})
+	if len(checked.Problems) > 0 {
+		for _, p := range checked.Problems {
+			say("%s", p)
+		}
+		say("input refused; the IPVS table was not changed")
+		return statusRefused
+	}
+	if r.Getenv("LVSKIT_RESTORE_CHECK") == "1" {
+		return 0
+	}
+	// Before the flush a signal ends the run with nothing changed; from
+	// here on the restore polls the channel at every line.
+	if r.Interrupt != nil {
+		select {
+		case s := <-r.Interrupt:
+			say("interrupted before the table was changed")
+			return signalStatus(s)
+		default:
+		}
+	}
+	kept, warning := grepComments(data, utf8)
+	io.WriteString(r.Stderr, warning)
+	env := r.Env
+	env.RestoreEngine = Tracked(DefaultWindow, pr)
+	ipvsadm.Main([]string{ipvsadmName, "-C"}, nil, r.Stdout, r.Stderr, env)
+	status := ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(bytes.TrimRight(kept, "\n")), r.Stdout, r.Stderr, env)
+	if pr.Caught != nil {
+		if pr.Read == 0 {
+			say("interrupted after the table was flushed, before any line was restored")
+		} else {
+			say("interrupted: the table holds what input lines up to %d restored; later lines were not restored", checked.InputLine(pr.Read))
+		}
+		return signalStatus(pr.Caught)
+	}
+	if r.Getenv("LVSKIT_RESTORE_STRICT") == "1" {
+		failed := false
+		if pr.Failures > 0 {
+			lines := make([]string, len(pr.Failed))
+			for i, n := range pr.Failed {
+				lines[i] = strconv.Itoa(checked.InputLine(n))
+			}
+			more := ""
+			if pr.Failures > len(pr.Failed) {
+				more = fmt.Sprintf(" and %d more", pr.Failures-len(pr.Failed))
+			}
+			say("%d lines failed (input lines %s%s); the table does not hold what they ask for", pr.Failures, strings.Join(lines, ", "), more)
+			failed = true
+		}
+		if pr.Read < checked.Last {
+			say("the restore ended at input line %d; later lines were not restored", checked.InputLine(pr.Read))
+			failed = true
+		}
+		if failed {
+			return statusRefused
+		}
+	}
+	return status
+}
+
+// maxLineLength bounds one input line, and so the memory a restore can be
+// made to use beyond the input's ordinary lines: ipvsadm's longest valid
+// line is a few dozen tokens of at most 4,096 bytes.
+const maxLineLength = 1 << 20
+
+// readInput reads all of r, like the script's $(grep ...), but stops at
+// the first line longer than maxLineLength and returns its number.
+func readInput(r io.Reader) (data []byte, long int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	line, length := 1, 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		data = append(data, chunk...)
+		length += len(chunk)
+		if length > maxLineLength {
+			return nil, line, nil
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+		case err == io.EOF:
+			return data, 0, nil
+		case err != nil:
+			return nil, 0, err
+		default:
+			line++
+			length = 0
+		}
+	}
 }
 
 // errorText is err as the C library's strerror words it, when err carries
@@ -120,12 +351,8 @@ func grepComments(data []byte, utf8 bool) (kept []byte, warning string) {
 	}
 	out := data[:0] // never ahead of the line being read, except the last newline
 	for rest := data; len(rest) > 0; {
-		line := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			line, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
+		var line []byte
+		line, rest = cutLine(rest)
 		switch {
 		case len(line) > 0 && line[0] == '#':
 		case utf8 && !validUTF8(line):
@@ -136,6 +363,14 @@ func grepComments(data []byte, utf8 bool) (kept []byte, warning string) {
 		}
 	}
 	return out, warning
+}
+
+// cutLine splits off the first line of data, without its newline.
+func cutLine(data []byte) (line, rest []byte) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return data[:i], data[i+1:]
+	}
+	return data, nil
 }
 
 // echo is what bash's builtin `echo "$INPUT"` writes: the text and a

@@ -120,6 +120,12 @@ func TestSaveScriptInitError(t *testing.T) {
 	}
 }
 
+// What a refused restore prints last, and the table it leaves.
+const (
+	refused   = "ipvsadm-restore: input refused; the IPVS table was not changed\n"
+	untouched = "-A -t 10.9.9.9:1 -s wlc\n"
+)
+
 func TestRestoreScript(t *testing.T) {
 	tests := []struct {
 		name, input string
@@ -129,13 +135,22 @@ func TestRestoreScript(t *testing.T) {
 		{"empty input flushes", "", scriptRun{"", "", 0}, ""},
 		{"comments dropped", "# ipvsadm.rules\n-A -t 10.0.0.2:80 -s rr\n#-a x\n-a -t 10.0.0.2:80 -r 192.168.0.1:80 -m\n",
 			scriptRun{"", "", 0}, "-A -t 10.0.0.2:80 -s rr\n-a -t 10.0.0.2:80 -r 192.168.0.1:80 -m -w 1\n"},
-		{"indented comment breaks the restore", "-A -t 10.0.0.2:80\n  # x\n-A -t 10.0.0.3:80\n",
-			scriptRun{"", "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n", 255}, "-A -t 10.0.0.2:80 -s wlc\n"},
+		// Debian's script flushes, restores line 1 and stops at line 2.
+		{"indented comment is refused", "-A -t 10.0.0.2:80\n  # x\n-A -t 10.0.0.3:80\n",
+			scriptRun{"", "ipvsadm-restore: line 2: does not parse: it does not start with an ipvsadm command option\n" + refused, 1}, untouched},
 		{"trailing white space is kept by the final newline", "-A -t 10.0.0.2:80  ",
 			scriptRun{"", "", 0}, "-A -t 10.0.0.2:80 -s wlc\n"},
 		{"kernel error last", "-A -t 10.0.0.2:80\n-A -t 10.0.0.2:80\n\n\n",
 			scriptRun{"", "Service already exists\n", 255}, "-A -t 10.0.0.2:80 -s wlc\n"},
-		{"echo option", "-n\n", scriptRun{"", "", 0}, ""},
+		// Debian's script flushes and restores nothing (echo takes -n).
+		{"echo option is refused", "-n\n", scriptRun{"", "ipvsadm-restore: line 1: does not parse: it does not start with an ipvsadm command option\n" + refused, 1}, untouched},
+		{"NUL", "-A -t 10.0.0.2:80\n-A -t 10.0.0.3:80\x00\n", scriptRun{"", "ipvsadm-restore: line 2: holds a NUL byte (column 18): this is not a rules file\n" + refused, 1}, untouched},
+		{"bad option", "-A -t 10.0.0.2:80\n-A -t 10.0.0.3:80 --bogus\n-A -t 10.0.0.4:80 -s\n", scriptRun{"",
+			"ipvsadm-restore: line 2: does not parse: --bogus: unknown option\n" +
+				"ipvsadm-restore: line 3: does not parse: -s: missing argument\n" + refused, 1}, untouched},
+		{"bad address", "# c\n-A -t 10.0.0.2:80\n-a -t 10.0.0.2:80 -r nosuch.invalid\n", scriptRun{"",
+			"ipvsadm-restore: line 3: does not parse: illegal real server address[:port] specified\n" + refused, 1}, untouched},
+		{"nested restore", "-R\n", scriptRun{"", "ipvsadm-restore: line 1: is a nested restore (-R), which ipvsadm refuses\n" + refused, 1}, untouched},
 		{"listing", "-A -t 10.0.0.2:80\n-S -n\n", scriptRun{"-A -t 10.0.0.2:80 -s wlc\n", "", 0}, "-A -t 10.0.0.2:80 -s wlc\n"},
 	}
 	for _, tc := range tests {

@@ -23,12 +23,8 @@ import (
 // Kernel errors are returned unchanged after the rules written so far.
 func Write(w io.Writer, c ipvs.Client, o list.Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	svcs, err := list.FetchServices(c, false)
-	if err != nil {
-		return flushThen(bw, err)
-	}
 	wr := writer{w: bw, o: &o}
-	if err := list.ForEachService(c, svcs, false, wr.service); err != nil {
+	if err := list.Walk(c, false, wr.service); err != nil {
 		return flushThen(bw, err)
 	}
 	return bw.Flush()

@@ -42,9 +42,15 @@ const (
 	// setup lines prepare both namespaces; they must exit 0 and their
 	// output is not compared.
 	setup
+	// deliberate lines are the documented differences (docs/compatibility.md):
+	// input on which Debian's wrapper scripts silently lose rules (the
+	// restore flushes, then restores less) or report success for a save
+	// that was not written. Ours must refuse with its message and leave its
+	// table unchanged; the reference's results are logged, not compared.
+	deliberate
 )
 
-var kindPrefixes = map[string]lineKind{"@same": same, "@timing": timing, "@setup": setup}
+var kindPrefixes = map[string]lineKind{"@same": same, "@timing": timing, "@setup": setup, "@deliberate": deliberate}
 
 func (k lineKind) String() string {
 	switch k {
@@ -56,6 +62,8 @@ func (k lineKind) String() string {
 		return "@timing"
 	case setup:
 		return "@setup"
+	case deliberate:
+		return "@deliberate"
 	}
 	return fmt.Sprintf("lineKind(%d)", int(k))
 }
@@ -78,7 +86,7 @@ func (l corpusLine) String() string {
 
 // parseCorpus reads one corpus file: one shell command per line, blank lines
 // and lines starting with '#' ignored, an optional kind prefix
-// (@same, @timing, @setup) followed by a space.
+// (@same, @timing, @setup, @deliberate) followed by a space.
 func parseCorpus(name string, r io.Reader) ([]corpusLine, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -99,7 +107,7 @@ func parseCorpus(name string, r io.Reader) ([]corpusLine, error) {
 			word, rest, _ := strings.Cut(text, " ")
 			kind, ok := kindPrefixes[word]
 			if !ok {
-				return nil, fmt.Errorf("%s:%d: unknown line kind %q (want @same, @timing or @setup)", name, n, word)
+				return nil, fmt.Errorf("%s:%d: unknown line kind %q (want @same, @timing, @setup or @deliberate)", name, n, word)
 			}
 			l.Kind, l.Cmd = kind, strings.TrimSpace(rest)
 			if l.Cmd == "" {

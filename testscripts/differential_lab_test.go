@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -214,13 +215,20 @@ func compareResults(ref, ours labtest.Result) string {
 	return b.String()
 }
 
+// deliberateMessages are the texts one of which our side of a @deliberate
+// line must print on stderr.
+var deliberateMessages = []string{"the IPVS table was not changed", "writing standard output: "}
+
 // fileResult is what one corpus file contributed.
 type fileResult struct {
 	name                          string
 	lines, invocations, identical int
-	ran                           bool
-	failed                        bool
-	elapsed                       time.Duration
+	// deliberate counts the invocations of @deliberate lines that behaved
+	// as documented.
+	deliberate int
+	ran        bool
+	failed     bool
+	elapsed    time.Duration
 	// where the time went: corpus commands, netlink state dumps, the
 	// reference snapshot at the end
 	inCommands, inState, inSnapshot time.Duration
@@ -285,7 +293,7 @@ func TestDifferential(t *testing.T) {
 	var sum fileResult
 	all := true
 	var report strings.Builder
-	fmt.Fprintf(&report, "%-28s %6s %12s %10s %8s %8s %8s  %s\n", "file", "lines", "invocations", "identical", "seconds", "commands", "state", "result")
+	fmt.Fprintf(&report, "%-28s %6s %12s %10s %10s %8s %8s %8s  %s\n", "file", "lines", "invocations", "identical", "deliberate", "seconds", "commands", "state", "result")
 	for _, r := range results {
 		if !r.ran {
 			all = false
@@ -295,21 +303,22 @@ func TestDifferential(t *testing.T) {
 		if r.failed {
 			status = "FAIL"
 		}
-		fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f %8.1f %8.1f  %s\n", r.name, r.lines, r.invocations, r.identical, r.elapsed.Seconds(), r.inCommands.Seconds(), (r.inState + r.inSnapshot).Seconds(), status)
+		fmt.Fprintf(&report, "%-28s %6d %12d %10d %10d %8.1f %8.1f %8.1f  %s\n", r.name, r.lines, r.invocations, r.identical, r.deliberate, r.elapsed.Seconds(), r.inCommands.Seconds(), (r.inState + r.inSnapshot).Seconds(), status)
 		sum.lines += r.lines
 		sum.invocations += r.invocations
 		sum.identical += r.identical
+		sum.deliberate += r.deliberate
 		sum.elapsed += r.elapsed
 		sum.inCommands += r.inCommands
 		sum.inState += r.inState + r.inSnapshot
 	}
-	fmt.Fprintf(&report, "%-28s %6d %12d %10d %8.1f %8.1f %8.1f\n", "total", sum.lines, sum.invocations, sum.identical, sum.elapsed.Seconds(), sum.inCommands.Seconds(), sum.inState.Seconds())
+	fmt.Fprintf(&report, "%-28s %6d %12d %10d %10d %8.1f %8.1f %8.1f\n", "total", sum.lines, sum.invocations, sum.identical, sum.deliberate, sum.elapsed.Seconds(), sum.inCommands.Seconds(), sum.inState.Seconds())
 	t.Logf("differential corpus: %d files, %d invocations in all\n%s", len(paths), total, report.String())
 	if total < minInvocations {
 		t.Errorf("the corpus has %d invocations; it must keep at least %d", total, minInvocations)
 	}
-	if all && sum.identical != total {
-		t.Errorf("%d of %d invocations identical", sum.identical, total)
+	if all && sum.identical+sum.deliberate != total {
+		t.Errorf("%d of %d invocations identical, %d deliberately different as documented", sum.identical, total, sum.deliberate)
 	}
 	if !all {
 		t.Logf("partial run (-run): the identical count covers the files that ran only")
@@ -456,6 +465,33 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 				errorf("%v\n%s", l, d)
 				ok = false
 			}
+		case deliberate:
+			before := state(connOurs)
+			r, o := exec1(nsRef, ref, l.Cmd), exec1(nsOurs, ours, l.Cmd)
+			t.Logf("%v\n  reference: exit %d, stdout %q, stderr %q\n  ours: exit %d, stdout %q, stderr %q", l, r.Code, r.Stdout, r.Stderr, o.Code, o.Stdout, o.Stderr)
+			if !slices.ContainsFunc(deliberateMessages, func(m string) bool { return strings.Contains(o.Stderr, m) }) {
+				errorf("%v\n  ours did not refuse: stderr %q, want one of %q", l, o.Stderr, deliberateMessages)
+				ok = false
+			}
+			if after := state(connOurs); after != before {
+				errorf("%v\n  ours changed its table:\n%s", l, lineDiff(before, after))
+				ok = false
+			}
+			if r, o := state(connRef), state(connOurs); r != o {
+				t.Logf("%v: afterwards the reference's table differs from ours (-reference +ours), as documented:\n%s", l, lineDiff(r, o))
+			}
+			// Both namespaces start over from empty tables.
+			for _, ns := range []*os.File{nsRef, nsOurs} {
+				cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-C"}, Env: ref.env(), Dir: ref.dir}
+				if r := run(t, ns, cmd, ""); r.Code != 0 {
+					t.Fatalf("flushing after %v: %+v", l, r)
+				}
+			}
+			lastStateDiff = ""
+			if ok {
+				res.deliberate += n
+			}
+			continue
 		case same, timing:
 			r, o := exec1(nsRef, ref, l.Cmd), exec1(nsRef, ours, l.Cmd)
 			if l.Kind == timing {

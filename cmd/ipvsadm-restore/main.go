@@ -1,16 +1,31 @@
 // Command ipvsadm-restore replaces the IPVS table with rules read from
 // stdin, like Debian's ipvsadm-restore script: lines starting with "#"
 // are dropped, the table is flushed, then the rest is restored with the
-// pipelined engine. See rules.RestoreScript.
+// pipelined engine. Input that would make the script destroy rules is
+// refused before the flush, and SIGINT or SIGTERM ends the restore after
+// the lines already sent, with a report. See rules.RestoreRun.
 package main
 
 import (
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/rules"
 )
 
 func main() {
-	os.Exit(rules.RestoreScript(os.Args, os.Stdin, os.Stdout, os.Stderr, sysenv.Ipvsadm(), os.Getenv))
+	sysenv.SmallPages()
+	caught := make(chan os.Signal, 1)
+	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
+	interrupt := make(chan os.Signal, 1)
+	go func() {
+		s := <-caught
+		// A second signal kills at once, as it would without us.
+		signal.Reset(os.Interrupt, syscall.SIGTERM)
+		interrupt <- s
+	}()
+	os.Exit(rules.RestoreRun{Args: os.Args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		Env: sysenv.Ipvsadm(), Getenv: os.Getenv, Interrupt: interrupt}.Run())
 }

@@ -11,5 +11,6 @@ import (
 )
 
 func main() {
+	sysenv.SmallPages()
 	os.Exit(rules.SaveScript(os.Args, os.Stdout, os.Stderr, sysenv.Ipvsadm()))
 }

@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	sysenv.SmallPages()
 	env := sysenv.Ipvsadm()
 	// The C library line-buffers a terminal and fully buffers anything else.
 	env.StdoutIsTerminal = isTerminal(os.Stdout)

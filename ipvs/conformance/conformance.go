@@ -206,6 +206,15 @@ func expectServices(t *testing.T, c ipvs.Client, want ...ipvs.Service) {
 	if !slices.Equal(g, w) {
 		t.Errorf("Services (as a set):\n got  %s\n want %s", list(g), list(w))
 	}
+	// The dump without allocations hands out the same services in the
+	// same order.
+	var dumped []ipvs.Service
+	if err := ipvs.DumpServices(c, func(s *ipvs.Service) error { dumped = append(dumped, *s); return nil }); err != nil {
+		t.Fatalf("DumpServices: %v", err)
+	}
+	if !slices.Equal(dumped, got) {
+		t.Errorf("DumpServices differs from Services:\n got  %s\n want %s", list(dumped), list(got))
+	}
 	for _, s := range want {
 		one, err := c.Service(s)
 		if err != nil {
@@ -222,6 +231,15 @@ func expectDests(t *testing.T, c ipvs.Client, s ipvs.Service, want ...ipvs.Desti
 	got, err := c.Destinations(s)
 	if err != nil {
 		t.Fatalf("Destinations(%s): %v", serviceKey(s), err)
+	}
+	// Appending keeps what the slice held and adds the same list.
+	prefix := []ipvs.Destination{dst("192.0.2.99", 9)}
+	appended, err := ipvs.AppendDestinations(c, prefix, &s)
+	if err != nil {
+		t.Fatalf("AppendDestinations(%s): %v", serviceKey(s), err)
+	}
+	if !slices.Equal(appended[:1], prefix) || !slices.Equal(appended[1:], got) {
+		t.Errorf("AppendDestinations(%s) = %s, want %s after %s", serviceKey(s), list(appended), list(got), list(prefix))
 	}
 	if len(got) == 0 && len(want) == 0 {
 		return

@@ -107,7 +107,8 @@ func set(names []string) map[string]bool {
 }
 
 // Fake is an in-memory IPVS of one network namespace. It implements
-// ipvs.Client. Like the real client it is not safe for concurrent use.
+// ipvs.Client and ipvs.Dumper. Like the real client it is not safe for
+// concurrent use.
 type Fake struct {
 	info       ipvs.Info
 	schedulers map[string]bool
@@ -267,6 +268,35 @@ func (f *Fake) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
 		out = append(out, *d)
 	}
 	return out, nil
+}
+
+// Fake hands out dumps as Conn does.
+var _ ipvs.Dumper = (*Fake)(nil)
+
+// DumpServices calls fn with each service in Services' order.
+func (f *Fake) DumpServices(fn func(*ipvs.Service) error) error {
+	svcs, err := f.Services()
+	if err != nil {
+		return err
+	}
+	var s ipvs.Service // reused, as Conn does
+	var ferr error
+	for i := range svcs {
+		s = svcs[i]
+		if ferr == nil {
+			ferr = fn(&s)
+		}
+	}
+	return ferr
+}
+
+// AppendDestinations appends the service's destinations to dst.
+func (f *Fake) AppendDestinations(dst []ipvs.Destination, svc *ipvs.Service) ([]ipvs.Destination, error) {
+	ds, err := f.Destinations(*svc)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, ds...), nil
 }
 
 // Timeouts reports the tcp, tcpfin and udp timeouts.

@@ -64,13 +64,12 @@ func Table(w io.Writer, c ipvs.Client, info ipvs.Info, o Options) error {
 	b = strconv.AppendInt(b, int64(int32(info.ConnTabSize)), 10)
 	b = append(b, ")\n"...)
 	p.emit(b)
-	svcs, err := FetchServices(c, o.NoSort)
+	svcs, err := fetchTable(c, o.NoSort)
 	if err != nil {
 		return p.fail(err)
 	}
 	p.title()
-	err = ForEachService(c, svcs, o.NoSort, p.serviceEntry)
-	if err != nil {
+	if err := svcs.each(c, o.NoSort, p.serviceEntry); err != nil {
 		return p.fail(err)
 	}
 	return p.w.Flush()
@@ -107,22 +106,102 @@ func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.Service, error) {
 
 // ForEachService fetches the destinations of each service in turn, orders
 // them unless noSort, and calls fn. Only one service's destinations are
-// held at a time; fn must not keep the slice.
+// held at a time, in one reused slice; fn must not keep it.
 func ForEachService(c ipvs.Client, svcs []ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
-	var spare []ipvs.Destination
-	var k keySorter
+	var d destLister
 	for i := range svcs {
-		dests, err := c.Destinations(svcs[i])
-		if err != nil {
+		if err := d.list(c, &svcs[i], noSort, fn); err != nil {
 			return err
 		}
-		if !noSort {
-			if cap(spare) < len(dests) {
-				spare = make([]ipvs.Destination, len(dests))
-			}
-			sortBy(&k, dests, spare[:len(dests)], destKey, compareDestKeys)
+	}
+	return nil
+}
+
+// Walk fetches every service and, one service at a time in listing order
+// (kernel order if noSort), its destinations, and calls fn; what -L and
+// -S print. It holds one copy of the services and one service's
+// destinations; fn must keep neither pointer.
+func Walk(c ipvs.Client, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+	svcs, err := fetchTable(c, noSort)
+	if err != nil {
+		return err
+	}
+	return svcs.each(c, noSort, fn)
+}
+
+// destLister fetches and orders one service's destinations at a time in
+// reused buffers.
+type destLister struct {
+	dests, spare []ipvs.Destination
+	k            keySorter
+}
+
+func (d *destLister) list(c ipvs.Client, svc *ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+	var err error
+	d.dests, err = ipvs.AppendDestinations(c, d.dests[:0], svc)
+	if err != nil {
+		return err
+	}
+	if !noSort {
+		if cap(d.spare) < len(d.dests) {
+			d.spare = make([]ipvs.Destination, len(d.dests))
 		}
-		if err := fn(&svcs[i], dests); err != nil {
+		sortBy(&d.k, d.dests, d.spare[:len(d.dests)], destKey, compareDestKeys)
+	}
+	return fn(svc, d.dests)
+}
+
+// chunkLen is how many services one chunk of a serviceTable holds.
+const chunkLen = 256
+
+// serviceTable holds a dump's services in fixed-size chunks, so that a
+// large table is stored once, without the spare capacity and the copies
+// of a growing slice, and an order of indexes over them.
+type serviceTable struct {
+	chunks [][]ipvs.Service
+	n      int
+	order  []sortKey // listing order; nil for the dump order
+}
+
+func (t *serviceTable) at(i int) *ipvs.Service {
+	return &t.chunks[i/chunkLen][i%chunkLen]
+}
+
+func (t *serviceTable) add(s *ipvs.Service) error {
+	if t.n%chunkLen == 0 {
+		t.chunks = append(t.chunks, make([]ipvs.Service, chunkLen))
+	}
+	*t.at(t.n) = *s
+	t.n++
+	return nil
+}
+
+// fetchTable dumps every service and, unless noSort, puts them in
+// listing order.
+func fetchTable(c ipvs.Client, noSort bool) (*serviceTable, error) {
+	t := &serviceTable{}
+	if err := ipvs.DumpServices(c, t.add); err != nil {
+		return nil, err
+	}
+	if !noSort && t.n > 1 {
+		t.order = make([]sortKey, t.n)
+		for i := range t.order {
+			t.order[i] = serviceKey(t.at(i), i)
+		}
+		mergeSort(t.order, make([]sortKey, t.n), compareServiceKeys)
+	}
+	return t, nil
+}
+
+// each lists every service's destinations in the table's order.
+func (t *serviceTable) each(c ipvs.Client, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+	var d destLister
+	for i := range t.n {
+		j := i
+		if t.order != nil {
+			j = int(t.order[i].index)
+		}
+		if err := d.list(c, t.at(j), noSort, fn); err != nil {
 			return err
 		}
 	}

@@ -16,7 +16,10 @@ type Generated struct {
 	NumServices, DestsPerService int
 }
 
-var _ ipvs.Client = (*Generated)(nil)
+var (
+	_ ipvs.Client = (*Generated)(nil)
+	_ ipvs.Dumper = (*Generated)(nil)
+)
 
 func (g *Generated) service(i int) ipvs.Service {
 	// Spread addresses over the whole IPv4 range so the sort sees
@@ -51,15 +54,31 @@ func (g *Generated) Service(ipvs.Service) (ipvs.Service, error) {
 
 // Destinations computes the destinations of svc.
 func (g *Generated) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
-	out := make([]ipvs.Destination, g.DestsPerService)
-	a := svc.Addr.As4()
-	for i := range out {
-		out[i] = ipvs.Destination{
-			Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, a[1], a[2], byte(i)}),
-			Port: 8080, FwdMethod: ipvs.FwdMasq, Weight: uint32(i), ActiveConns: uint32(i),
+	return g.AppendDestinations(make([]ipvs.Destination, 0, g.DestsPerService), &svc)
+}
+
+// DumpServices hands out the generated services one at a time, as
+// ipvs.Conn does: listing through it holds only what the lister keeps.
+func (g *Generated) DumpServices(fn func(*ipvs.Service) error) error {
+	for i := range g.NumServices {
+		s := g.service(i)
+		if err := fn(&s); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// AppendDestinations appends the destinations of svc to dst.
+func (g *Generated) AppendDestinations(dst []ipvs.Destination, svc *ipvs.Service) ([]ipvs.Destination, error) {
+	a := svc.Addr.As4()
+	for i := range g.DestsPerService {
+		dst = append(dst, ipvs.Destination{
+			Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, a[1], a[2], byte(i)}),
+			Port: 8080, FwdMethod: ipvs.FwdMasq, Weight: uint32(i), ActiveConns: uint32(i),
+		})
+	}
+	return dst, nil
 }
 
 // Timeouts returns zeros.

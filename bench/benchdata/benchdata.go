@@ -1,0 +1,240 @@
+// Package benchdata holds the results of the lab benchmark (package bench):
+// what one run measured, how it is written to and read back from the
+// run's log, and the tables docs/benchmarks.md shows (times, multiples of
+// the kernel floor, growth from one size to the next). The lab test
+// writes the results; the development tool bench/benchplot reads them,
+// draws the plot and prints the tables.
+package benchdata
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The operations measured, in the order tables show them.
+var Ops = []string{"restore", "list", "save", "zero", "flush"}
+
+// Commands names the ipvsadm command line of each operation.
+var Commands = map[string]string{
+	"restore": "-R", "list": "-Ln", "save": "-Sn", "zero": "-Z", "flush": "-C",
+}
+
+// Case is one operation on one table, with every run's wall time in
+// nanoseconds for our ipvsadm, Debian's and the floor (the bare netlink
+// requests, see package bench).
+type Case struct {
+	Layout    string  `json:"layout"`
+	Services  int     `json:"services"`
+	Dests     int     `json:"dests"`
+	Op        string  `json:"op"`
+	Ours      []int64 `json:"ours"`
+	Reference []int64 `json:"reference"`
+	Floor     []int64 `json:"floor"`
+}
+
+// Memory is a peak resident set size in bytes (VmHWM at exit).
+type Memory struct {
+	Name      string `json:"name"`
+	Ours      int64  `json:"ours"`
+	Reference int64  `json:"reference"`
+}
+
+// Results is one benchmark run.
+type Results struct {
+	Mode    string   `json:"mode"` // "full" or "smoke"
+	Startup *Case    `json:"startup,omitempty"`
+	Cases   []Case   `json:"cases"`
+	Memory  []Memory `json:"memory"`
+}
+
+// Median returns the median of runs (the upper one of an even count).
+func Median(runs []int64) int64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	s := slices.Clone(runs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// Markers frame the results in a run's log, one JSON line between them.
+const (
+	beginMarker = "BENCH-RESULTS-BEGIN"
+	endMarker   = "BENCH-RESULTS-END"
+)
+
+// Write writes r to a log between the markers.
+func (r *Results) Write(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n%s\n%s\n", beginMarker, b, endMarker)
+	return err
+}
+
+// Read finds the last results written into a log (or reads a bare JSON
+// document).
+func Read(rd io.Reader) (*Results, error) {
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return nil, err
+	}
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		var r Results
+		return &r, json.Unmarshal(trimmed, &r)
+	}
+	var found []byte
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == beginMarker && sc.Scan() {
+			found = bytes.Clone(bytes.TrimSpace(sc.Bytes()))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, errors.New("no benchmark results in the log")
+	}
+	var r Results
+	if err := json.Unmarshal(found, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Find returns the case of an operation on a table, or nil.
+func (r *Results) Find(layout string, services, dests int, op string) *Case {
+	for i := range r.Cases {
+		c := &r.Cases[i]
+		if c.Layout == layout && c.Services == services && c.Dests == dests && c.Op == op {
+			return c
+		}
+	}
+	return nil
+}
+
+// Thousands writes n with thousands separators.
+func Thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func ms(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case ns <= 0:
+		return "—"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(ns)/1e6)
+	default:
+		return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+	}
+}
+
+func ratio(a, b int64) string {
+	if a <= 0 || b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
+}
+
+// Markdown writes the result tables: times and multiples of the floor per
+// table and operation, growth from each size to the next of a layout, and
+// peak memory.
+func (r *Results) Markdown(w io.Writer) {
+	if s := r.Startup; s != nil {
+		fmt.Fprintf(w, "Start-up (`-Ln` of an empty table): reference %s, ours %s (%s the reference).\n\n",
+			ms(Median(s.Reference)), ms(Median(s.Ours)), ratio(Median(s.Ours), Median(s.Reference)))
+	}
+	fmt.Fprintln(w, "| table | op | runs | floor | ours | reference | ours / floor | reference / floor | ours / reference |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|")
+	for _, c := range r.Cases {
+		o, rf, f := Median(c.Ours), Median(c.Reference), Median(c.Floor)
+		fmt.Fprintf(w, "| %s %s×%d | `%s` | %d | %s | %s | %s | %s | %s | %s |\n",
+			c.Layout, Thousands(c.Services), c.Dests, Commands[c.Op], len(c.Ours), ms(f), ms(o), ms(rf),
+			ratio(o, f), ratio(rf, f), ratio(o, rf))
+	}
+	fmt.Fprintln(w)
+	if g := r.growth(); len(g) > 0 {
+		fmt.Fprintln(w, "Growth of the median time from one size to the next (×10 services is linear at ×10):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| layout | sizes | op | floor | ours | reference |")
+		fmt.Fprintln(w, "|---|---|---|--:|--:|--:|")
+		for _, l := range g {
+			fmt.Fprintln(w, l)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Memory) > 0 {
+		fmt.Fprintln(w, "| peak RSS | ours | reference | ours / reference |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|")
+		for _, m := range r.Memory {
+			fmt.Fprintf(w, "| %s | %.1f MiB | %.1f MiB | %s |\n", m.Name, float64(m.Ours)/(1<<20), float64(m.Reference)/(1<<20), ratio(m.Ours, m.Reference))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// growth lists the growth rows: for each layout and destinations per
+// service, each pair of consecutive sizes.
+func (r *Results) growth() []string {
+	type key struct {
+		layout string
+		dests  int
+	}
+	sizes := map[key][]int{}
+	for _, c := range r.Cases {
+		k := key{c.Layout, c.Dests}
+		if !slices.Contains(sizes[k], c.Services) {
+			sizes[k] = append(sizes[k], c.Services)
+		}
+	}
+	keys := make([]key, 0, len(sizes))
+	for k := range sizes {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].layout != keys[j].layout {
+			return keys[i].layout < keys[j].layout
+		}
+		return keys[i].dests < keys[j].dests
+	})
+	var out []string
+	for _, k := range keys {
+		s := sizes[k]
+		slices.Sort(s)
+		for i := 1; i < len(s); i++ {
+			for _, op := range Ops {
+				a, b := r.Find(k.layout, s[i-1], k.dests, op), r.Find(k.layout, s[i], k.dests, op)
+				if a == nil || b == nil {
+					continue
+				}
+				out = append(out, fmt.Sprintf("| %s ×%d | %s → %s | `%s` | %s | %s | %s |", k.layout, k.dests,
+					Thousands(s[i-1]), Thousands(s[i]), Commands[op],
+					ratio(Median(b.Floor), Median(a.Floor)), ratio(Median(b.Ours), Median(a.Ours)), ratio(Median(b.Reference), Median(a.Reference))))
+			}
+		}
+	}
+	return out
+}
+
+// WriteJSON writes r as an indented JSON document.
+func (r *Results) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,429 @@
+//go:build lab
+
+package bench
+
+// The floor: the bare netlink requests an operation needs, sent by the
+// cheapest program that can send them. Requests are encoded before the
+// clock starts (restore), dump answers are not decoded beyond the service
+// identities the destination dumps need, and nothing is formatted. It uses
+// neither package ipvs nor anything else of ours, so it measures the
+// kernel's interface and not our client.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+var ne = binary.NativeEndian
+
+// Netlink and IPVS numbers (include/uapi/linux/netlink.h, genetlink.h,
+// ip_vs.h).
+const (
+	nlmFRequest = 0x1
+	nlmFAck     = 0x4
+	nlmFDump    = 0x300
+	nlmsgNoop   = 1
+	nlmsgError  = 2
+	nlmsgDone   = 3
+	genlIDCtrl  = 0x10
+
+	cmdNewService = 1
+	cmdGetService = 4
+	cmdNewDest    = 5
+	cmdGetDest    = 8
+	cmdGetInfo    = 15
+	cmdZero       = 16
+	cmdFlush      = 17
+
+	attrService = 1
+	attrDest    = 2
+	nested      = 0x8000
+)
+
+// floorRecvBuffers is how many datagrams one recvmmsg may take.
+const floorRecvBuffers = 8
+
+// rawConn is a bare generic netlink socket to the IPVS family.
+type rawConn struct {
+	fd     int
+	family uint16
+	seq    uint32
+	out    []byte
+	bufs   [floorRecvBuffers][]byte
+	iovs   [floorRecvBuffers]unix.Iovec
+	msgs   [floorRecvBuffers]unix.Mmsghdr
+}
+
+// openRaw opens the socket with a receive buffer of bufSize bytes per
+// datagram and resolves the IPVS family.
+func openRaw(bufSize int) (*rawConn, error) { return openRawFamily(bufSize, "IPVS") }
+
+func openRawFamily(bufSize int, name string) (*rawConn, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_GENERIC)
+	if err != nil {
+		return nil, err
+	}
+	c := &rawConn{fd: fd}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		c.close()
+		return nil, err
+	}
+	// A lost answer fails the run instead of hanging it.
+	tv := unix.Timeval{Sec: 60}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
+	mem := make([]byte, floorRecvBuffers*bufSize)
+	for i := range c.bufs {
+		c.bufs[i] = mem[i*bufSize : (i+1)*bufSize]
+		c.iovs[i].Base = &c.bufs[i][0]
+		c.iovs[i].SetLen(bufSize)
+		c.msgs[i].Hdr.Iov = &c.iovs[i]
+		c.msgs[i].Hdr.Iovlen = 1
+	}
+	c.begin(genlIDCtrl, nlmFRequest|nlmFAck, 3 /* CTRL_CMD_GETFAMILY */, 1)
+	c.attr(2 /* CTRL_ATTR_FAMILY_NAME */, append([]byte(name), 0))
+	c.end()
+	err = c.exchange(false, func(p []byte) {
+		forAttrs(p[4:], func(t uint16, v []byte) {
+			if t == 1 /* CTRL_ATTR_FAMILY_ID */ && len(v) >= 2 {
+				c.family = ne.Uint16(v)
+			}
+		})
+	})
+	if err == nil && c.family == 0 {
+		err = errors.New("no IPVS generic netlink family")
+	}
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *rawConn) close() { unix.Close(c.fd) }
+
+// begin starts a message at the end of c.out.
+func (c *rawConn) begin(typ, flags uint16, cmd uint8, version uint8) {
+	c.seq++
+	var h [20]byte
+	ne.PutUint16(h[4:], typ)
+	ne.PutUint16(h[6:], flags)
+	ne.PutUint32(h[8:], c.seq)
+	h[16], h[17] = cmd, version
+	c.out = append(c.out, h[:]...)
+}
+
+// end sets the length of the message begun last (the only one in c.out
+// unless a batch is being built; see encodeRestore).
+func (c *rawConn) end() { ne.PutUint32(c.out, uint32(len(c.out))) }
+
+func (c *rawConn) attr(typ uint16, v []byte) {
+	c.out = appendAttr(c.out, typ, v)
+}
+
+func appendAttr(b []byte, typ uint16, v []byte) []byte {
+	b = ne.AppendUint16(b, uint16(4+len(v)))
+	b = ne.AppendUint16(b, typ)
+	b = append(b, v...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// forAttrs calls fn for each attribute of the stream b.
+func forAttrs(b []byte, fn func(typ uint16, v []byte)) {
+	for len(b) >= 4 {
+		l := int(ne.Uint16(b))
+		if l < 4 || l > len(b) {
+			return
+		}
+		fn(ne.Uint16(b[2:])&0x3fff, b[4:l])
+		b = b[min((l+3)&^3, len(b)):]
+	}
+}
+
+// exchange sends c.out and reads answers until the acknowledgement (or
+// NLMSG_DONE when dump), handing each reply's payload to each.
+func (c *rawConn) exchange(dump bool, each func(payload []byte)) error {
+	if _, err := unix.Write(c.fd, c.out); err != nil {
+		return err
+	}
+	c.out = c.out[:0]
+	seq := c.seq
+	for {
+		n, err := c.recv()
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			d := c.bufs[i][:c.msgs[i].Len]
+			for len(d) >= 16 {
+				l := int(ne.Uint32(d))
+				if l < 16 || l > len(d) {
+					return errors.New("malformed answer")
+				}
+				typ, mseq, payload := ne.Uint16(d[4:]), ne.Uint32(d[8:]), d[16:l]
+				d = d[min((l+3)&^3, len(d)):]
+				if mseq != seq {
+					continue
+				}
+				switch typ {
+				case nlmsgError:
+					if code := int32(ne.Uint32(payload)); code != 0 {
+						return unix.Errno(-code)
+					}
+					if !dump {
+						return nil
+					}
+				case nlmsgDone:
+					return nil
+				default:
+					if each != nil {
+						each(payload)
+					}
+				}
+			}
+		}
+	}
+}
+
+// recv takes the datagrams already queued, waiting for the first.
+func (c *rawConn) recv() (int, error) {
+	for i := range c.msgs {
+		c.msgs[i].Hdr.Flags = 0
+		c.msgs[i].Len = 0
+	}
+	for {
+		r, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(c.fd), uintptr(unsafe.Pointer(&c.msgs[0])),
+			floorRecvBuffers, unix.MSG_WAITFORONE, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return 0, errno
+		}
+		for i := range int(r) {
+			if c.msgs[i].Hdr.Flags&unix.MSG_TRUNC != 0 {
+				return 0, errors.New("datagram larger than the receive buffer")
+			}
+		}
+		return int(r), nil
+	}
+}
+
+// request sends one IPVS request without attributes and waits for it.
+func (c *rawConn) request(cmd uint8, flags uint16) error {
+	c.begin(c.family, nlmFRequest|nlmFAck|flags, cmd, 1)
+	c.end()
+	return c.exchange(flags&nlmFDump != 0, nil)
+}
+
+// floorList is what listing (and saving) the table takes: GET_INFO, a
+// GET_SERVICE dump, and a GET_DEST dump per service naming it by the
+// identity attributes the service dump returned.
+func (c *rawConn) floorList() error {
+	if err := c.request(cmdGetInfo, 0); err != nil {
+		return err
+	}
+	var ids [][]byte // each service's identity attributes, as received
+	c.begin(c.family, nlmFRequest|nlmFAck|nlmFDump, cmdGetService, 1)
+	c.end()
+	err := c.exchange(true, func(p []byte) {
+		forAttrs(p[4:], func(t uint16, v []byte) {
+			if t != attrService {
+				return
+			}
+			var id []byte
+			forAttrs(v, func(st uint16, sv []byte) {
+				if st >= 1 && st <= 5 { // AF, PROTOCOL, ADDR, PORT, FWMARK
+					id = appendAttr(id, st, sv)
+				}
+			})
+			ids = append(ids, id)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		c.begin(c.family, nlmFRequest|nlmFAck|nlmFDump, cmdGetDest, 1)
+		c.attr(attrService|nested, id)
+		c.end()
+		if err := c.exchange(true, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floorRestore sends pre-encoded batches (see encodeRestore), each ended by
+// a NOOP barrier, and waits for every barrier.
+func (c *rawConn) floorRestore(batches [][]byte) error {
+	for _, b := range batches {
+		c.out = append(c.out[:0], b...)
+		c.seq++
+		var h [16]byte
+		ne.PutUint32(h[0:], 16)
+		ne.PutUint16(h[4:], nlmsgNoop)
+		ne.PutUint16(h[6:], nlmFRequest|nlmFAck)
+		ne.PutUint32(h[8:], c.seq)
+		c.out = append(c.out, h[:]...)
+		if err := c.exchange(false, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// encodeRestore encodes tab's NEW_SERVICE and NEW_DEST requests, without
+// acknowledgements, in batches of at most 64 KiB, as libipvs lays out
+// their attributes. Sequence numbers start above the ones used so far and
+// stay below the barriers' (floorRestore numbers those after them).
+func encodeRestore(c *rawConn, tab *table) [][]byte {
+	var batches [][]byte
+	var b []byte
+	msg := func(cmd uint8, fill func([]byte) []byte) {
+		start := len(b)
+		var h [20]byte
+		ne.PutUint16(h[4:], c.family)
+		ne.PutUint16(h[6:], nlmFRequest)
+		h[16], h[17] = cmd, 1
+		b = append(b, h[:]...)
+		b = fill(b)
+		ne.PutUint32(b[start:], uint32(len(b)-start))
+		if len(b) >= 60<<10 {
+			batches = append(batches, b)
+			b = nil
+		}
+	}
+	for i := range tab.services {
+		s := &tab.services[i]
+		msg(cmdNewService, func(b []byte) []byte { return appendService(b, s) })
+		for _, d := range s.dests {
+			msg(cmdNewDest, func(b []byte) []byte {
+				b = appendService(b, s)
+				var nest []byte
+				fam := uint16(unix.AF_INET)
+				if d.Addr().Is6() {
+					fam = unix.AF_INET6
+				}
+				nest = appendAttr(nest, 11, ne.AppendUint16(nil, fam)) // ADDR_FAMILY
+				nest = appendAttr(nest, 1, addr16(d.Addr()))
+				nest = appendAttr(nest, 2, binary.BigEndian.AppendUint16(nil, d.Port()))
+				nest = appendAttr(nest, 3, ne.AppendUint32(nil, 0)) // masquerading
+				nest = appendAttr(nest, 4, ne.AppendUint32(nil, 1)) // weight
+				nest = appendAttr(nest, 13, []byte{0})
+				nest = appendAttr(nest, 14, []byte{0, 0})
+				nest = appendAttr(nest, 15, []byte{0, 0})
+				nest = appendAttr(nest, 5, ne.AppendUint32(nil, 0))
+				nest = appendAttr(nest, 6, ne.AppendUint32(nil, 0))
+				return appendAttr(b, attrDest|nested, nest)
+			})
+		}
+	}
+	if len(b) > 0 {
+		batches = append(batches, b)
+	}
+	return batches
+}
+
+// appendService appends the SERVICE nest of s as ipvsadm sends it.
+func appendService(b []byte, s *service) []byte {
+	var nest []byte
+	fam := uint16(unix.AF_INET)
+	if s.v6 {
+		fam = unix.AF_INET6
+	}
+	nest = appendAttr(nest, 1, ne.AppendUint16(nil, fam))
+	if s.fwmark != 0 {
+		nest = appendAttr(nest, 5, ne.AppendUint32(nil, s.fwmark))
+	} else {
+		nest = appendAttr(nest, 2, ne.AppendUint16(nil, unix.IPPROTO_TCP))
+		nest = appendAttr(nest, 3, addr16(s.addr.Addr()))
+		nest = appendAttr(nest, 4, binary.BigEndian.AppendUint16(nil, s.addr.Port()))
+	}
+	nest = appendAttr(nest, 6, []byte("wlc\x00"))
+	nest = appendAttr(nest, 7, []byte{0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	nest = appendAttr(nest, 8, ne.AppendUint32(nil, 0))
+	if s.v6 {
+		nest = appendAttr(nest, 9, ne.AppendUint32(nil, 128))
+	} else {
+		nest = appendAttr(nest, 9, []byte{0xff, 0xff, 0xff, 0xff})
+	}
+	return appendAttr(b, attrService|nested, nest)
+}
+
+func addr16(a netip.Addr) []byte {
+	var raw [16]byte
+	if a.Is4() {
+		v := a.As4()
+		copy(raw[:], v[:])
+	} else if a.IsValid() {
+		raw = a.As16()
+	}
+	return raw[:]
+}
+
+// floorChildEnv makes the test binary run one floor operation in its
+// own namespace (the one it was started in) instead of the tests, and
+// print the operation's time in nanoseconds: the floor is measured in a
+// small fresh process, not inside the test's large heap.
+const floorChildEnv = "LVSKIT_BENCH_FLOOR"
+
+// floorChild runs the operation named by the environment: "list" (or
+// "save"), "zero", "flush", or "restore:<layout>:<services>:<dests>" (the table is built
+// and encoded before the clock starts). An optional ":buf=<bytes>" suffix
+// sets the receive buffer size.
+func floorChild(spec string) int {
+	bufSize := 32 << 10
+	if i := strings.LastIndex(spec, ":buf="); i >= 0 {
+		n, err := strconv.Atoi(spec[i+5:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		bufSize, spec = n, spec[:i]
+	}
+	c, err := openRaw(bufSize)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	defer c.close()
+	var run func() error
+	switch spec {
+	case "list", "save":
+		// Saving asks the kernel exactly what listing asks.
+		run = c.floorList
+	case "zero":
+		run = func() error { return c.request(cmdZero, 0) }
+	case "flush":
+		run = func() error { return c.request(cmdFlush, 0) }
+	default:
+		tab, err := parseTableSpec(spec)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 2
+		}
+		batches := encodeRestore(c, tab)
+		run = func() error { return c.floorRestore(batches) }
+	}
+	start := time.Now()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		return 1
+	}
+	fmt.Println(time.Since(start).Nanoseconds())
+	return 0
+}
