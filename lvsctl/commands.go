@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lvskit/lvskit/internal/clitable"
 	"io"
 	"os"
 	"strconv"
@@ -66,7 +67,7 @@ func (r *runner) list(c *listCmd) (int, error) {
 			rows = append(rows, append(row, counters(&d.Stats)...))
 		}
 	}
-	return ExitOK, writeTable(r.out, header, rows)
+	return ExitOK, clitable.Write(r.out, header, rows)
 }
 
 // readDesired reads and checks FILE completely.
@@ -205,7 +206,7 @@ func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry) error {
 		_, err := fmt.Fprintln(r.out, "in sync: no changes")
 		return err
 	}
-	if err := writeTable(r.out, []string{"ACTION", "SERVICE", "REAL SERVER", "FIELD", "CHANGE"}, planRows(p)); err != nil {
+	if err := clitable.Write(r.out, []string{"ACTION", "SERVICE", "REAL SERVER", "FIELD", "CHANGE"}, planRows(p)); err != nil {
 		return err
 	}
 	for _, w := range p.Warnings {
@@ -328,7 +329,7 @@ func (r *runner) status(c *statusCmd) (int, error) {
 			rows = append(rows, []string{e.Service.String(), e.Dest.String(), strconv.FormatUint(uint64(e.Weight), 10),
 				e.Started.UTC().Format(time.RFC3339), e.Deadline.UTC().Format(time.RFC3339), then})
 		}
-		if err := writeTable(r.out, []string{"SERVICE", "REAL SERVER", "WEIGHT BEFORE", "STARTED", "DEADLINE", "THEN"}, rows); err != nil {
+		if err := clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "WEIGHT BEFORE", "STARTED", "DEADLINE", "THEN"}, rows); err != nil {
 			return ExitFailed, err
 		}
 	}

@@ -3,6 +3,7 @@ package lvsprep
 import (
 	"errors"
 	"fmt"
+	"github.com/lvskit/lvskit/internal/clitable"
 	"io"
 	"net/netip"
 	"os"
@@ -534,7 +535,7 @@ func (r *runner) check(p Profile) (bool, error) {
 		rows, fixes, ok = append(rows, srows...), append(fixes, sfixes...), ok && sok
 	}
 	r.logf("%s\n", p.describe())
-	if err := writeTable(r.out, []string{"STATUS", "SETTING", "WANT", "HAVE"}, rows); err != nil {
+	if err := clitable.Write(r.out, []string{"STATUS", "SETTING", "WANT", "HAVE"}, rows); err != nil {
 		return false, err
 	}
 	s, done, err := r.open(false)
@@ -604,7 +605,7 @@ func (r *runner) status() error {
 		rows = append(rows, []string{st.Profile, strings.Join(st.Args, " "), changed, st.Applied.Format("2006-01-02 15:04:05 MST")})
 		undos = append(undos, Profile{Name: st.Profile, Args: st.Args}.undoCommand())
 	}
-	if err := writeTable(r.out, []string{"PROFILE", "SETTINGS", "CHANGED", "APPLIED"}, rows); err != nil {
+	if err := clitable.Write(r.out, []string{"PROFILE", "SETTINGS", "CHANGED", "APPLIED"}, rows); err != nil {
 		return err
 	}
 	if len(undos) > 0 {

@@ -1,4 +1,6 @@
-package lvsprep
+// Package clitable renders the plain-ASCII tables that lvsprep and lvsctl
+// print for people.
+package clitable
 
 import (
 	"io"
@@ -7,9 +9,9 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 )
 
-// writeTable renders a human-readable table in plain ASCII (it ends up in
+// Write renders a human-readable table in plain ASCII (it ends up in
 // logs and terminals of every kind), headers as written, cells unwrapped.
-func writeTable(w io.Writer, header []string, rows [][]string) error {
+func Write(w io.Writer, header []string, rows [][]string) error {
 	t := tablewriter.NewTable(w,
 		tablewriter.WithSymbols(tw.NewSymbols(tw.StyleASCII)),
 		tablewriter.WithHeaderAutoFormat(tw.Off),
