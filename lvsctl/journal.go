@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/rules"
 	"golang.org/x/sys/unix"
 )
@@ -67,21 +68,6 @@ type journalFile struct {
 	Namespace uint64 `json:"netns_inode"`
 	Cookie    uint64 `json:"netns_cookie"`
 	Boot      string `json:"boot_id"`
-}
-
-// namespaceCookie is this network namespace's SO_NETNS_COOKIE (0 where the
-// kernel lacks it).
-func namespaceCookie() uint64 {
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0
-	}
-	defer unix.Close(fd)
-	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	if err != nil {
-		return 0
-	}
-	return c
 }
 
 // fileJournal is the journal of one namespace: a directory made and
@@ -142,7 +128,10 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}
 	}
-	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), cookie: namespaceCookie(), boot: bootID()}, nil
+	// A cookie that cannot be read is 0, as on a kernel without one: the
+	// inode and boot still tell namespaces apart.
+	cookie, _ := netnsid.Cookie()
+	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), cookie: cookie, boot: bootID()}, nil
 }
 
 func checkDir(path string) error {
@@ -168,11 +157,11 @@ func checkFd(fd int, path string, dir bool) error {
 		mask, kind = 0o077, unix.S_IFDIR
 	}
 	switch {
-	case st.Mode&unix.S_IFMT != kind:
+	case uint32(st.Mode)&unix.S_IFMT != kind:
 		return fmt.Errorf("%s: not a %s; refusing to use it", path, map[bool]string{true: "directory", false: "regular file"}[dir])
 	case int(st.Uid) != os.Geteuid():
 		return fmt.Errorf("%s: owned by uid %d, not by us (uid %d); refusing to use it", path, st.Uid, os.Geteuid())
-	case st.Mode&mask != 0:
+	case uint32(st.Mode)&mask != 0:
 		return fmt.Errorf("%s: mode %04o lets others in; refusing to use it", path, st.Mode&0o7777)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/lvskit/lvskit/internal/netnsid"
 )
 
 // A state directory belongs to one network namespace of one boot. Network
@@ -55,13 +55,8 @@ func currentIdentity() (nsIdentity, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		id.Inode = st.Ino
 	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	c, err := netnsid.Cookie()
 	if err != nil {
-		return id, fmt.Errorf("reading the network namespace cookie: %w", err)
-	}
-	defer unix.Close(fd)
-	c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE)
-	if err != nil && !errors.Is(err, unix.ENOPROTOOPT) {
 		return id, fmt.Errorf("reading the network namespace cookie: %w", err)
 	}
 	id.Cookie = c

@@ -6,23 +6,18 @@ import (
 	"os"
 
 	"github.com/lvskit/lvskit/internal/sysenv"
+	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/ipvsadm"
-	"golang.org/x/sys/unix"
 )
 
 func main() {
 	sysenv.SmallPages()
 	env := sysenv.Ipvsadm()
 	// The C library line-buffers a terminal and fully buffers anything else.
-	env.StdoutIsTerminal = isTerminal(os.Stdout)
+	env.StdoutIsTerminal = term.IsTerminal(os.Stdout)
 	status := ipvsadm.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, env)
 	if status == ipvsadm.StatusCrash {
 		dieOfSegfault()
 	}
 	os.Exit(status)
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

@@ -8,9 +8,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl"
-	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -24,15 +24,9 @@ func main() {
 			return c, nil
 		},
 		Stdin:    os.Stdin,
-		Terminal: isTerminal(os.Stdout),
+		Terminal: term.IsTerminal(os.Stdout),
 		Context:  ctx,
 	})
 	stop()
 	os.Exit(code)
-}
-
-// isTerminal reports whether f is a terminal (it has terminal attributes).
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

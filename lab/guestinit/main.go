@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command guestinit is /init of the lab VM: PID 1 in the guest. It mounts
 // the pseudo file systems, loads the kernel modules the lab needs, runs the
 // steps of the plan the host packed into the initramfs, and sends every

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package labtest holds the helpers that lab tests (files built with the
 // `lab` build tag) use inside the QEMU lab: a check that the test really runs
 // in the lab, a fresh network namespace per test, and runners for the
