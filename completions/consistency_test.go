@@ -110,7 +110,7 @@ func helpOptions(text string) []string {
 }
 
 // The -h text of ipvsadm 1.31 does not mention -v/--version nor the short
-// form -X of --exact, although both work (spec §13.2, "Note that -v/--version
+// form -X of --exact, although both work (reference §13.2, "Note that -v/--version
 // and -X are not mentioned in it"; §2.4 "-X is undocumented in -h"). Byte
 // compatibility keeps it so; these are the only exceptions.
 var notInHelp = []string{"--version", "-v", "-X"}
@@ -160,7 +160,7 @@ func commandLine(c ipvsadm.Command) string {
 // word being completed starts with '-': the options whose matrix cell for c
 // is not Illegal. Options without a matrix bit are decided by their own
 // rules: -6 only after -f (withFwmark), and --sort, which ipvsadm accepts
-// with every command but which only means something to -L (spec §2.4: "no-op,
+// with every command but which only means something to -L (reference §2.4: "no-op,
 // accepted with every command"), only with -L.
 func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
 	var want []string

@@ -3,7 +3,7 @@
 package ipvs
 
 // Exact bytes of requests, written out by hand from the format ipvsadm
-// 1.31 sends (spec §12.1): attribute order, NLA_F_NESTED nests, ports and
+// 1.31 sends (docs/reference/ipvsadm-1.31.md §12.1): attribute order, NLA_F_NESTED nests, ports and
 // the IPv4 netmask in network order, everything else in host order (these
 // expectations are for little-endian hosts).
 

@@ -72,7 +72,7 @@ var notCompared = map[string]string{}
 
 // serviceOrderFree are steps whose output lists services: the kernel dumps
 // them in hash-table order, which feeds a sort whose comparator is not
-// transitive (§6.6), so the fake's insertion order gives another order.
+// transitive (docs/reference/ipvsadm-1.31.md §6.6), so the fake's insertion order gives another order.
 // Their output is compared as the header lines plus the multiset of service
 // blocks (a service line with its destination lines, which must match
 // exactly and in order).
@@ -160,7 +160,7 @@ func disallowed(cmd string) string {
 }
 
 // standIns are shell scripts put first in PATH: the wrapper scripts as the
-// spec describes them (§11) and su, which here only drops the privilege of
+// reference describes them (§11) and su, which here only drops the privilege of
 // the ipvsadm it runs.
 var standIns = map[string]string{
 	"su": `#!/bin/sh

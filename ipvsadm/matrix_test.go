@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// specMatrix is the command × option table of the behaviour spec (§2.5),
+// specMatrix is the command × option table of the behaviour reference (docs/reference/ipvsadm-1.31.md §2.5),
 // read from its markdown so that the test does not share its data with the
 // implementation.
 type specMatrix struct {

@@ -260,8 +260,8 @@ func sameLines(a, b string) bool {
 // service's destinations) with a 32-bit word 2^31 or more apart. Then the
 // sorted order depends on the kernel's order, which the restore changes
 // (it adds the rules in sorted order; the kernel lists destinations
-// newest first), so the second save may order lines differently (spec
-// §6.6).
+// newest first), so the second save may order lines differently (docs/reference/
+// ipvsadm-1.31.md §6.6).
 func mayWrap(s tableState) bool {
 	var marks []uint32
 	var addrs [][4]uint32
@@ -351,7 +351,7 @@ func FuzzSaveRoundTrip(f *testing.F) {
 }
 
 // TestSaveLosses pins down the tables that ipvsadm's rules cannot bring
-// back, with what the real ipvsadm 1.31 does with them (spec §9, §14.20).
+// back, with what the real ipvsadm 1.31 does with them (reference §9, §14.20).
 func TestSaveLosses(t *testing.T) {
 	tcp := func(addr string, port uint16) ipvs.Service {
 		return ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr(addr), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
