@@ -227,3 +227,194 @@ func TestLvsctlDrain(t *testing.T) {
 	}
 	fmt.Printf("the next apply finished the drain:\n%s", r.Stdout)
 }
+
+// trafficReport is what clients saw while a change was made.
+type trafficReport struct {
+	requests, failed, duringChange int
+	firstErr                       string
+	streamAnswers, streamErrors    int
+	maxGap                         time.Duration
+	connsBefore, connsAfter        uint64
+	change                         time.Duration
+}
+
+// serviceConns reads the connection counter of a service (ipvsadm --stats --exact).
+func (n *network) serviceConns(svc string) uint64 {
+	n.t.Helper()
+	out := n.ipvsadm("dir", "-Ln", "--stats", "--exact", "-t", svc)
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 3 && f[0] == "TCP" && f[1] == svc {
+			var c uint64
+			fmt.Sscan(f[2], &c)
+			return c
+		}
+	}
+	n.t.Fatalf("no counter line for %s in:\n%s", svc, out)
+	return 0
+}
+
+// underTraffic runs change on the director while a client opens new
+// connections back to back to the kept service and another streams
+// requests on one kept-alive connection. The clients record what happened
+// when; the report is made once they have stopped.
+func (n *network) underTraffic(change func()) trafficReport {
+	n.t.Helper()
+	var rep trafficReport
+	k := n.keepAliveTo("rs2")
+	defer k.close()
+	rep.connsBefore = n.serviceConns(seedVIP80)
+	stop := make(chan struct{})
+	type batch struct {
+		start, end time.Time
+		tally      Tally
+	}
+	var batches []batch
+	var answers []time.Time
+	streamDone := make(chan struct{})
+	go func() {
+		defer close(streamDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := k.get()
+			if err != nil {
+				rep.streamErrors++
+				continue
+			}
+			answers = append(answers, time.Now())
+		}
+	}()
+	getsDone := make(chan struct{})
+	go func() {
+		defer close(getsDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			start := time.Now()
+			tally := n.get("client", seedVIP80, 3)
+			batches = append(batches, batch{start, time.Now(), tally})
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	changeStart := time.Now()
+	change()
+	changeEnd := time.Now()
+	rep.change = changeEnd.Sub(changeStart)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	<-getsDone
+	select {
+	case <-streamDone:
+	case <-time.After(30 * time.Second):
+		n.t.Error("the streaming client did not finish its last request within 30 s")
+	}
+	for _, b := range batches {
+		rep.requests += b.tally.Requests
+		rep.failed += len(b.tally.Errors)
+		if len(b.tally.Errors) > 0 && rep.firstErr == "" {
+			rep.firstErr = b.tally.Errors[0]
+		}
+		if b.end.After(changeStart) && b.start.Before(changeEnd) {
+			rep.duringChange += b.tally.Requests
+		}
+	}
+	rep.streamAnswers = len(answers)
+	for i := 1; i < len(answers); i++ {
+		if gap := answers[i].Sub(answers[i-1]); gap > rep.maxGap {
+			rep.maxGap = gap
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // the kernel folds per-CPU counters every 2 s
+	rep.connsAfter = n.serviceConns(seedVIP80)
+	return rep
+}
+
+// zeroFailureRules is the director's table: filler services plus the kept
+// service (VIP:80), one that leaves (VIP:83) and, in the changed file, a new
+// one (VIP:82); the change also gives VIP:80 other weights. Not another
+// scheduler: the kernel refuses new connections while it swaps a live
+// service's scheduler, whoever asks (TestSchedulerEditRefusesConnections
+// measures that window; lvsctl plan warns of it).
+func zeroFailureRules(filler int, changed bool) string {
+	var b strings.Builder
+	for i := range filler {
+		fmt.Fprintf(&b, "-A -t 10.200.%d.%d:80 -s rr\n-a -t 10.200.%d.%d:80 -r 172.16.0.2:80 -m -w 1\n", i/250, 1+i%250, i/250, 1+i%250)
+	}
+	if !changed {
+		b.WriteString("-A -t " + seedVIP80 + " -s wrr\n-a -t " + seedVIP80 + " -r " + seedRS1 + " -m -w 1\n-a -t " + seedVIP80 + " -r " + seedRS2 + " -m -w 2\n")
+		b.WriteString("-A -t " + seedVIP + ":83 -s rr\n-a -t " + seedVIP + ":83 -r " + seedRS1 + " -m -w 1\n")
+	} else {
+		b.WriteString("-A -t " + seedVIP80 + " -s wrr\n-a -t " + seedVIP80 + " -r " + seedRS1 + " -m -w 3\n-a -t " + seedVIP80 + " -r " + seedRS2 + " -m -w 1\n")
+		b.WriteString("-A -t " + seedVIP + ":82 -s rr\n-a -t " + seedVIP + ":82 -r " + seedRS2 + " -m -w 1\n")
+	}
+	return b.String()
+}
+
+// TestLvsctlZeroFailure: on a director holding 2,000 other services, an
+// lvsctl apply that changes the kept service's weights, adds
+// a service and removes another: new connections to the kept service see
+// 0 failures, a kept-alive connection streaming through VS/NAT gets every
+// answer, and the service's counter keeps counting. The same change made as
+// Debian's ipvsadm -C; ipvsadm -R is measured beside it and printed.
+func TestLvsctlZeroFailure(t *testing.T) {
+	const filler = 2000
+	n := seedNetwork(t, "zero")
+	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
+	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
+	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	base, changed := zeroFailureRules(filler, false), zeroFailureRules(filler, true)
+	load := func() {
+		if r := n.runIn("dir", base, "/bin/sh", "-c", labtest.RefIpvsadm+" -C && "+labtest.RefIpvsadm+" -R"); r.Code != 0 {
+			t.Fatalf("loading the base table: %+v", r)
+		}
+	}
+
+	load()
+	ours := n.underTraffic(func() {
+		r := n.runIn("dir", changed, labtest.Ours("lvsctl"), "apply", "--drain-timeout", "10s", "-")
+		if r.Code != 0 {
+			t.Errorf("lvsctl apply: %+v", r)
+		}
+	})
+	if p := n.runIn("dir", changed, labtest.Ours("lvsctl"), "plan", "-"); p.Code != 0 {
+		t.Errorf("plan after the apply: %+v", p)
+	}
+
+	load()
+	ref := n.underTraffic(func() {
+		r := n.runIn("dir", changed, "/bin/sh", "-c", labtest.RefIpvsadm+" -C; "+labtest.RefIpvsadm+" -R")
+		if r.Code != 0 {
+			t.Errorf("ipvsadm -C; ipvsadm -R: %+v", r)
+		}
+	})
+
+	fmt.Printf("change on a director with %d other services (kept service %s: wrr weights 1/2 -> 3/1, one service added, one removed)\n", filler, seedVIP80)
+	fmt.Printf("%-34s %8s %8s %8s %10s %10s %9s %16s\n", "method", "change", "requests", "failed", "in window", "streamed", "stream err", "conns before/after")
+	fmt.Println("(requests: new connections, in batches of 3; in window: those of batches overlapping the change; streamed: answers on one kept-alive connection)")
+	for _, row := range []struct {
+		name string
+		r    trafficReport
+	}{{"lvsctl apply", ours}, {"Debian ipvsadm -C; ipvsadm -R", ref}} {
+		fmt.Printf("%-34s %7.2fs %8d %8d %10d %10d %9d %8d/%d  (longest gap between streamed answers %.2fs)\n", row.name, row.r.change.Seconds(),
+			row.r.requests, row.r.failed, row.r.duringChange, row.r.streamAnswers, row.r.streamErrors, row.r.connsBefore, row.r.connsAfter, row.r.maxGap.Seconds())
+		if row.r.firstErr != "" {
+			fmt.Printf("  first failure: %s\n", row.r.firstErr)
+		}
+	}
+	if ours.failed != 0 || ours.streamErrors != 0 {
+		t.Errorf("lvsctl apply: %d of %d new connections failed, %d streamed requests failed", ours.failed, ours.requests, ours.streamErrors)
+	}
+	if ours.duringChange == 0 {
+		t.Errorf("no request overlapped the apply: the test proves nothing")
+	}
+	if ours.connsAfter < ours.connsBefore+uint64(ours.requests) {
+		t.Errorf("the kept service's counter went from %d to %d over %d new connections: it did not keep counting", ours.connsBefore, ours.connsAfter, ours.requests)
+	}
+}

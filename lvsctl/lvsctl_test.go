@@ -104,6 +104,12 @@ func TestPlanShowsEditsAndExitStatus(t *testing.T) {
 			t.Errorf("plan lacks %q:\n%s", want, p.stdout)
 		}
 	}
+	// A live scheduler change refuses new connections for a moment in the
+	// kernel (docs/lvsctl.md): the plan says so, for people and programs.
+	const schedWarning = "warning: -t 10.0.0.1:80: scheduler wrr -> wlc: the kernel swaps schedulers"
+	if !strings.Contains(p.stdout, schedWarning) {
+		t.Errorf("plan does not warn of the scheduler change:\n%s", p.stdout)
+	}
 	j := run(t, env, changed, "plan", "--json", "-")
 	var doc struct {
 		InSync  bool `json:"in_sync"`
@@ -111,9 +117,18 @@ func TestPlanShowsEditsAndExitStatus(t *testing.T) {
 			Action string `json:"action"`
 			Fields []struct{ Field, Old, New string }
 		} `json:"changes"`
+		Warnings []string `json:"warnings"`
 	}
 	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || doc.InSync || len(doc.Changes) != 3 {
 		t.Fatalf("plan --json: %v %+v\n%s", err, doc, j.stdout)
+	}
+	if len(doc.Warnings) != 1 || !strings.Contains("warning: "+doc.Warnings[0], schedWarning) {
+		t.Errorf("plan --json warnings: %q, want the scheduler change's alone", doc.Warnings)
+	}
+	// Weights alone change without that window: no warning.
+	weights := strings.Replace(seedRules, "192.168.1.1:80 -m -w 3", "192.168.1.1:80 -m -w 5", 1)
+	if w := run(t, env, weights, "plan", "-"); w.code != ExitChanges || strings.Contains(w.stdout, "warning") {
+		t.Errorf("plan of a weight edit: %+v", w)
 	}
 	if d := run(t, env, changed, "apply", "--dry-run", "-"); d.code != ExitChanges || d.stdout != p.stdout {
 		t.Errorf("apply --dry-run differs from plan: %+v", d)

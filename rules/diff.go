@@ -325,12 +325,24 @@ func destFields(old, new *ipvs.Destination) []Field {
 // local, tunnel, route.
 func MethodName(fwd uint32) string { return strings.ToLower(list.FwdName(fwd)) }
 
-// planWarnings says where a drain will not do what users expect.
+// planWarnings says where a change or a drain will not do what users
+// expect.
 func planWarnings(p *Plan, o DiffOptions) []string {
-	if !o.Draining {
-		return nil
-	}
 	var w []string
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if c.Action != EditService {
+			continue
+		}
+		for _, f := range c.Fields {
+			if f.Name == "scheduler" {
+				w = append(w, schedulerChangeWarning(KeyOf(&c.Service), f.Old, f.New))
+			}
+		}
+	}
+	if !o.Draining {
+		return w
+	}
 	persistent, udp := map[ServiceKey]bool{}, map[ServiceKey]bool{}
 	for _, c := range p.Changes {
 		if c.Action != DeleteDest && c.Action != DeleteService {
@@ -352,4 +364,17 @@ func planWarnings(p *Plan, o DiffOptions) []string {
 		}
 	}
 	return w
+}
+
+// schedulerChangeWarning is the plan's warning for a scheduler change of a
+// live service. No request changes a scheduler in place: the kernel
+// (ip_vs_edit_service) unbinds the old one, leaves the service without a
+// scheduler until an RCU grace period has passed, then binds the new one,
+// and answers a new connection arriving in that gap with ICMP port
+// unreachable. docs/lvsctl.md gives the lab's figures
+// (TestSchedulerEditRefusesConnections).
+func schedulerChangeWarning(k ServiceKey, old, new string) string {
+	return fmt.Sprintf("%s: scheduler %s -> %s: the kernel swaps schedulers with the service briefly left without one, "+
+		"and refuses (ICMP port unreachable) new connections arriving then; established connections are not affected. "+
+		"Change schedulers when the service is idle (docs/lvsctl.md)", k, old, new)
 }
