@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 func listen(t *testing.T) net.Listener {
@@ -96,5 +97,35 @@ func TestRunRoleRejectsUnknownRoles(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if code := RunRole("nope", nil, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unknown role") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+func TestUDPEchoAndFlow(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ServeUDPEcho(ctx, "rs1", pc)
+	f, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for range 2 {
+		if a, err := f.Ping(); err != nil || a.Server != "rs1" {
+			t.Fatalf("ping: %+v, %v", a, err)
+		}
+	}
+	cancel()
+	quiet, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer quiet.Close()
+	time.Sleep(50 * time.Millisecond)
+	if a, err := quiet.Ping(); err == nil && a.Server != "" {
+		t.Errorf("a stopped server answered: %+v", a)
 	}
 }

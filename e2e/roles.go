@@ -26,6 +26,7 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	keepalive ADDR           one connection; a JSON answer per "get" line on stdin
 //	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
 //	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
+//	udpecho NAME ADDR        UDP server answering "NAME DATAGRAM"; prints "ready"
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
@@ -78,6 +79,13 @@ func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) erro
 		}
 		fmt.Fprintln(stdout, "ready")
 		return ServeFTP(ctx, args[0], ln, FileContent(size))
+	case role == "udpecho" && len(args) == 2:
+		pc, err := net.ListenPacket("udp4", args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeUDPEcho(ctx, args[0], pc)
 	case role == "flowd" && len(args) == 2:
 		ln, err := net.Listen("tcp4", args[1])
 		if err != nil {
