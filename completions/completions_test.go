@@ -87,6 +87,42 @@ func splitResults(t *testing.T, out string, n int) [][]string {
 // Completer returns the candidates for each command line (cursor at the end).
 type completer func(t *testing.T, lines []string) [][]string
 
+// completionCheck is a command line and the words completion must offer
+// after it.
+type completionCheck struct {
+	line string
+	want []string
+}
+
+// inEveryShell completes every check's line in bash, zsh and fish (one
+// shell process each, in parallel) and hands each answer to compare.
+func inEveryShell(t *testing.T, checks []completionCheck, compare func(t *testing.T, shell string, c completionCheck, got []string)) {
+	lines := make([]string, len(checks))
+	for i, c := range checks {
+		lines[i] = c.line
+	}
+	for _, shell := range []struct {
+		name     string
+		complete completer
+	}{{"bash", bashCompleter(true)}, {"zsh", zshCompleter}, {"fish", fishCompleter}} {
+		t.Run(shell.name, func(t *testing.T) {
+			t.Parallel()
+			got := shell.complete(t, lines)
+			for i, c := range checks {
+				compare(t, shell.name, c, got[i])
+			}
+		})
+	}
+}
+
+// offersExactly is inEveryShell's comparison for the subcommand tools:
+// the words offered, sorted and without repeats, equal the wanted ones.
+func offersExactly(t *testing.T, shell string, c completionCheck, got []string) {
+	if !slices.Equal(got, join(c.want)) {
+		t.Errorf("%s: %q\n got: %q\nwant: %q", shell, c.line, got, join(c.want))
+	}
+}
+
 func bashCompleter(withBashCompletion bool) completer {
 	return func(t *testing.T, lines []string) [][]string {
 		t.Helper()

@@ -196,40 +196,25 @@ func TestCompletionsOfferExactlyTheParserOptions(t *testing.T) {
 			commands = append(commands, spellings(o)...)
 		}
 	}
-	type check struct {
-		line string
-		want []string
-	}
-	checks := []check{{"ipvsadm -", commands}}
+	checks := []completionCheck{{"ipvsadm -", commands}}
 	for c := ipvsadm.Command(0); int(c) < ipvsadm.NumMatrixCommands; c++ {
 		prefix := commandLine(c)
 		if prefix == "" {
 			t.Fatalf("no option selects command %s", c.Name())
 		}
-		checks = append(checks, check{prefix + " -", expectedAfter(c, false)})
+		checks = append(checks, completionCheck{prefix + " -", expectedAfter(c, false)})
 		if ipvsadm.Allowed(c, ipvsadm.OptService) != ipvsadm.Illegal {
-			checks = append(checks, check{prefix + " -f 1 -", expectedAfter(c, true)})
+			checks = append(checks, completionCheck{prefix + " -f 1 -", expectedAfter(c, true)})
 		}
 	}
-	var lines []string
 	var union []string
 	for _, c := range checks {
-		lines = append(lines, c.line)
 		union = append(union, c.want...)
 	}
 	// Together the checks cover every option of the parser.
 	diff(t, "options covered by the completion checks", union, parserOptions(t))
 
-	for _, shell := range []struct {
-		name     string
-		complete completer
-	}{{"bash", bashCompleter(true)}, {"zsh", zshCompleter}, {"fish", fishCompleter}} {
-		t.Run(shell.name, func(t *testing.T) {
-			t.Parallel()
-			got := shell.complete(t, lines)
-			for i, c := range checks {
-				diff(t, shell.name+" after "+strings.TrimPrefix(c.line, "ipvsadm "), got[i], c.want)
-			}
-		})
-	}
+	inEveryShell(t, checks, func(t *testing.T, shell string, c completionCheck, got []string) {
+		diff(t, shell+" after "+strings.TrimPrefix(c.line, "ipvsadm "), got, c.want)
+	})
 }

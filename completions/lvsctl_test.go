@@ -74,31 +74,10 @@ func TestLvsctlManPageDocumentsExactlyItsFlags(t *testing.T) {
 // offer the commands, and for each command exactly its flags.
 func TestLvsctlCompletionsOfferExactlyItsCommandsAndFlags(t *testing.T) {
 	model := lvsctlModel(t)
-	type check struct {
-		line string
-		want []string
-	}
-	checks := []check{{"lvsctl ", slices.Sorted(mapKeys(model))}}
+	checks := []completionCheck{{"lvsctl ", slices.Sorted(mapKeys(model))}}
 	for cmd, flags := range model {
-		checks = append(checks, check{"lvsctl " + cmd + " -", flags})
+		checks = append(checks, completionCheck{"lvsctl " + cmd + " -", flags})
 	}
-	slices.SortFunc(checks, func(a, b check) int { return strings.Compare(a.line, b.line) })
-	lines := make([]string, len(checks))
-	for i, c := range checks {
-		lines[i] = c.line
-	}
-	for _, shell := range []struct {
-		name     string
-		complete completer
-	}{{"bash", bashCompleter(true)}, {"zsh", zshCompleter}, {"fish", fishCompleter}} {
-		t.Run(shell.name, func(t *testing.T) {
-			t.Parallel()
-			got := shell.complete(t, lines)
-			for i, c := range checks {
-				if !slices.Equal(got[i], join(c.want)) {
-					t.Errorf("%s: %q\n got: %q\nwant: %q", shell.name, c.line, got[i], join(c.want))
-				}
-			}
-		})
-	}
+	slices.SortFunc(checks, func(a, b completionCheck) int { return strings.Compare(a.line, b.line) })
+	inEveryShell(t, checks, offersExactly)
 }

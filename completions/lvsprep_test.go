@@ -118,38 +118,17 @@ func TestLvsprepCompletionsOfferExactlyItsCommandsAndFlags(t *testing.T) {
 			}
 		}
 	}
-	type check struct {
-		line string
-		want []string
-	}
-	var checks []check
+	var checks []completionCheck
 	for prefix, words := range next {
-		checks = append(checks, check{strings.TrimSpace("lvsprep "+prefix) + " ", words})
+		checks = append(checks, completionCheck{strings.TrimSpace("lvsprep "+prefix) + " ", words})
 	}
 	for cmd, flags := range model {
-		checks = append(checks, check{"lvsprep " + cmd + " -", flags})
+		checks = append(checks, completionCheck{"lvsprep " + cmd + " -", flags})
 		if strings.Contains(cmd, "realserver") {
 			// The alias works the same.
-			checks = append(checks, check{"lvsprep " + strings.Replace(cmd, "realserver", "rs", 1) + " -", flags})
+			checks = append(checks, completionCheck{"lvsprep " + strings.Replace(cmd, "realserver", "rs", 1) + " -", flags})
 		}
 	}
-	slices.SortFunc(checks, func(a, b check) int { return strings.Compare(a.line, b.line) })
-	lines := make([]string, len(checks))
-	for i, c := range checks {
-		lines[i] = c.line
-	}
-	for _, shell := range []struct {
-		name     string
-		complete completer
-	}{{"bash", bashCompleter(true)}, {"zsh", zshCompleter}, {"fish", fishCompleter}} {
-		t.Run(shell.name, func(t *testing.T) {
-			t.Parallel()
-			got := shell.complete(t, lines)
-			for i, c := range checks {
-				if !slices.Equal(got[i], join(c.want)) {
-					t.Errorf("%s: %q\n got: %q\nwant: %q", shell.name, c.line, got[i], join(c.want))
-				}
-			}
-		})
-	}
+	slices.SortFunc(checks, func(a, b completionCheck) int { return strings.Compare(a.line, b.line) })
+	inEveryShell(t, checks, offersExactly)
 }

@@ -21,10 +21,7 @@ import (
 // weight back, or an apply of the new file finishes the drain. Either way
 // the journal is empty afterwards and no weight is left at 0.
 func TestLvsctlKilledMidDrain(t *testing.T) {
-	n := seedNetwork(t, "kill")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "kill")
 	both, without := drainRules(seedRS1, seedRS2), drainRules(seedRS1)
 	apply := func(rules string) labtest.Result {
 		t.Helper()

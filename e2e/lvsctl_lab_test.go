@@ -146,10 +146,7 @@ func (k *keepAlive) close() { k.in.Close() }
 // connection still open; after SIGINT in the middle of a drain, status
 // shows it and the next apply finishes it, leaving no weight at 0.
 func TestLvsctlDrain(t *testing.T) {
-	n := seedNetwork(t, "drain")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "drain")
 	if r := n.runIn("dir", drainRules(seedRS1, seedRS2), labtest.Ours("lvsctl"), "apply", "-"); r.Code != 0 {
 		t.Fatalf("first apply: %+v", r)
 	}
@@ -274,33 +271,22 @@ func (n *network) underTraffic(change func()) trafficReport {
 	streamDone := make(chan struct{})
 	go func() {
 		defer close(streamDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_, err := k.get()
-			if err != nil {
+		untilClosed(stop, func() {
+			if _, err := k.get(); err != nil {
 				rep.streamErrors++
-				continue
+				return
 			}
 			answers = append(answers, time.Now())
-		}
+		})
 	}()
 	getsDone := make(chan struct{})
 	go func() {
 		defer close(getsDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		untilClosed(stop, func() {
 			start := time.Now()
 			tally := n.get("client", seedVIP80, 3)
 			batches = append(batches, batch{start, time.Now(), tally})
-		}
+		})
 	}()
 	time.Sleep(2 * time.Second)
 	changeStart := time.Now()
@@ -365,10 +351,7 @@ func zeroFailureRules(filler int, changed bool) string {
 // Debian's ipvsadm -C; ipvsadm -R is measured beside it and printed.
 func TestLvsctlZeroFailure(t *testing.T) {
 	const filler = 2000
-	n := seedNetwork(t, "zero")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "zero")
 	base, changed := zeroFailureRules(filler, false), zeroFailureRules(filler, true)
 	load := func() {
 		if r := n.runIn("dir", base, "/bin/sh", "-c", labtest.RefIpvsadm+" -C && "+labtest.RefIpvsadm+" -R"); r.Code != 0 {

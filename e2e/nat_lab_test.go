@@ -49,6 +49,27 @@ func seedNetwork(t *testing.T, prefix string) *network {
 	return n
 }
 
+// natNetwork is the seed network prepared for VS/NAT by lvsprep alone (the
+// director's VIP, forwarding and masquerading; the real servers' default
+// route through it), with an empty IPVS table: the lvsctl tests' start.
+func natNetwork(t *testing.T, prefix string) *network {
+	n := seedNetwork(t, prefix)
+	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
+	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
+	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	return n
+}
+
+// natRules is the rules text of one service with options and the given
+// real servers, each masqueraded at weight 1.
+func natRules(service, options string, servers ...string) string {
+	s := "-A " + service + " " + options + "\n"
+	for _, rs := range servers {
+		s += "-a " + service + " -r " + rs + " -m -w 1\n"
+	}
+	return s
+}
+
 // seedVSNAT applies the example with our tools only: lvsprep on the
 // director (VIP, forwarding, masquerading, FTP helper) and on the real
 // servers (default route via the director), then ipvsadm's rules.

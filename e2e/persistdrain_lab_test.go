@@ -18,19 +18,10 @@ import (
 // warns of it; with 1 they go to the others at once; an open connection
 // still holds the drain, the template does not.
 func TestLvsctlDrainPersistence(t *testing.T) {
-	n := seedNetwork(t, "persist")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "persist")
 	const eqt = "net/ipv4/vs/expire_quiescent_template"
 	n.setSysctl("dir", eqt, "0")
-	rules := func(servers ...string) string {
-		s := "-A -t " + seedVIP80 + " -s wrr -p 60\n"
-		for _, rs := range servers {
-			s += "-a -t " + seedVIP80 + " -r " + rs + " -m -w 1\n"
-		}
-		return s
-	}
+	rules := func(servers ...string) string { return natRules("-t "+seedVIP80, "-s wrr -p 60", servers...) }
 	if r := n.runIn("dir", rules(seedRS1, seedRS2), labtest.Ours("lvsctl"), "apply", "-"); r.Code != 0 {
 		t.Fatalf("first apply: %+v", r)
 	}

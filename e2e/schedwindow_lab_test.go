@@ -45,12 +45,7 @@ func (n *network) connLoop(host, addr string, stop <-chan struct{}) <-chan connC
 			c.other, c.firstOther = 1, "entering "+host+": "+err.Error()
 			return
 		}
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		untilClosed(stop, func() {
 			start := time.Now()
 			conn, err := net.DialTimeout("tcp4", addr, 5*time.Second)
 			c.attempts++
@@ -69,9 +64,21 @@ func (n *network) connLoop(host, addr string, stop <-chan struct{}) <-chan connC
 					c.firstOther = err.Error()
 				}
 			}
-		}
+		})
 	}()
 	return out
+}
+
+// untilClosed calls f again and again until stop is closed.
+func untilClosed(stop <-chan struct{}, f func()) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		f()
+	}
 }
 
 // editPhase is one series of edits made while a client connects.
@@ -99,10 +106,7 @@ type editPhase struct {
 // delay, not a failure; asserted).
 func TestSchedulerEditRefusesConnections(t *testing.T) {
 	const edits = 150
-	n := seedNetwork(t, "schedwin")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "schedwin")
 	rules := "-A -t " + seedVIP80 + " -s wrr\n-a -t " + seedVIP80 + " -r " + seedRS1 + " -m -w 1\n-a -t " + seedVIP80 + " -r " + seedRS2 + " -m -w 2\n"
 	if r := n.runIn("dir", rules, labtest.RefIpvsadm, "-R"); r.Code != 0 {
 		t.Fatalf("ipvsadm -R: %+v", r)

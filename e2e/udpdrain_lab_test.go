@@ -20,21 +20,12 @@ import (
 // not the drain timeout).
 func TestLvsctlDrainUDP(t *testing.T) {
 	const udpTimeout = 6 * time.Second
-	n := seedNetwork(t, "udpdrain")
-	n.lvsprep("dir", "director", "nat", "--vip", seedVIP+"/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24")
-	n.lvsprep("rs1", "realserver", "nat", "--gateway", seedGateway)
-	n.lvsprep("rs2", "realserver", "nat", "--gateway", seedGateway)
+	n := natNetwork(t, "udpdrain")
 	const rs1, rs2 = "172.16.0.2:5353", "172.16.0.3:5353"
 	n.start("rs1", "udpecho", "rs1", rs1)
 	n.start("rs2", "udpecho", "rs2", rs2)
 	vip := seedVIP + ":5353"
-	rules := func(servers ...string) string {
-		s := "-A -u " + vip + " -s rr\n"
-		for _, rs := range servers {
-			s += "-a -u " + vip + " -r " + rs + " -m -w 1\n"
-		}
-		return s
-	}
+	rules := func(servers ...string) string { return natRules("-u "+vip, "-s rr", servers...) }
 	if r := n.runIn("dir", rules(rs1, rs2), labtest.Ours("lvsctl"), "apply", "-"); r.Code != 0 {
 		t.Fatalf("first apply: %+v", r)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/internal/version"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/names"
@@ -220,7 +221,7 @@ func (r *runner) journalPaths() (root, dir string) {
 		dir = r.env.JournalDir
 	}
 	if dir == "" {
-		return root, journalDir(root)
+		return root, netnsid.Dir(root)
 	}
 	return dir, dir
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/rules"
@@ -21,39 +20,6 @@ import (
 const DefaultJournalRoot = "/run/lvsctl"
 
 const journalName = "journal.json"
-
-// journalDir is the journal directory of this process's network
-// namespace below root: root itself for the initial namespace, netns-NAME
-// for one named by ip netns, netns-INODE for any other. A journal records
-// the boot and the namespace (inode and cookie) it was written in, and a
-// journal from another namespace or boot is ignored (inode numbers are
-// reused).
-func journalDir(root string) string {
-	self, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		return root
-	}
-	if initial, err := os.Stat("/proc/1/ns/net"); err != nil || os.SameFile(self, initial) {
-		return root
-	}
-	if ents, err := os.ReadDir("/run/netns"); err == nil {
-		for _, e := range ents {
-			if fi, err := os.Stat(filepath.Join("/run/netns", e.Name())); err == nil && os.SameFile(self, fi) {
-				return filepath.Join(root, "netns-"+e.Name())
-			}
-		}
-	}
-	return filepath.Join(root, "netns-"+strconv.FormatUint(namespaceInode(), 10))
-}
-
-func namespaceInode() uint64 {
-	if fi, err := os.Stat("/proc/self/ns/net"); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			return st.Ino
-		}
-	}
-	return 0
-}
 
 func bootID() string {
 	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -131,7 +97,7 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 	// A cookie that cannot be read is 0, as on a kernel without one: the
 	// inode and boot still tell namespaces apart.
 	cookie, _ := netnsid.Cookie()
-	return &fileJournal{dir: dir, fd: fd, ns: namespaceInode(), cookie: cookie, boot: bootID()}, nil
+	return &fileJournal{dir: dir, fd: fd, ns: netnsid.Inode(), cookie: cookie, boot: bootID()}, nil
 }
 
 func checkDir(path string) error {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/netfilter"
 	"golang.org/x/sys/unix"
@@ -68,7 +69,7 @@ func RealHost() *Host {
 		IPVS:     openIPVS,
 		IsRoot:   func() bool { return os.Geteuid() == 0 },
 		Now:      time.Now,
-		StateDir: namespaceStateDir(DefaultStateDir),
+		StateDir: netnsid.Dir(DefaultStateDir),
 		UID:      os.Geteuid(),
 		Identity: currentIdentity,
 	}

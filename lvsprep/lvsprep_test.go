@@ -728,7 +728,7 @@ func TestVersionAndHelp(t *testing.T) {
 func TestModulesAreHandedOverAcrossNamespaces(t *testing.T) {
 	th := newTestHost(t)
 	// Two network namespaces have their own state directories side by side
-	// (see namespaceStateDir); the kernel's modules are shared by both.
+	// (see netnsid.Dir); the kernel's modules are shared by both.
 	nsA, nsB := filepath.Join(th.stateDir, "netns-a"), filepath.Join(th.stateDir, "netns-b")
 	runIn := func(dir string, args ...string) string {
 		t.Helper()

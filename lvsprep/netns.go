@@ -96,31 +96,3 @@ func (r *runner) checkIdentity(s *store, write bool) (stale *nsIdentity, err err
 	}
 	return &rec, nil
 }
-
-// namespaceStateDir gives each network namespace its own state directory
-// below root. A namespace is a separate network stack with its own
-// addresses, routes, rules and per-namespace sysctls, but it shares /run
-// with the host: without this, "realserver dr --vip X" in two namespaces
-// (containers, or the lab's hosts) would share one state file. The initial
-// namespace uses root itself; a named one (ip netns add) netns-NAME, any
-// other netns-INODE.
-func namespaceStateDir(root string) string {
-	self, err := os.Stat("/proc/self/ns/net")
-	if err != nil {
-		return root
-	}
-	if initial, err := os.Stat("/proc/1/ns/net"); err != nil || os.SameFile(self, initial) {
-		return root
-	}
-	if ents, err := os.ReadDir("/run/netns"); err == nil {
-		for _, e := range ents {
-			if fi, err := os.Stat(filepath.Join("/run/netns", e.Name())); err == nil && os.SameFile(self, fi) {
-				return filepath.Join(root, "netns-"+e.Name())
-			}
-		}
-	}
-	if st, ok := self.Sys().(*syscall.Stat_t); ok {
-		return filepath.Join(root, fmt.Sprintf("netns-%d", st.Ino))
-	}
-	return root
-}

@@ -379,7 +379,7 @@ func (o *otherState) String() string {
 
 // otherStates loads the other state files: those of this namespace first,
 // then those of the machine's other namespaces (the directories beside it,
-// see namespaceStateDir). A file that cannot be read or trusted is named
+// see netnsid.Dir). A file that cannot be read or trusted is named
 // and passed over: it must not block the undo of another profile.
 func (r *runner) otherStates(self *store, selfKey string) ([]*otherState, error) {
 	stores := []*store{self}
