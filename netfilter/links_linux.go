@@ -28,9 +28,24 @@ func linkByName(dev string) (netlink.Link, error) {
 	return l, nil
 }
 
+// consistent runs a netlink dump until the kernel reports it was not
+// interrupted: a dump that ran while the table changed (NLM_F_DUMP_INTR,
+// which the library reports as ErrDumpInterrupted beside its results)
+// may have skipped or repeated entries. Changes racing a dump end soon;
+// ten tries bound the wait.
+func consistent[T any](dump func() ([]T, error)) ([]T, error) {
+	for range 9 {
+		r, err := dump()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return r, err
+		}
+	}
+	return dump()
+}
+
 // Names lists the interfaces.
 func (Netlink) Names() ([]string, error) {
-	ls, err := netlink.LinkList()
+	ls, err := consistent(netlink.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("listing interfaces: %w", err)
 	}
@@ -94,7 +109,7 @@ func (Netlink) Addrs(dev string) ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, err
 	}
-	as, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	as, err := consistent(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_ALL) })
 	if err != nil {
 		return nil, fmt.Errorf("listing addresses of %s: %w", dev, err)
 	}
@@ -146,7 +161,7 @@ func nlFamily(f Family) int {
 
 // DefaultRoutes lists the family's default routes in the main table.
 func (Netlink) DefaultRoutes(f Family) ([]Route, error) {
-	rs, err := netlink.RouteList(nil, nlFamily(f))
+	rs, err := consistent(func() ([]netlink.Route, error) { return netlink.RouteList(nil, nlFamily(f)) })
 	if err != nil {
 		return nil, fmt.Errorf("listing %s routes: %w", f, err)
 	}
@@ -160,7 +175,7 @@ func (Netlink) DefaultRoutes(f Family) ([]Route, error) {
 		if r.Type != unix.RTN_UNICAST {
 			continue
 		}
-		rt := Route{Metric: r.Priority, Protocol: r.Protocol}
+		rt := Route{Metric: r.Priority, Protocol: int(r.Protocol)}
 		if g, ok := netip.AddrFromSlice(r.Gw); ok {
 			rt.Gateway = g.Unmap()
 		}
@@ -184,7 +199,7 @@ func toNetlinkRoute(r Route) (*netlink.Route, error) {
 		Gw:       toIP(r.Gateway),
 		Src:      toIP(r.Src),
 		Priority: r.Metric,
-		Protocol: r.Protocol,
+		Protocol: netlink.RouteProtocol(r.Protocol),
 		Table:    unix.RT_TABLE_MAIN,
 	}
 	bits := 32
