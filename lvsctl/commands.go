@@ -126,11 +126,10 @@ func (r *runner) plan(f *planFlags) (int, error) {
 		return status, err
 	}
 	defer client.Close()
-	cur, err := rules.Read(client)
+	p, err := rules.DiffKernel(client, want, r.diffOptions(f))
 	if err != nil {
 		return ExitFailed, err
 	}
-	p := rules.Diff(cur, want, r.diffOptions(f))
 	pending := r.pendingDrains()
 	if f.JSON {
 		err = writePlanJSON(r.out, p, pending)

@@ -42,11 +42,10 @@ func (a *Applier) Converge(ctx context.Context, desired *Set, o DiffOptions, pri
 	o.Draining = a.DrainTimeout > 0
 	var p *Plan
 	for res.Rounds < MaxRounds {
-		cur, err := Read(a.Client)
-		if err != nil {
+		var err error
+		if p, err = DiffKernel(a.Client, desired, o); err != nil {
 			return res, err
 		}
-		p = Diff(cur, desired, o)
 		if res.Plan == nil {
 			res.Plan = p
 		}
@@ -67,11 +66,11 @@ func (a *Applier) Converge(ctx context.Context, desired *Set, o DiffOptions, pri
 	if res.Rounds == 1 && len(res.Failed) == 0 && len(res.Drain.Failed) == 0 {
 		return res, nil
 	}
-	cur, err := Read(a.Client)
+	rem, err := DiffKernel(a.Client, desired, o)
 	if err != nil {
 		return res, err
 	}
-	if rem := Diff(cur, desired, o); !rem.InSync() {
+	if !rem.InSync() {
 		res.Remaining = rem
 	}
 	return res, nil

@@ -92,9 +92,47 @@ type DiffOptions struct {
 // edits, leaving destinations, leaving services.
 // Within each group, services are in key order.
 func Diff(current, desired *Set, o DiffOptions) *Plan {
-	cur := make(map[ServiceKey]*Service, len(current.Services))
+	svcs := make([]ipvs.Service, len(current.Services))
 	for i := range current.Services {
-		cur[KeyOf(&current.Services[i].Service)] = &current.Services[i]
+		svcs[i] = current.Services[i].Service
+	}
+	var buf []ipvs.Destination
+	p, _ := diff(svcs, func(i int) ([]ipvs.Destination, error) {
+		buf = buf[:0]
+		for j := range current.Services[i].Dests {
+			buf = append(buf, current.Services[i].Dests[j].Destination)
+		}
+		return buf, nil
+	}, desired, o)
+	return p
+}
+
+// DiffKernel is Diff against the kernel's table as c reads it. It holds
+// one service's destinations at a time, not the whole table: at 10,000
+// services × 10 the kernel's side of a plan is a list of services and one
+// reused buffer.
+func DiffKernel(c ipvs.Client, desired *Set, o DiffOptions) (*Plan, error) {
+	var svcs []ipvs.Service
+	if err := ipvs.DumpServices(c, func(s *ipvs.Service) error {
+		svcs = append(svcs, *s)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var buf []ipvs.Destination
+	return diff(svcs, func(i int) ([]ipvs.Destination, error) {
+		var err error
+		buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
+		return buf, err
+	}, desired, o)
+}
+
+// diff is Diff over the kernel's services and a function returning the
+// destinations of services[i] in list order (valid until its next call).
+func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.Destination, error), desired *Set, o DiffOptions) (*Plan, error) {
+	cur := make(map[ServiceKey]int, len(services))
+	for i := range services {
+		cur[KeyOf(&services[i])] = i
 	}
 	want := make([]*Service, len(desired.Services))
 	for i := range desired.Services {
@@ -104,100 +142,135 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 
 	var adds, svcEdits, destEdits, destDels, svcDels []Change
 	var warnings []string
-	wanted := make(map[ServiceKey]bool, len(want))
+	wanted := make([]bool, len(services))
+	var curOrder []int32 // scratch: positions of the kernel's destinations in canonical order
 	for _, w := range want {
-		k := KeyOf(&w.Service)
-		wanted[k] = true
 		dests := w.Dests
 		if !w.Ordered {
 			dests = canonicalCopy(w.Dests)
 		}
-		c := cur[k]
-		if c == nil {
+		ci, ok := cur[KeyOf(&w.Service)]
+		if !ok {
 			adds = append(adds, Change{Action: AddService, Service: w.Service})
 			for i := len(dests) - 1; i >= 0; i-- {
-				d := dests[i].Destination
-				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &d})
+				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &dests[i].Destination})
 			}
 			continue
 		}
-		if f := serviceFields(&c.Service, &w.Service); len(f) > 0 {
+		wanted[ci] = true
+		c := &services[ci]
+		if f := serviceFields(c, &w.Service); len(f) > 0 {
 			svcEdits = append(svcEdits, Change{Action: EditService, Service: w.Service, Fields: f})
 		}
-		// Both lists sorted: lookups by binary search, no map per service.
-		curSorted, wantSorted := canonicalCopy(c.Dests), dests
+		kernel, err := destsOf(ci)
+		if err != nil {
+			return nil, err
+		}
+		// Both lists in canonical order: lookups by binary search, no map
+		// per service.
+		curOrder = canonicalOrder(curOrder[:0], kernel)
+		wantSorted := dests
 		if w.Ordered {
 			wantSorted = canonicalCopy(w.Dests)
 		}
 		var readd map[DestKey]bool
 		if w.Scheduler == "mh" && !o.KeepMHOrder {
-			readd = mhReAdds(c.Dests, dests)
+			readd = mhReAdds(kernel, dests)
 		}
 		for i := len(dests) - 1; i >= 0; i-- {
-			d := dests[i].Destination
-			dk := DestKeyOf(&d)
-			old := findDest(curSorted, dk)
+			d := &dests[i].Destination
+			dk := DestKeyOf(d)
+			j, found := searchDests(len(curOrder), func(j int) *ipvs.Destination { return &kernel[curOrder[j]] }, dk)
 			switch {
-			case old == nil:
-				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &d})
+			case !found:
+				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: d})
 			case readd[dk]:
-				adds = append(adds, Change{Action: ReAddDest, Service: w.Service, Dest: &d,
-					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(old, &d)...),
+				old := &kernel[curOrder[j]]
+				adds = append(adds, Change{Action: ReAddDest, Service: w.Service, Dest: d,
+					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(old, d)...),
 					Active: old.ActiveConns, Inactive: old.InactConns})
 			default:
-				if f := destFields(old, &d); len(f) > 0 {
-					destEdits = append(destEdits, Change{Action: EditDest, Service: w.Service, Dest: &d, Fields: f})
+				if f := destFields(&kernel[curOrder[j]], d); len(f) > 0 {
+					destEdits = append(destEdits, Change{Action: EditDest, Service: w.Service, Dest: d, Fields: f})
 				}
 			}
 		}
-		for _, d := range curSorted {
-			if findDest(wantSorted, DestKeyOf(&d.Destination)) == nil {
-				d := d.Destination
+		for _, j := range curOrder {
+			k := &kernel[j]
+			if _, found := searchDests(len(wantSorted), func(i int) *ipvs.Destination { return &wantSorted[i].Destination }, DestKeyOf(k)); !found {
+				d := *k
 				destDels = append(destDels, Change{Action: DeleteDest, Service: w.Service, Dest: &d,
 					Active: d.ActiveConns, Inactive: d.InactConns})
 			}
 		}
 	}
-	var leaving []*Service
-	for i := range current.Services {
-		if !wanted[KeyOf(&current.Services[i].Service)] {
-			leaving = append(leaving, &current.Services[i])
+	var leaving []int
+	for i := range services {
+		if !wanted[i] {
+			leaving = append(leaving, i)
 		}
 	}
-	slices.SortFunc(leaving, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
-	for _, c := range leaving {
-		ch := Change{Action: DeleteService, Service: c.Service}
-		for _, d := range canonicalCopy(c.Dests) {
-			ch.Dests = append(ch.Dests, d.Destination)
+	slices.SortFunc(leaving, func(a, b int) int { return KeyOf(&services[a]).Compare(KeyOf(&services[b])) })
+	for _, i := range leaving {
+		kernel, err := destsOf(i)
+		if err != nil {
+			return nil, err
+		}
+		ch := Change{Action: DeleteService, Service: services[i]}
+		curOrder = canonicalOrder(curOrder[:0], kernel)
+		for _, j := range curOrder {
+			d := &kernel[j]
+			ch.Dests = append(ch.Dests, *d)
 			ch.Active += d.ActiveConns
 			ch.Inactive += d.InactConns
 		}
 		svcDels = append(svcDels, ch)
 	}
-	p := &Plan{}
+	p := &Plan{Changes: make([]Change, 0, len(adds)+len(svcEdits)+len(destEdits)+len(destDels)+len(svcDels))}
 	for _, g := range [][]Change{adds, svcEdits, destEdits, destDels, svcDels} {
 		p.Changes = append(p.Changes, g...)
 	}
 	p.Warnings = append(warnings, planWarnings(p, o)...)
-	return p
+	return p, nil
 }
 
-// findDest finds the destination with key k in ds, sorted canonically.
-func findDest(ds []Dest, k DestKey) *ipvs.Destination {
-	i, ok := slices.BinarySearchFunc(ds, k, func(d Dest, k DestKey) int { return DestKeyOf(&d.Destination).Compare(k) })
-	if !ok {
-		return nil
+// searchDests finds key k among n destinations in canonical order, at(i)
+// being the i-th; it returns k's position and whether it is there.
+func searchDests(n int, at func(i int) *ipvs.Destination, k DestKey) (int, bool) {
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if DestKeyOf(at(m)).Compare(k) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	return &ds[i].Destination
+	return lo, lo < n && DestKeyOf(at(lo)) == k
 }
 
+// canonicalOrder appends to order the positions of ds in canonical order.
+func canonicalOrder(order []int32, ds []ipvs.Destination) []int32 {
+	for i := range ds {
+		order = append(order, int32(i))
+	}
+	if !slices.IsSortedFunc(order, func(a, b int32) int { return DestKeyOf(&ds[a]).Compare(DestKeyOf(&ds[b])) }) {
+		slices.SortFunc(order, func(a, b int32) int { return DestKeyOf(&ds[a]).Compare(DestKeyOf(&ds[b])) })
+	}
+	return order
+}
+
+// canonicalCopy returns ds in canonical order: ds itself when it is (the
+// callers only read it), else a sorted copy.
 func canonicalCopy(ds []Dest) []Dest {
-	if slices.IsSortedFunc(ds, compareDests) {
-		return ds // callers only read it
+	for i := 1; i < len(ds); i++ {
+		if DestKeyOf(&ds[i-1].Destination).Compare(DestKeyOf(&ds[i].Destination)) > 0 {
+			out := slices.Clone(ds)
+			CanonicalDests(out)
+			return out
+		}
 	}
-	out := slices.Clone(ds)
-	CanonicalDests(out)
-	return out
+	return ds
 }
 
 // mhReAdds picks the kept destinations of an mh service that must be
@@ -208,11 +281,11 @@ func canonicalCopy(ds []Dest) []Dest {
 // canonical order, in the same order in the kernel's list, and all others
 // are (re-)added from the last to the first. It returns the fewest
 // re-adds: the longest such tail stays.
-func mhReAdds(kernel []Dest, desired []Dest) map[DestKey]bool {
+func mhReAdds(kernel []ipvs.Destination, desired []Dest) map[DestKey]bool {
 	canonical := desired
 	pos := make(map[DestKey]int, len(kernel))
 	for i := range kernel {
-		pos[DestKeyOf(&kernel[i].Destination)] = i
+		pos[DestKeyOf(&kernel[i])] = i
 	}
 	// kept in kernel order, leaving ones skipped: positions compare alike.
 	n := len(canonical)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +183,19 @@ func TestApplyPropertyOnFake(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pair %d: desired rules do not read: %v\n%s", i, err, desiredText)
 		}
+		// The streaming plan (one service's destinations at a time)
+		// equals the plan from the whole table read first.
+		cur, err := rules.Read(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed, err := rules.DiffKernel(f, want, rules.DiffOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole := rules.Diff(cur, want, rules.DiffOptions{}); !reflect.DeepEqual(streamed, whole) {
+			t.Fatalf("pair %d: DiffKernel planned\n%+v\nDiff of the table read planned\n%+v", i, streamed.Changes, whole.Changes)
+		}
 		clock := &fakeClock{t: time.Unix(1e9, 0)}
 		a := &rules.Applier{Client: f, Now: clock.Now, Sleep: clock.Sleep}
 		if i%2 == 0 {
@@ -200,7 +214,7 @@ func TestApplyPropertyOnFake(t *testing.T) {
 		if got, wantText := savedAs(t, f), restoredByIpvsadm(t, desiredText); got != wantText {
 			t.Fatalf("pair %d: after apply, -Sn gives\n%s\nipvsadm -R of the desired file gives\n%s\nkernel was:\n%s", i, got, wantText, kernelText)
 		}
-		cur, err := rules.Read(f)
+		cur, err = rules.Read(f)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,6 +117,7 @@ type Fake struct {
 	hz         uint32
 
 	services   []*service // insertion order
+	byKey      map[serviceKey]*service
 	timeouts   ipvs.Timeouts
 	master     *ipvs.Daemon
 	backup     *ipvs.Daemon
@@ -152,6 +153,7 @@ func New(opts ...Option) *Fake {
 		hz:         defaultHZ,
 		timeouts:   ipvs.Timeouts{TCP: defaultTCP, TCPFin: defaultTCPFin, UDP: defaultUDP},
 		failures:   map[ipvs.Command][]error{},
+		byKey:      map[serviceKey]*service{},
 	}
 	for _, o := range opts {
 		o(f)
@@ -372,6 +374,7 @@ func (f *Fake) exec(req *ipvs.Request) unix.Errno {
 		return f.delDaemon(req.Daemon)
 	case ipvs.CmdFlush:
 		f.services = nil
+		clear(f.byKey)
 		f.mixedDests = 0
 		return 0
 	case ipvs.CmdSetConfig:
@@ -491,6 +494,7 @@ func (f *Fake) addService(u *ipvs.Service, key serviceKey, sched, pe string) uni
 		s.svc.Port = u.Port
 	}
 	f.services = append(f.services, s)
+	f.byKey[s.key] = s
 	return 0
 }
 
@@ -532,6 +536,7 @@ func (f *Fake) delService(s *service) {
 			break
 		}
 	}
+	delete(f.byKey, s.key)
 }
 
 func (s *service) zero() {
@@ -742,14 +747,7 @@ func (f *Fake) delDaemon(u *ipvs.Daemon) unix.Errno {
 	return 0
 }
 
-func (f *Fake) find(k serviceKey) *service {
-	for _, s := range f.services {
-		if s.key == k {
-			return s
-		}
-	}
-	return nil
-}
+func (f *Fake) find(k serviceKey) *service { return f.byKey[k] }
 
 func validFamily(af uint16) bool { return af == ipvs.AFInet || af == ipvs.AFInet6 }
 

@@ -247,8 +247,7 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		return nil, &LineError{File: name, Line: 1, Msg: fmt.Sprintf("JSON: version %d, this lvsctl reads version %d", doc.Version, SchemaVersion)}
 	}
 	lines := entryLines(data)
-	r := reader{name: name, p: &ipvsadm.Program{Resolver: res},
-		index: map[rules.ServiceKey]int{}, dests: map[destRef]rules.Source{}}
+	r := reader{name: name, p: &ipvsadm.Program{Resolver: res}, index: map[rules.ServiceKey]int{}, tail: -1}
 	n := 0
 	for i := range doc.Services {
 		js := &doc.Services[i]
@@ -281,6 +280,9 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		if svc := &r.set.Services[len(r.set.Services)-1]; svc.Scheduler == "mh" {
 			svc.Ordered = true
 		}
+	}
+	if err := firstDuplicate(&r.set); err != nil {
+		return nil, err
 	}
 	return &r.set, nil
 }

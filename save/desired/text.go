@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -54,8 +55,10 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 	if res == nil {
 		res = names.NewResolver()
 	}
-	r := reader{name: name, p: &ipvsadm.Program{Resolver: res},
-		index: map[rules.ServiceKey]int{}, dests: map[destRef]rules.Source{}}
+	r := reader{name: name, p: &ipvsadm.Program{Resolver: res}, index: map[rules.ServiceKey]int{},
+		// Every destination is a line: this never grows.
+		arena: make([]rules.Dest, 0, bytes.Count(data, []byte{'\n'})+1), tail: -1}
+	r.set.Services = make([]rules.Service, 0, bytes.Count(data, []byte("-A"))) // about one per service
 	lineNo := 0
 	var fields [][]byte
 	for rest := data; len(rest) > 0; {
@@ -80,7 +83,49 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 			return nil, err
 		}
 	}
+	if err := firstDuplicate(&r.set); err != nil {
+		return nil, err
+	}
 	return &r.set, nil
+}
+
+// firstDuplicate reports the destination given twice in a service whose
+// second definition comes first in the file, or nil. A map per service
+// would cost more than the rest of the read: each service's destinations
+// are sorted by key, by position, and neighbours compared.
+func firstDuplicate(set *rules.Set) error {
+	var dup *rules.DuplicateError
+	var dupLine int
+	var order []int32
+	for i := range set.Services {
+		s := &set.Services[i]
+		order = order[:0]
+		for j := range s.Dests {
+			order = append(order, int32(j))
+		}
+		slices.SortFunc(order, func(a, b int32) int {
+			if c := rules.DestKeyOf(&s.Dests[a].Destination).Compare(rules.DestKeyOf(&s.Dests[b].Destination)); c != 0 {
+				return c
+			}
+			return int(a - b)
+		})
+		for j := 1; j < len(order); j++ {
+			first, another := &s.Dests[order[j-1]], &s.Dests[order[j]]
+			if rules.DestKeyOf(&first.Destination) != rules.DestKeyOf(&another.Destination) {
+				continue
+			}
+			if dup == nil || another.Source.Line < dupLine {
+				dup = &rules.DuplicateError{What: "destination",
+					Name:  rules.DestKeyOf(&first.Destination).String() + " of " + rules.KeyOf(&s.Service).String(),
+					First: first.Source.String(), Another: another.Source.String()}
+				dupLine = another.Source.Line
+			}
+		}
+	}
+	if dup != nil {
+		return dup
+	}
+	return nil
 }
 
 // splitFields cuts a line into words at blanks (space, tab, CR), dropping
@@ -112,7 +157,11 @@ type reader struct {
 	p     *ipvsadm.Program
 	set   rules.Set
 	index map[rules.ServiceKey]int // position of each service in set
-	dests map[destRef]rules.Source // where each destination was given
+	// arena holds the destinations of services whose lines come
+	// together, as in every saved file, in one allocation; tail is the
+	// service whose destinations end it (-1 for none).
+	arena []rules.Dest
+	tail  int
 	fast  ipvsadm.Invocation
 }
 
@@ -135,12 +184,6 @@ func (r *reader) line(lineNo int, fields [][]byte) error {
 		}
 	}
 	return r.add(lineNo, inv)
-}
-
-// destRef names a destination of the service at index svc.
-type destRef struct {
-	svc int
-	key rules.DestKey
 }
 
 // add puts a parsed -A or -a line into the set.
@@ -167,13 +210,17 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 		if d.Family == 0 {
 			d.Family = svc.Family
 		}
-		dk := rules.DestKeyOf(&d.Destination)
-		ref := destRef{i, dk}
-		if first, dup := r.dests[ref]; dup {
-			return &rules.DuplicateError{What: "destination", Name: dk.String() + " of " + k.String(), First: first.String(), Another: src.String()}
+		switch {
+		case i == r.tail:
+			r.arena = append(r.arena, d)
+			s.Dests = r.arena[len(r.arena)-len(s.Dests)-1 : len(r.arena) : len(r.arena)]
+		case len(s.Dests) == 0:
+			r.arena = append(r.arena, d)
+			s.Dests = r.arena[len(r.arena)-1 : len(r.arena) : len(r.arena)]
+			r.tail = i
+		default: // lines of services interleaved: a slice of its own
+			s.Dests = append(s.Dests, d)
 		}
-		r.dests[ref] = src
-		s.Dests = append(s.Dests, d)
 	default:
 		return r.errorf(lineNo, "only -A (add service) and -a (add server) lines describe a rule set, not %s", inv.Command.Name())
 	}
