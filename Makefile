@@ -116,8 +116,8 @@ bench-plot:
 FUZZTIME    ?= 60s
 FUZZMINTIME ?= 2s
 FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
-	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./rules:FuzzRestoreReader \
-	./rules:FuzzRestoreScriptRefusal ./rules:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
+	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./ipvsadm:FuzzRestoreReader \
+	./ipvsadm/wrappers:FuzzRestoreScriptRefusal ./ipvsadm:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t#*:}; \

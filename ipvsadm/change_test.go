@@ -24,12 +24,12 @@ func TestChangeOutcomeNoAnswer(t *testing.T) {
 		{CmdAddService, unix.EEXIST, KernelError},
 	}
 	for _, c := range cases {
-		got := ChangeOutcome(c.cmd, c.err)
+		got := changeOutcome(c.cmd, c.err)
 		if got.Kind != c.want {
-			t.Errorf("ChangeOutcome(%v, %v) = %v, want %v", c.cmd.Name(), c.err, got.Kind, c.want)
+			t.Errorf("changeOutcome(%v, %v) = %v, want %v", c.cmd.Name(), c.err, got.Kind, c.want)
 		}
 		if c.want == Success && (got.Stdout != "" || got.Stderr != "") {
-			t.Errorf("ChangeOutcome(%v, %v) prints %q%q", c.cmd.Name(), c.err, got.Stdout, got.Stderr)
+			t.Errorf("changeOutcome(%v, %v) prints %q%q", c.cmd.Name(), c.err, got.Stdout, got.Stderr)
 		}
 	}
 }

@@ -82,12 +82,13 @@ func errorText(op operation, err error) string {
 			return row.message
 		}
 	}
-	return Strerror(errno)
+	return strerror(errno)
 }
 
-// ErrorText is the message ipvsadm prints when the kernel refuses the
-// request of a cmd line (for restore engines that send requests themselves).
-func ErrorText(cmd Command, err error) string {
+// commandErrorText is the message ipvsadm prints when the kernel refuses
+// the request of a cmd line (for the pipelined engine, which sends
+// requests itself).
+func commandErrorText(cmd Command, err error) string {
 	return errorText(cmd.operation(), err)
 }
 
@@ -98,11 +99,11 @@ var strerrorExceptions = map[unix.Errno]string{
 	133: "Memory page has hardware error",
 }
 
-// Strerror is glibc's strerror in the C locale. Go's errno strings are
+// strerror is glibc's strerror in the C locale. Go's errno strings are
 // glibc's texts with the first letter lowered when the second is lower case
 // too, so raising it again gives glibc's text back; numbers glibc does not
 // know give "Unknown error N".
-func Strerror(errno unix.Errno) string {
+func strerror(errno unix.Errno) string {
 	if s, ok := strerrorExceptions[errno]; ok {
 		return s
 	}

@@ -39,12 +39,12 @@ func (inv *Invocation) putServiceKey(s *ipvs.Service) {
 // Request returns the change the invocation asks the kernel for, and false
 // for commands that only read (list, save), restore, help and version.
 func (inv *Invocation) Request() (ipvs.Request, bool) {
-	return inv.RequestIn(new(RequestBuffer))
+	return inv.requestIn(new(requestBuffer))
 }
 
-// RequestBuffer holds the values a Request points to, so that a loop
+// requestBuffer holds the values a Request points to, so that a loop
 // building one request after another need not allocate.
-type RequestBuffer struct {
+type requestBuffer struct {
 	service  ipvs.Service
 	dest     ipvs.Destination
 	daemon   ipvs.Daemon
@@ -53,7 +53,7 @@ type RequestBuffer struct {
 
 // RequestIn is Request with the values kept in b: the request is valid
 // until b is used again.
-func (inv *Invocation) RequestIn(b *RequestBuffer) (ipvs.Request, bool) {
+func (inv *Invocation) requestIn(b *requestBuffer) (ipvs.Request, bool) {
 	svc, dest := &b.service, &b.dest
 	inv.putServiceKey(svc)
 	*dest = inv.Dest
@@ -119,23 +119,23 @@ func (c Command) operation() operation {
 	return opGeneric
 }
 
-// ChangeOutcome is the outcome of a change the kernel answered with err
+// changeOutcome is the outcome of a change the kernel answered with err
 // (nil for success). One case is not an error although the kernel sends no
 // acknowledgement: stopping a sync daemon whose thread has not run yet makes
 // the kernel's handler return EINTR, which netlink answers with silence; the
 // daemon is stopped all the same (ipvs.ErrNoAnswer). Debian's ipvsadm would
 // wait forever there; we report the success the kernel carried out.
-func ChangeOutcome(cmd Command, err error) Outcome {
+func changeOutcome(cmd Command, err error) Outcome {
 	if err == nil || (cmd == CmdStopDaemon && errors.Is(err, ipvs.ErrNoAnswer)) {
 		return Outcome{Kind: Success}
 	}
-	return KernelErrorOutcome(cmd, err)
+	return kernelErrorOutcome(cmd, err)
 }
 
-// KernelErrorOutcome is the outcome of a change the kernel refused with
+// kernelErrorOutcome is the outcome of a change the kernel refused with
 // err: ipvsadm prints the message and the line's status is 255.
-func KernelErrorOutcome(cmd Command, err error) Outcome {
-	return Outcome{Kind: KernelError, Stderr: ErrorText(cmd, err) + "\n"}
+func kernelErrorOutcome(cmd Command, err error) Outcome {
+	return Outcome{Kind: KernelError, Stderr: commandErrorText(cmd, err) + "\n"}
 }
 
 // ListOptions are the listing options the invocation selects, with the
@@ -189,7 +189,7 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 	if !ok {
 		return Outcome{Kind: Success}
 	}
-	return ChangeOutcome(inv.Command, p.Client.Exec(req))
+	return changeOutcome(inv.Command, p.Client.Exec(req))
 }
 
 // list runs -L in its variants: connections, one service, timeouts,

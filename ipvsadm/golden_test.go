@@ -29,7 +29,7 @@ type replaySet struct {
 	// setup is run before each step, its output not compared.
 	setup string
 	// engine is the restore engine: "" for the one cmd/ipvsadm uses
-	// (rules.Pipelined), "sequential" for ipvsadm.RestoreSequential.
+	// (ipvsadm.Pipelined), "sequential" for ipvsadm.RestoreSequential.
 	engine string
 }
 

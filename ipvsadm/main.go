@@ -7,9 +7,9 @@
 // so that man pages and completions can enumerate them; value parsing with
 // the C library's leniency (values.go); ipvsadm's checks and defaults
 // (parse.go); execution through an ipvs.Client with ipvsadm's errno
-// messages (execute.go, errno.go); help and version text (help.go); and the
-// restore command's line reader (restore.go). Exit statuses are decided by
-// Kind in outcome.go.
+// messages (execute.go, errno.go); help and version text (help.go); the
+// restore command's line reader (restore.go) and its pipelined engine
+// (pipelined.go). Exit statuses are decided by Kind in outcome.go.
 //
 // Listings are written by package ipvsadm/list and -S by package save.
 package ipvsadm

@@ -291,10 +291,10 @@ var tunnelMatrix = [len(tunnelTypes)]string{
 	"x11x", // gre
 }
 
-// TunnelAllowed returns the tunnel-type matrix cell for tunnel type t
+// tunnelAllowed returns the tunnel-type matrix cell for tunnel type t
 // (ipvs.TunIPIP, TunGUE, TunGRE) and one of the options tun-port,
 // tun-nocsum, tun-csum, tun-remcsum; Optional for any other option.
-func TunnelAllowed(t uint8, o Option) Allowance {
+func tunnelAllowed(t uint8, o Option) Allowance {
 	for i, to := range tunnelOptions {
 		if to == o && int(t) < len(tunnelMatrix) {
 			return Allowance(tunnelMatrix[t][i])

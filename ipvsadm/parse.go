@@ -431,7 +431,7 @@ func checkTunnel(t uint8, given OptionSet) *Outcome {
 	count := 0
 	var first Option
 	for _, o := range tunnelOptions {
-		a := TunnelAllowed(t, o)
+		a := tunnelAllowed(t, o)
 		if !given.Has(o) {
 			if a == Required {
 				return invalid("You need to supply the '" + o.Name() + "' option for the '" + typeName + "' tunnel type")

@@ -14,7 +14,6 @@ import (
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/names"
-	"github.com/lvskit/lvskit/rules"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,7 +60,7 @@ func helperMain(logPath string) int {
 	}
 	_, posix := os.LookupEnv("POSIXLY_CORRECT")
 	// The restore engine cmd/ipvsadm ships, unless told otherwise.
-	var engine ipvsadm.RestoreEngine = rules.Pipelined(rules.DefaultWindow)
+	var engine ipvsadm.RestoreEngine = ipvsadm.Pipelined(ipvsadm.DefaultWindow)
 	if os.Getenv(helperEngine) == "sequential" {
 		engine = ipvsadm.RestoreSequential
 	}

@@ -9,7 +9,7 @@ import (
 // This file holds the simple restore (-R): ipvsadm 1.31's tokenizer and one
 // Exec per line, in order. Package rules provides the pipelined engine; it
 // plugs in through Program.RestoreEngine and reuses Parse, Execute,
-// Invocation.Request and KernelErrorOutcome, so both engines print and
+// Invocation.Request and kernelErrorOutcome, so both engines print and
 // exit alike.
 
 // RestoreEngine runs a restore for program p: it reads p.Stdin, runs each

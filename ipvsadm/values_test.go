@@ -214,8 +214,8 @@ func TestStrerror(t *testing.T) {
 		133:          "Memory page has hardware error",
 		200:          "Unknown error 200",
 	} {
-		if got := Strerror(errno); got != want {
-			t.Errorf("Strerror(%d) = %q, want %q", errno, got, want)
+		if got := strerror(errno); got != want {
+			t.Errorf("strerror(%d) = %q, want %q", errno, got, want)
 		}
 	}
 }

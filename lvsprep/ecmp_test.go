@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/netfilter"
+	"github.com/lvskit/lvskit/netfilter/netfiltertest"
 )
 
 var ecmpArgs = []string{"director", "ecmp", "--vip", "192.0.2.10"}
@@ -41,7 +41,7 @@ func TestDirectorECMPApplyIdempotentUndo(t *testing.T) {
 
 func TestDirectorECMPOnADummyAndIPv6(t *testing.T) {
 	th := newTestHost(t)
-	th.links.Links["vip0"] = &netfilter.FakeLink{}
+	th.links.Links["vip0"] = &netfiltertest.FakeLink{}
 	before := th.snapshot()
 	th.mustRun("director", "ecmp", "--vip", "2001:db8::10", "--dev", "vip0")
 	if l := th.links.Links["vip0"]; !l.Up || !slices.Contains(l.Addrs, netip.MustParsePrefix("2001:db8::10/128")) {

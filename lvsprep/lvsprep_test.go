@@ -18,6 +18,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/netfilter"
+	"github.com/lvskit/lvskit/netfilter/netfiltertest"
 )
 
 // unclosed keeps the fake IPVS open across runs, as the kernel's tables
@@ -33,10 +34,10 @@ type testHost struct {
 	*Host
 	t        *testing.T
 	sysRoot  string
-	links    *netfilter.FakeLinks
-	rules4   *netfilter.FakeIPTables
-	rules6   *netfilter.FakeIPTables
-	modules  *netfilter.FakeModules
+	links    *netfiltertest.FakeLinks
+	rules4   *netfiltertest.FakeIPTables
+	rules6   *netfiltertest.FakeIPTables
+	modules  *netfiltertest.FakeModules
 	stateDir string
 	root     bool
 	ident    nsIdentity
@@ -58,7 +59,7 @@ func (k kernelModules) Load(name string) error {
 		k.th.setSysctl("net/ipv4/vs/sloppy_sctp", "0")
 		k.th.setSysctl("net/ipv4/vs/schedule_icmp", "0")
 	case "ipip":
-		k.th.links.Links["tunl0"] = &netfilter.FakeLink{}
+		k.th.links.Links["tunl0"] = &netfiltertest.FakeLink{}
 		k.th.confSysctls("tunl0", "0")
 	}
 	return nil
@@ -111,10 +112,10 @@ func newTestHost(t *testing.T) *testHost {
 	th := &testHost{
 		t:        t,
 		sysRoot:  t.TempDir(),
-		links:    netfilter.NewFakeLinks("eth0", "eth1"),
-		rules4:   netfilter.NewFakeIPTables(),
-		rules6:   netfilter.NewFakeIPTables(),
-		modules:  netfilter.NewFakeModules("ip_vs", "ip_vs_mh", "xt_ipvs", "ipip", "ip6_tunnel"),
+		links:    netfiltertest.NewFakeLinks("eth0", "eth1"),
+		rules4:   netfiltertest.NewFakeIPTables(),
+		rules6:   netfiltertest.NewFakeIPTables(),
+		modules:  netfiltertest.NewFakeModules("ip_vs", "ip_vs_mh", "xt_ipvs", "ipip", "ip6_tunnel"),
 		stateDir: filepath.Join(t.TempDir(), "state"),
 		root:     true,
 		ident:    nsIdentity{BootID: "b00t", Cookie: 1, Inode: 4026531840},
@@ -200,7 +201,7 @@ func (th *testHost) snapshot() string {
 		return strings.Compare(fmt.Sprintf("%09d %v", a.Metric, a), fmt.Sprintf("%09d %v", b.Metric, b))
 	})
 	fmt.Fprintf(&b, "routes %v\n", routes)
-	for _, r := range []*netfilter.FakeIPTables{th.rules4, th.rules6} {
+	for _, r := range []*netfiltertest.FakeIPTables{th.rules4, th.rules6} {
 		for _, k := range slices.Sorted(maps.Keys(r.Rules)) {
 			if len(r.Rules[k]) == 0 {
 				continue // an empty chain is no trace: built-in chains always exist

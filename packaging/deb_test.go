@@ -95,11 +95,24 @@ func freshClone(t *testing.T) string {
 }
 
 // overlayWorkTree copies the work tree's non-ignored files of top over the
-// clone dir and removes the files deleted in the work tree.
+// clone dir and removes the files deleted or moved away in the work tree.
 func overlayWorkTree(top, dir string) error {
 	list, err := command(top, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 	if err != nil {
 		return err
+	}
+	cloned, err := command(dir, nil, "git", "ls-files", "-z")
+	if err != nil {
+		return err
+	}
+	kept := map[string]bool{}
+	for rel := range strings.SplitSeq(list, "\x00") {
+		kept[rel] = true
+	}
+	for rel := range strings.SplitSeq(cloned, "\x00") {
+		if rel != "" && !kept[rel] {
+			os.Remove(filepath.Join(dir, rel))
+		}
 	}
 	for rel := range strings.SplitSeq(list, "\x00") {
 		if rel == "" {

@@ -152,6 +152,10 @@ func Describe(c *Change) string {
 	return s
 }
 
+// DefaultWindow is how many changes Changes keeps in flight: as many as
+// ipvsadm -R does (ipvsadm.DefaultWindow), whose reasons hold here too.
+const DefaultWindow = 256
+
 // Changes makes the plan's adds, re-adds and edits, and its deletes when
 // there is no drain (DrainTimeout 0), through one pipeline. It returns
 // the changes the kernel refused; the others are made. Deletes wait for

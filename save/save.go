@@ -84,7 +84,7 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 	b = append(b, " -r "...)
 	b = list.AppendAddrPort(b, d.Family, d.Addr, d.Port, svc.Protocol, wr.o)
 	b = append(b, ' ')
-	b = append(b, list.FwdSwitch(d.FwdMethod)...)
+	b = append(b, fwdSwitch(d.FwdMethod)...)
 	b = append(b, " -w "...)
 	b = strconv.AppendInt(b, int64(int32(d.Weight)), 10)
 	if d.FwdMethod&7 == ipvs.FwdTunnel {
@@ -96,10 +96,10 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 				b = append(b, " --tun-port "...)
 				b = strconv.AppendUint(b, uint64(d.TunPort), 10)
 				b = append(b, ' ')
-				b = append(b, list.TunCsumOption(d.TunFlags)...)
+				b = append(b, tunCsumOption(d.TunFlags)...)
 			case ipvs.TunGRE:
 				b = append(b, ' ')
-				b = append(b, list.TunCsumOption(d.TunFlags)...)
+				b = append(b, tunCsumOption(d.TunFlags)...)
 			}
 		}
 	}
@@ -134,4 +134,30 @@ func ProtocolOption(proto uint16) string {
 		return "--sctp-service"
 	}
 	return "--xxx-service"
+}
+
+// fwdSwitch is the -S option for a forwarding method (local counts as -g).
+func fwdSwitch(fwd uint32) string {
+	switch fwd & 7 {
+	case ipvs.FwdMasq:
+		return "-m"
+	case ipvs.FwdTunnel:
+		return "-i"
+	case ipvs.FwdLocal, ipvs.FwdRoute:
+		return "-g"
+	}
+	return "(null)"
+}
+
+// tunCsumOption is the -S option for tunnel checksum flags.
+func tunCsumOption(flags uint16) string {
+	switch flags {
+	case ipvs.TunFlagNoCsum:
+		return "--tun-nocsum"
+	case ipvs.TunFlagCsum:
+		return "--tun-csum"
+	case ipvs.TunFlagRemCsum:
+		return "--tun-remcsum"
+	}
+	return "(null)"
 }

@@ -3,7 +3,7 @@
 // are dropped, the table is flushed, then the rest is restored with the
 // pipelined engine. Input that would make the script destroy rules is
 // refused before the flush, and SIGINT or SIGTERM ends the restore after
-// the lines already sent, with a report. See rules.RestoreRun.
+// the lines already sent, with a report. See wrappers.RestoreRun.
 package main
 
 import (
@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/lvskit/lvskit/internal/sysenv"
-	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
 
 func main() {
@@ -26,6 +26,6 @@ func main() {
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 		interrupt <- s
 	}()
-	os.Exit(rules.RestoreRun{Args: os.Args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+	os.Exit(wrappers.RestoreRun{Args: os.Args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 		Env: sysenv.Ipvsadm(), Getenv: os.Getenv, Interrupt: interrupt}.Run())
 }

@@ -1,16 +1,16 @@
 // Command ipvsadm-save prints the IPVS table as ipvsadm rules, like
 // Debian's ipvsadm-save script: "-n" for numeric output, any other option
-// prints a usage note and exits 1. See rules.SaveScript.
+// prints a usage note and exits 1. See wrappers.SaveScript.
 package main
 
 import (
 	"os"
 
 	"github.com/lvskit/lvskit/internal/sysenv"
-	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
 
 func main() {
 	sysenv.SmallPages()
-	os.Exit(rules.SaveScript(os.Args, os.Stdout, os.Stderr, sysenv.Ipvsadm()))
+	os.Exit(wrappers.SaveScript(os.Args, os.Stdout, os.Stderr, sysenv.Ipvsadm()))
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/names"
-	"github.com/lvskit/lvskit/rules"
 )
 
 // Ipvsadm is the environment ipvsadm runs with on this system.
@@ -29,7 +28,7 @@ func Ipvsadm() ipvsadm.Env {
 		Resolver: names.NewResolver(),
 		Posix:    posix,
 		// -R sends its changes pipelined on one socket; same output.
-		RestoreEngine: rules.Pipelined(rules.DefaultWindow),
+		RestoreEngine: ipvsadm.Pipelined(ipvsadm.DefaultWindow),
 	}
 }
 

@@ -268,19 +268,6 @@ func FwdName(fwd uint32) string {
 	return "(null)"
 }
 
-// FwdSwitch is the -S option for a forwarding method (local counts as -g).
-func FwdSwitch(fwd uint32) string {
-	switch fwd & 7 {
-	case ipvs.FwdMasq:
-		return "-m"
-	case ipvs.FwdTunnel:
-		return "-i"
-	case ipvs.FwdLocal, ipvs.FwdRoute:
-		return "-g"
-	}
-	return "(null)"
-}
-
 // TunTypeName is a tunnel type's name as -S and --tun-info write it.
 func TunTypeName(t uint8) (string, bool) {
 	switch t {
@@ -303,19 +290,6 @@ func tunCsumText(flags uint16) string {
 		return "+c"
 	case ipvs.TunFlagRemCsum:
 		return "r+c"
-	}
-	return "(null)"
-}
-
-// TunCsumOption is the -S option for tunnel checksum flags.
-func TunCsumOption(flags uint16) string {
-	switch flags {
-	case ipvs.TunFlagNoCsum:
-		return "--tun-nocsum"
-	case ipvs.TunFlagCsum:
-		return "--tun-csum"
-	case ipvs.TunFlagRemCsum:
-		return "--tun-remcsum"
 	}
 	return "(null)"
 }

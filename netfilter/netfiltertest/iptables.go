@@ -1,9 +1,11 @@
-package netfilter
+package netfiltertest
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lvskit/lvskit/netfilter"
 )
 
 // FakeIPTables is an in-memory IPTables: a map from "table/chain" to the
@@ -21,7 +23,7 @@ func NewFakeIPTables() *FakeIPTables {
 	return &FakeIPTables{Rules: map[string][]string{}, Faults: map[string]error{}}
 }
 
-var _ IPTables = (*FakeIPTables)(nil)
+var _ netfilter.IPTables = (*FakeIPTables)(nil)
 
 func fakeKey(table, chain string) string { return table + "/" + chain }
 

@@ -1,4 +1,4 @@
-package rules
+package ipvsadm
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
-	"github.com/lvskit/lvskit/ipvsadm"
 )
 
 // BenchmarkRestoreUserPart is the restore's own work on the benchmark's
@@ -23,14 +22,14 @@ func BenchmarkRestoreUserPart(b *testing.B) {
 			fmt.Fprintf(&in, "-a -t %s -r 192.168.%d.%d:80 -m -w 1\n", vip, d+1, s%250+1)
 		}
 	}
-	env := ipvsadm.Env{
+	env := Env{
 		Open:          func() (ipvs.Client, error) { return instant{ipvstest.New()}, nil },
-		Resolver:      testResolver(),
+		Resolver:      testResolver(b),
 		RestoreEngine: Pipelined(DefaultWindow),
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if st := ipvsadm.Main([]string{"ipvsadm", "-R"}, bytes.NewReader(in.Bytes()), io.Discard, io.Discard, env); st != 0 {
+		if st := Main([]string{"ipvsadm", "-R"}, bytes.NewReader(in.Bytes()), io.Discard, io.Discard, env); st != 0 {
 			b.Fatalf("status %d", st)
 		}
 	}

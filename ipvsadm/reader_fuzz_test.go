@@ -1,16 +1,14 @@
-package rules
+package ipvsadm
 
 import (
 	"bytes"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/lvskit/lvskit/ipvsadm"
 )
 
 // configStreamRead models ipvsadm 1.31's config_stream_read, written from
-// its C source independently of ipvsadm.RestoreReader: one call reads one
+// its C source independently of RestoreReader: one call reads one
 // line with fscanf("%4096[^ \t\n\r]%1[ \t\n\r]") in a loop; a failed
 // conversion (white space next) skips blanks with fgetc up to a newline
 // (the line ends) or EOF (the line is discarded, and the input ends);
@@ -81,7 +79,7 @@ func modelLines(in []byte) [][]string {
 
 func readerLines(in []byte) [][]string {
 	var out [][]string
-	r := ipvsadm.NewRestoreReader(bytes.NewReader(in))
+	r := NewRestoreReader(bytes.NewReader(in))
 	for {
 		line, ok := r.Next("ipvsadm")
 		if !ok {

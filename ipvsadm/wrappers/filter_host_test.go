@@ -1,6 +1,6 @@
 //go:build !lab
 
-package rules
+package wrappers
 
 import (
 	"bytes"

@@ -1,28 +1,17 @@
-package rules
+package ipvsadm
 
 import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
-	"github.com/lvskit/lvskit/ipvsadm"
-	"github.com/lvskit/lvskit/names"
 	"golang.org/x/sys/unix"
 )
-
-// testResolver answers names from the golden transcripts' hosts file and
-// a fixed services file, never from the host or DNS.
-func testResolver() *names.Resolver { return sharedResolver }
-
-var sharedResolver = names.NewResolverFiles(
-	filepath.Join("..", "testscripts", "golden", "hosts"),
-	filepath.Join("..", "ipvsadm", "testdata", "services"), "")
 
 // lazyKernel is the fake kernel behind a connection that answers late:
 // its pipeline applies a request only when the answer is delivered, and
@@ -190,8 +179,8 @@ func (r recorder) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// run is one ipvsadm -R over a fresh fake kernel.
-type run struct {
+// restoreRun is one ipvsadm -R over a fresh fake kernel.
+type restoreRun struct {
 	events []event
 	status int
 	table  tableState
@@ -230,18 +219,18 @@ func stateOf(t testing.TB, f *ipvstest.Fake) tableState {
 
 // restoreWith runs "ipvsadm -R" with input on a fresh fake, with the given
 // engine (nil: the sequential one) behind a connection that answers late.
-func restoreWith(t testing.TB, engine ipvsadm.RestoreEngine, input string, seed uint64, failAfter int) run {
+func restoreWith(t testing.TB, engine RestoreEngine, input string, seed uint64, failAfter int) restoreRun {
 	t.Helper()
 	f := ipvstest.New(ipvstest.WithInterfaces("lo", "eth0"))
 	k := &lazyKernel{Fake: f, t: t, rng: rand.New(rand.NewPCG(seed, 7)), failAfter: failAfter}
-	var r run
-	env := ipvsadm.Env{
+	var r restoreRun
+	env := Env{
 		Open:          func() (ipvs.Client, error) { return k, nil },
-		Resolver:      testResolver(),
+		Resolver:      testResolver(t),
 		ConnFile:      "testdata/no-ip_vs_conn", // -c is not generated
 		RestoreEngine: engine,
 	}
-	r.status = ipvsadm.Main([]string{"ipvsadm", "-R"}, strings.NewReader(input),
+	r.status = Main([]string{"ipvsadm", "-R"}, strings.NewReader(input),
 		recorder{&r.events, false}, recorder{&r.events, true}, env)
 	if len(k.pending) > 0 {
 		t.Errorf("%d requests still unanswered after the restore", len(k.pending))
@@ -250,7 +239,7 @@ func restoreWith(t testing.TB, engine ipvsadm.RestoreEngine, input string, seed 
 	return r
 }
 
-func compareRuns(t *testing.T, input string, want, got run) {
+func compareRuns(t *testing.T, input string, want, got restoreRun) {
 	t.Helper()
 	if got.status != want.status || !reflect.DeepEqual(got.events, want.events) {
 		t.Errorf("input:\n%s\nsequential: status %d, output %+v\npipelined:  status %d, output %+v",
@@ -486,3 +475,15 @@ func genLine(rng *rand.Rand, last bool) string {
 }
 
 var _ io.Writer = recorder{}
+
+// lazyEnv is the environment of an ipvsadm process on the fake kernel f,
+// whose connection answers late.
+func lazyEnv(t testing.TB, f *ipvstest.Fake) Env {
+	return Env{
+		Open: func() (ipvs.Client, error) {
+			return &lazyKernel{Fake: f, t: t, rng: rand.New(rand.NewPCG(5, 5))}, nil
+		},
+		Resolver:      testResolver(t),
+		RestoreEngine: Pipelined(DefaultWindow),
+	}
+}

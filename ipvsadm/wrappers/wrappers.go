@@ -1,4 +1,11 @@
-package rules
+// Package wrappers is Debian's ipvsadm-save and ipvsadm-restore scripts,
+// which the ipvsadm package ships beside the binary: SaveScript and
+// RestoreScript (RestoreRun with signals and a report) behave like the
+// bash scripts, running ipvsadm in-process, except where a script would
+// lose a rule set (docs/compatibility.md lists those differences). Check
+// reads a restore's whole input with ipvsadm's parser before the table is
+// flushed.
+package wrappers
 
 import (
 	"bufio"
@@ -204,7 +211,7 @@ func (r RestoreRun) Run() int {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(r.Stderr, name+": "+format+"\n", args...)
 	}
-	pr := &Progress{Interrupt: r.Interrupt}
+	pr := &ipvsadm.Progress{Interrupt: r.Interrupt}
 
 	data, long, err := readInput(r.Stdin)
 	if err != nil {
@@ -243,7 +250,7 @@ func (r RestoreRun) Run() int {
 	kept, warning := grepComments(data, utf8)
 	io.WriteString(r.Stderr, warning)
 	env := r.Env
-	env.RestoreEngine = Tracked(DefaultWindow, pr)
+	env.RestoreEngine = ipvsadm.Tracked(ipvsadm.DefaultWindow, pr)
 	ipvsadm.Main([]string{ipvsadmName, "-C"}, nil, r.Stdout, r.Stderr, env)
 	status := ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(bytes.TrimRight(kept, "\n")), r.Stdout, r.Stderr, env)
 	if pr.Caught != nil {

@@ -1,10 +1,12 @@
-package netfilter
+package netfiltertest
 
 import (
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
+
+	"github.com/lvskit/lvskit/netfilter"
 )
 
 // FakeLinks is an in-memory Links. It behaves like the kernel where lvsprep
@@ -13,7 +15,7 @@ import (
 // operation fail: the key is the method name ("AddAddr", "SetUp", ...).
 type FakeLinks struct {
 	Links  map[string]*FakeLink
-	Routes []Route
+	Routes []netfilter.Route
 	Faults map[string]error
 }
 
@@ -36,7 +38,7 @@ func NewFakeLinks(names ...string) *FakeLinks {
 	return f
 }
 
-var _ Links = (*FakeLinks)(nil)
+var _ netfilter.Links = (*FakeLinks)(nil)
 
 func (f *FakeLinks) fault(op string) error {
 	if err := f.Faults[op]; err != nil {
@@ -48,7 +50,7 @@ func (f *FakeLinks) fault(op string) error {
 func (f *FakeLinks) link(dev string) (*FakeLink, error) {
 	l, ok := f.Links[dev]
 	if !ok {
-		return nil, fmt.Errorf("%q: %w", dev, ErrNoLink)
+		return nil, fmt.Errorf("%q: %w", dev, netfilter.ErrNoLink)
 	}
 	return l, nil
 }
@@ -129,11 +131,11 @@ func (f *FakeLinks) DelAddr(dev string, addr netip.Prefix) error {
 }
 
 // DefaultRoutes lists the family's routes.
-func (f *FakeLinks) DefaultRoutes(fam Family) ([]Route, error) {
+func (f *FakeLinks) DefaultRoutes(fam netfilter.Family) ([]netfilter.Route, error) {
 	if err := f.fault("DefaultRoutes"); err != nil {
 		return nil, err
 	}
-	var out []Route
+	var out []netfilter.Route
 	for _, r := range f.Routes {
 		if r.Family() == fam {
 			out = append(out, r)
@@ -142,13 +144,13 @@ func (f *FakeLinks) DefaultRoutes(fam Family) ([]Route, error) {
 	return out, nil
 }
 
-func sameRoute(a, b Route) bool {
+func sameRoute(a, b netfilter.Route) bool {
 	return a.Family() == b.Family() && a.Metric == b.Metric
 }
 
 // AddRoute adds the route; like the kernel it refuses a second default
 // route of the same family and metric.
-func (f *FakeLinks) AddRoute(r Route) error {
+func (f *FakeLinks) AddRoute(r netfilter.Route) error {
 	if err := f.fault("AddRoute"); err != nil {
 		return err
 	}
@@ -171,7 +173,7 @@ func (f *FakeLinks) AddRoute(r Route) error {
 
 // ReplaceRoute replaces the route with the same family and metric, or adds
 // r when there is none, as the kernel does with NLM_F_REPLACE|NLM_F_CREATE.
-func (f *FakeLinks) ReplaceRoute(r Route) error {
+func (f *FakeLinks) ReplaceRoute(r netfilter.Route) error {
 	if err := f.fault("ReplaceRoute"); err != nil {
 		return err
 	}
@@ -194,7 +196,7 @@ func (f *FakeLinks) ReplaceRoute(r Route) error {
 }
 
 // DelRoute removes the route with the same family, metric and gateway.
-func (f *FakeLinks) DelRoute(r Route) error {
+func (f *FakeLinks) DelRoute(r netfilter.Route) error {
 	if err := f.fault("DelRoute"); err != nil {
 		return err
 	}

@@ -1,6 +1,6 @@
 //go:build lab
 
-package rules
+package wrappers
 
 // The reliability scorecard's lab figures (docs/reliability.md): the unit's
 // save into a full file system, starts from broken rules files, kills in

@@ -1,15 +1,16 @@
-package rules
+package wrappers
 
 import (
 	"io"
-	"math/rand/v2"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/names"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,16 +63,29 @@ type scriptRun struct {
 	status         int
 }
 
-// fakeEnv is the environment of an ipvsadm process on the fake kernel f,
-// whose connection answers late.
+// fakeEnv is the environment of an ipvsadm process on the fake kernel f.
+// (ipvsadm's own tests run the restore engine on a connection that answers
+// late.)
 func fakeEnv(t testing.TB, f *ipvstest.Fake) ipvsadm.Env {
 	return ipvsadm.Env{
-		Open: func() (ipvs.Client, error) {
-			return &lazyKernel{Fake: f, t: t, rng: rand.New(rand.NewPCG(5, 5))}, nil
-		},
-		Resolver:      testResolver(),
-		RestoreEngine: Pipelined(DefaultWindow),
+		Open:          func() (ipvs.Client, error) { return &fakeKernel{f}, nil },
+		Resolver:      testResolver(t),
+		RestoreEngine: ipvsadm.Pipelined(ipvsadm.DefaultWindow),
 	}
+}
+
+// fakeKernel keeps the fake usable after a process closes its client, as
+// the kernel's tables outlive one ipvsadm process.
+type fakeKernel struct{ *ipvstest.Fake }
+
+func (*fakeKernel) Close() error { return nil }
+
+// testResolver answers names from the golden transcripts' hosts file and
+// ipvsadm's services file, never from the host or DNS.
+func testResolver(t testing.TB) *names.Resolver {
+	t.Helper()
+	return names.NewResolverFiles(filepath.Join("..", "..", "testscripts", "golden", "hosts"),
+		filepath.Join("..", "testdata", "services"), "")
 }
 
 func TestSaveScript(t *testing.T) {

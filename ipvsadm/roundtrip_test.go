@@ -1,4 +1,4 @@
-package rules
+package ipvsadm
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
-	"github.com/lvskit/lvskit/ipvsadm"
 )
 
 // The round trip: restore(save(table)) reproduces the table, for tables
@@ -203,16 +202,16 @@ func canonical(s tableState) tableState {
 }
 
 // ipvsadmOn runs our ipvsadm with args and stdin on the fake f.
-func ipvsadmOn(t testing.TB, f *ipvstest.Fake, stdin string, args ...string) scriptRun {
+func ipvsadmOn(t testing.TB, f *ipvstest.Fake, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb strings.Builder
-	st := ipvsadm.Main(append([]string{"ipvsadm"}, args...), strings.NewReader(stdin), &out, &errb, fakeEnv(t, f))
-	return scriptRun{out.String(), errb.String(), st}
+	st := Main(append([]string{"ipvsadm"}, args...), strings.NewReader(stdin), &out, &errb, lazyEnv(t, f))
+	return result{out.String(), errb.String(), st}
 }
 
 // roundTrip saves f's table with -S -n, flushes it, restores the saved
 // rules with -R and saves again. It returns both saves and the restore.
-func roundTrip(t testing.TB, f *ipvstest.Fake) (first, second string, restore scriptRun) {
+func roundTrip(t testing.TB, f *ipvstest.Fake) (first, second string, restore result) {
 	t.Helper()
 	s1 := ipvsadmOn(t, f, "", "-S", "-n")
 	if s1.status != 0 || s1.stderr != "" {
@@ -360,7 +359,7 @@ func TestSaveLosses(t *testing.T) {
 		name    string
 		build   func(f *ipvstest.Fake)
 		save    string
-		restore scriptRun
+		restore result
 		after   string
 	}{
 		{
@@ -371,7 +370,7 @@ func TestSaveLosses(t *testing.T) {
 				mustExec(t, f, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
 			},
 			save:    "-A -f -1 -s rr\n-A -t 10.0.0.1:80 -s wlc\n",
-			restore: scriptRun{"", "invalid fwmark value `-1' specified\n", 2},
+			restore: result{"", "invalid fwmark value `-1' specified\n", 2},
 			after:   "",
 		},
 		{
@@ -385,7 +384,7 @@ func TestSaveLosses(t *testing.T) {
 				mustExec(t, f, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s2})
 			},
 			save:    "-A -t 10.0.0.9:80 -s mh -b \n-a -t 10.0.0.9:80 -r 192.168.0.1:80 -m -w 1\n-A -t 10.0.0.10:80 -s wlc\n",
-			restore: scriptRun{"", "-b: missing argument\nService not defined\n", 0},
+			restore: result{"", "-b: missing argument\nService not defined\n", 0},
 			after:   "-A -t 10.0.0.10:80 -s wlc\n",
 		},
 		{
@@ -396,7 +395,7 @@ func TestSaveLosses(t *testing.T) {
 				mustExec(t, f, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
 			},
 			save:    "-A -t 10.0.0.1:80 -s wlc -p 0\n",
-			restore: scriptRun{"", "invalid timeout value `0' specified\n", 2},
+			restore: result{"", "invalid timeout value `0' specified\n", 2},
 			after:   "",
 		},
 		{
@@ -407,7 +406,7 @@ func TestSaveLosses(t *testing.T) {
 				mustExec(t, f, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.0.1"), Port: 80, FwdMethod: ipvs.FwdTunnel, Weight: 1, TunType: ipvs.TunGRE, TunFlags: ipvs.TunFlagRemCsum}})
 			},
 			save:    "-A -t 10.0.0.1:80 -s wlc\n-a -t 10.0.0.1:80 -r 192.168.0.1:80 -i -w 1 --tun-type gre --tun-remcsum\n",
-			restore: scriptRun{"", "Illegal 'tun-remcsum' option with the 'gre' tunnel type\n", 2},
+			restore: result{"", "Illegal 'tun-remcsum' option with the 'gre' tunnel type\n", 2},
 			after:   "-A -t 10.0.0.1:80 -s wlc\n",
 		},
 		{
@@ -420,7 +419,7 @@ func TestSaveLosses(t *testing.T) {
 				}
 			},
 			save:    "-A -t 10.0.0.1:80 -s wlc\n-a -t 10.0.0.1:80 -r 192.168.0.1:8080 -g -w 1\n-a -t 10.0.0.1:80 -r 192.168.0.1:8081 -g -w 1\n",
-			restore: scriptRun{"", "Destination already exists\n", 255},
+			restore: result{"", "Destination already exists\n", 255},
 			after:   "-A -t 10.0.0.1:80 -s wlc\n-a -t 10.0.0.1:80 -r 192.168.0.1:80 -g -w 1\n",
 		},
 	}

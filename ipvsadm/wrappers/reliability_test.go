@@ -1,4 +1,4 @@
-package rules
+package wrappers
 
 import (
 	"fmt"
@@ -151,13 +151,13 @@ func TestRestoreScriptStrict(t *testing.T) {
 // interruptingKernel sends a signal on the wrapper's interrupt channel
 // when the n-th change is submitted.
 type interruptingKernel struct {
-	*lazyKernel
+	*fakeKernel
 	n   int
 	sig chan os.Signal
 }
 
 func (k *interruptingKernel) Pipeline(window int) ipvs.Pipeline {
-	return &interruptingPipeline{k.lazyKernel.Pipeline(window), k}
+	return &interruptingPipeline{k.fakeKernel.Pipeline(window), k}
 }
 
 type interruptingPipeline struct {
@@ -194,7 +194,7 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return &interruptingKernel{lazyKernel: c.(*lazyKernel), n: 700, sig: sig}, nil
+		return &interruptingKernel{fakeKernel: c.(*fakeKernel), n: 700, sig: sig}, nil
 	}
 	var errb strings.Builder
 	st := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader(input.String()), Stdout: io.Discard, Stderr: &errb,

@@ -1,18 +1,15 @@
-// Package rules restores IPVS rule sets fast and provides the behaviour of
-// Debian's ipvsadm-save and ipvsadm-restore scripts.
-//
-// Pipelined is a restore engine for ipvsadm -R that prints and exits exactly
-// like ipvsadm 1.31's one-line-at-a-time restore (ipvsadm.RestoreSequential,
-// which stays the reference for tests) but sends the changes through one
-// netlink socket with many requests in flight, reading the input as a
-// stream. SaveScript and RestoreScript are the two wrapper scripts.
-package rules
+package ipvsadm
+
+// This file holds the pipelined restore engine: ipvsadm -R as ipvsadm
+// 1.31's one-line-at-a-time restore prints and exits (RestoreSequential,
+// which stays the reference for tests), but with the changes sent through
+// one netlink socket with many requests in flight and the input read as a
+// stream.
 
 import (
 	"os"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
 )
 
 // DefaultWindow is how many changes Pipelined keeps in flight. The kernel
@@ -35,7 +32,7 @@ const DefaultWindow = 256
 //
 // Memory stays bounded: lines are read one at a time and at most window
 // lines wait for their answers.
-func Pipelined(window int) ipvsadm.RestoreEngine {
+func Pipelined(window int) RestoreEngine {
 	return Tracked(window, nil)
 }
 
@@ -72,11 +69,11 @@ func (pr *Progress) fail(line int) {
 // Tracked is Pipelined reporting to pr (nil: no report). Output and status
 // are Pipelined's, except that a restore pr.Interrupt ends early ends with
 // the outcome of the last line run.
-func Tracked(window int, pr *Progress) ipvsadm.RestoreEngine {
+func Tracked(window int, pr *Progress) RestoreEngine {
 	if window < 1 {
 		window = DefaultWindow
 	}
-	return func(p *ipvsadm.Program, prog string) ipvsadm.Outcome {
+	return func(p *Program, prog string) Outcome {
 		e := &engine{p: p, pipe: p.Client.Pipeline(window), progress: pr}
 		// The line being submitted joins the queue before Submit waits
 		// for room in the window.
@@ -88,7 +85,7 @@ func Tracked(window int, pr *Progress) ipvsadm.RestoreEngine {
 
 // engine is one pipelined restore.
 type engine struct {
-	p *ipvsadm.Program
+	p *Program
 	// pipe is nil once the transport failed: later lines go through
 	// p.Client.Exec one at a time, which reports the failure for each line
 	// as the sequential engine would.
@@ -99,20 +96,20 @@ type engine struct {
 	// done is e.answer, made once: a method value allocates.
 	done func(error)
 	// last is how the last line that ran ended; the restore's status.
-	last ipvsadm.Kind
+	last Kind
 	// req holds what the request being submitted points to: pipelines do
 	// not keep requests, so one buffer serves every line.
-	req ipvsadm.RequestBuffer
+	req requestBuffer
 	// progress, if not nil, is told about every line; lineNo counts the
 	// lines read.
 	progress *Progress
 	lineNo   int
 }
 
-func (e *engine) run(prog string) ipvsadm.Outcome {
-	lines := ipvsadm.NewRestoreReader(e.p.Stdin)
-	e.last = ipvsadm.Success
-	var fast ipvsadm.Invocation // reused: ParseFast does not allocate
+func (e *engine) run(prog string) Outcome {
+	lines := NewRestoreReader(e.p.Stdin)
+	e.last = Success
+	var fast Invocation // reused: ParseFast does not allocate
 	for {
 		if e.interrupted() {
 			break
@@ -128,17 +125,17 @@ func (e *engine) run(prog string) ipvsadm.Outcome {
 		if len(fields) == 0 {
 			continue // no tokens: ipvsadm skips the line
 		}
-		if ipvsadm.ParseFast(fields, &fast) {
-			req, _ := fast.RequestIn(&e.req)
+		if ParseFast(fields, &fast) {
+			req, _ := fast.requestIn(&e.req)
 			e.submit(fast.Command, req)
 			continue
 		}
-		if o, stop := e.line(ipvsadm.RestoreArgv(prog, fields)); stop {
+		if o, stop := e.line(RestoreArgv(prog, fields)); stop {
 			return o
 		}
 	}
 	e.flush()
-	return ipvsadm.Outcome{Kind: e.last}
+	return Outcome{Kind: e.last}
 }
 
 // interrupted polls the progress's interrupt channel.
@@ -157,18 +154,18 @@ func (e *engine) interrupted() bool {
 
 // line runs one command line. It reports the restore's outcome and true
 // when the line ends the restore.
-func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
+func (e *engine) line(argv []string) (Outcome, bool) {
 	inv, local := e.p.Parse(argv)
 	if local == nil {
-		if req, ok := inv.RequestIn(&e.req); ok {
+		if req, ok := inv.requestIn(&e.req); ok {
 			e.submit(inv.Command, req)
-			return ipvsadm.Outcome{}, false
+			return Outcome{}, false
 		}
 	}
 	// Everything else reads the tables or prints: the earlier changes must
 	// be done and their messages printed first.
 	e.flush()
-	var o ipvsadm.Outcome
+	var o Outcome
 	if local != nil {
 		o = *local
 	} else {
@@ -178,18 +175,18 @@ func (e *engine) line(argv []string) (ipvsadm.Outcome, bool) {
 	}
 	e.p.Print(o)
 	e.last = o.Kind
-	if o.Kind != ipvsadm.Success && e.progress != nil {
+	if o.Kind != Success && e.progress != nil {
 		e.progress.fail(e.lineNo)
 	}
 	if o.Terminates() {
-		return ipvsadm.Outcome{Kind: o.Kind}, true
+		return Outcome{Kind: o.Kind}, true
 	}
-	return ipvsadm.Outcome{}, false
+	return Outcome{}, false
 }
 
 // submit sends the change of one line (command cmd), or runs it directly
 // once the pipeline is broken.
-func (e *engine) submit(cmd ipvsadm.Command, req ipvs.Request) {
+func (e *engine) submit(cmd Command, req ipvs.Request) {
 	if e.pipe == nil {
 		e.finish(queued{cmd, e.lineNo}, e.p.Client.Exec(req))
 		return
@@ -210,10 +207,10 @@ func (e *engine) answer(err error) {
 
 // finish prints a line's kernel error, if any, and records how it ended.
 func (e *engine) finish(q queued, err error) {
-	o := ipvsadm.ChangeOutcome(q.cmd, err)
+	o := changeOutcome(q.cmd, err)
 	e.p.Print(o)
 	e.last = o.Kind
-	if o.Kind != ipvsadm.Success && e.progress != nil {
+	if o.Kind != Success && e.progress != nil {
 		e.progress.fail(q.line)
 	}
 }
@@ -241,7 +238,7 @@ func (e *engine) broken(err error) {
 // queued is a line awaiting its answer: its command (all the answer's
 // message depends on) and its number.
 type queued struct {
-	cmd  ipvsadm.Command
+	cmd  Command
 	line int
 }
 

@@ -1,0 +1,5 @@
+// Package layering holds no code: its test pins who may import whom in
+// this module (README.md, "Layout", draws the same layers). A package
+// imports only packages of lower layers, so no arrow runs back up the
+// tree; a new package must be given a layer before the test passes.
+package layering
