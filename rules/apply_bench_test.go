@@ -63,3 +63,14 @@ func BenchmarkApplyUserPart(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadDesired is the reading of the 10,000×10 file alone.
+func BenchmarkReadDesired(b *testing.B) {
+	changed := benchRules(10000, true)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := desired.ReadText("changed", changed, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -160,9 +160,10 @@ type reader struct {
 	// arena holds the destinations of services whose lines come
 	// together, as in every saved file, in one allocation; tail is the
 	// service whose destinations end it (-1 for none).
-	arena []rules.Dest
-	tail  int
-	fast  ipvsadm.Invocation
+	arena   []rules.Dest
+	tail    int
+	tailKey rules.ServiceKey
+	fast    ipvsadm.Invocation
 }
 
 func (r *reader) errorf(line int, format string, args ...any) error {
@@ -201,9 +202,11 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 	case ipvsadm.CmdAddServer:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
-		i, ok := r.index[k]
+		i, ok := r.tail, r.tail >= 0 && k == r.tailKey // a service's lines come together
 		if !ok {
-			return r.errorf(lineNo, "destination of service %s, which no earlier -A line defines", k)
+			if i, ok = r.index[k]; !ok {
+				return r.errorf(lineNo, "destination of service %s, which no earlier -A line defines", k)
+			}
 		}
 		s := &r.set.Services[i]
 		d := rules.Dest{Destination: inv.Dest, Source: src}
@@ -217,7 +220,7 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 		case len(s.Dests) == 0:
 			r.arena = append(r.arena, d)
 			s.Dests = r.arena[len(r.arena)-1 : len(r.arena) : len(r.arena)]
-			r.tail = i
+			r.tail, r.tailKey = i, k
 		default: // lines of services interleaved: a slice of its own
 			s.Dests = append(s.Dests, d)
 		}
