@@ -122,7 +122,7 @@ func TestFaultsEndInErrors(t *testing.T) {
 			svcs, _ := k.fake.Services()
 			for _, i := range reported {
 				want := faultService(i)
-				if !slices.ContainsFunc(svcs, func(s ipvs.Service) bool { return s.Addr == want.Addr }) {
+				if !slices.ContainsFunc(svcs, func(s ipvs.ServiceEntry) bool { return s.Addr == want.Addr }) {
 					return fmt.Errorf("%w: service %d", errNotInTable, i)
 				}
 			}
@@ -222,7 +222,7 @@ func FuzzNetlinkReplies(f *testing.F) {
 		}
 		svcs, errS := c.Services()
 		for _, s := range svcs {
-			_, _ = c.Destinations(s)
+			_, _ = c.Destinations(s.Service)
 		}
 		_, _ = c.Timeouts()
 		_, _ = c.Daemons()

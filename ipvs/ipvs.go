@@ -91,25 +91,45 @@ type Service struct {
 	// Netmask is the persistence granularity: for IPv4 the mask as a
 	// big-endian number (255.255.255.0 is 0xffffff00), for IPv6 a prefix length.
 	Netmask uint32
-	Stats   Stats
 }
 
-// Destination is a real server of a service.
+// ServiceEntry is a service as the kernel lists it: its configuration and
+// its counters. Configuration and counters are apart so that what is
+// written (requests, desired rule sets) carries no counters.
+type ServiceEntry struct {
+	Service
+	Stats Stats
+}
+
+// Destination is a real server of a service: its identity and
+// configuration, what a request sets.
 type Destination struct {
-	Family       uint16 // may differ from the service's for tunnelled servers
-	Addr         netip.Addr
-	Port         uint16
-	FwdMethod    uint32 // Fwd* value
-	Weight       uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
-	TunType      uint8
-	TunPort      uint16
-	TunFlags     uint16
-	UThreshold   uint32
-	LThreshold   uint32
+	Family     uint16 // may differ from the service's for tunnelled servers
+	Addr       netip.Addr
+	Port       uint16
+	FwdMethod  uint32 // Fwd* value
+	Weight     uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
+	TunType    uint8
+	TunPort    uint16
+	TunFlags   uint16
+	UThreshold uint32
+	LThreshold uint32
+}
+
+// DestCounters are what the kernel observes of a destination: its
+// connections and traffic.
+type DestCounters struct {
 	ActiveConns  uint32
 	InactConns   uint32
 	PersistConns uint32
 	Stats        Stats
+}
+
+// DestinationEntry is a destination as the kernel lists it: its
+// configuration and its counters.
+type DestinationEntry struct {
+	Destination
+	DestCounters
 }
 
 // Info is what GET_INFO reports: the IPVS version (0x010201 is 1.2.1) and the
@@ -243,14 +263,14 @@ type Client interface {
 	Info() (Info, error)
 	// Services lists every service in the kernel's dump order, which is
 	// hash order and not reproducible; callers sort.
-	Services() ([]Service, error)
+	Services() ([]ServiceEntry, error)
 	// Service fetches the one service identified by key (ESRCH if absent).
-	Service(key Service) (Service, error)
+	Service(key Service) (ServiceEntry, error)
 	// Destinations lists a service's destinations in the kernel's dump
 	// order (most recently added first). Only svc's identity is used. A
 	// missing service has no destinations and no error, as the kernel ends
 	// such a dump silently; ipvsadm fetches the service first for ESRCH.
-	Destinations(svc Service) ([]Destination, error)
+	Destinations(svc Service) ([]DestinationEntry, error)
 	// Timeouts reports the tcp, tcpfin and udp timeouts.
 	Timeouts() (Timeouts, error)
 	// Daemons lists the running sync daemons, master first.
@@ -293,16 +313,16 @@ type Dumper interface {
 	// Services). The *Service is reused: it is valid only during the
 	// call. Once fn returns an error it is not called again, and that
 	// error is returned.
-	DumpServices(fn func(*Service) error) error
+	DumpServices(fn func(*ServiceEntry) error) error
 	// AppendDestinations appends svc's destinations to dst in dump order
 	// (as Destinations) and returns the extended slice; dst is returned
 	// unchanged with an error.
-	AppendDestinations(dst []Destination, svc *Service) ([]Destination, error)
+	AppendDestinations(dst []DestinationEntry, svc *Service) ([]DestinationEntry, error)
 }
 
 // DumpServices calls fn with each of c's services in dump order, through
 // Dumper when c implements it.
-func DumpServices(c Client, fn func(*Service) error) error {
+func DumpServices(c Client, fn func(*ServiceEntry) error) error {
 	if d, ok := c.(Dumper); ok {
 		return d.DumpServices(fn)
 	}
@@ -320,7 +340,7 @@ func DumpServices(c Client, fn func(*Service) error) error {
 
 // AppendDestinations appends svc's destinations to dst, through Dumper
 // when c implements it.
-func AppendDestinations(c Client, dst []Destination, svc *Service) ([]Destination, error) {
+func AppendDestinations(c Client, dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
 	if d, ok := c.(Dumper); ok {
 		return d.AppendDestinations(dst, svc)
 	}

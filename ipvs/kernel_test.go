@@ -196,7 +196,7 @@ func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Command, top attrMap) {
 		})
 	case ipvs.CmdGetDest:
 		s, ok := parseService(top[1])
-		var dests []ipvs.Destination
+		var dests []ipvs.DestinationEntry
 		if ok {
 			dests, _ = k.fake.Destinations(s)
 		}
@@ -467,7 +467,7 @@ func (w *msgWriter) stats(t32, t64 uint16, s ipvs.Stats) {
 }
 
 // service follows ip_vs_genl_fill_service.
-func (w *msgWriter) service(s *ipvs.Service) {
+func (w *msgWriter) service(s *ipvs.ServiceEntry) {
 	w.nest(1, func() {
 		w.u16(1, s.Family)
 		if s.FWMark != 0 {
@@ -494,7 +494,7 @@ func (w *msgWriter) service(s *ipvs.Service) {
 }
 
 // dest follows ip_vs_genl_fill_dest.
-func (w *msgWriter) dest(d *ipvs.Destination) {
+func (w *msgWriter) dest(d *ipvs.DestinationEntry) {
 	w.nest(2, func() {
 		w.put(1, inet16(d.Addr))
 		w.be16(2, d.Port)

@@ -23,8 +23,8 @@ type Conn struct {
 
 	// Decoding scratch, reused so a listing allocates one exactly sized
 	// slice per call.
-	svcs  []Service
-	dests []Destination
+	svcs  []ServiceEntry
+	dests []DestinationEntry
 	attrs attrs
 
 	// Exec's one-request pipeline, kept to spare allocations.
@@ -63,7 +63,7 @@ func (c *Conn) Info() (Info, error) {
 }
 
 // Services lists every service with one GET_SERVICE dump.
-func (c *Conn) Services() ([]Service, error) {
+func (c *Conn) Services() ([]ServiceEntry, error) {
 	var err error
 	c.svcs, err = c.AppendServices(c.svcs[:0])
 	if err != nil || len(c.svcs) == 0 {
@@ -74,10 +74,10 @@ func (c *Conn) Services() ([]Service, error) {
 
 // AppendServices appends every service to dst with one GET_SERVICE dump
 // and returns the extended slice (dst unchanged on error).
-func (c *Conn) AppendServices(dst []Service) ([]Service, error) {
+func (c *Conn) AppendServices(dst []ServiceEntry) ([]ServiceEntry, error) {
 	n := len(dst)
 	err := c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
-		dst = append(dst, Service{})
+		dst = append(dst, ServiceEntry{})
 		if !decodeService(a[cmdAttrService], &dst[len(dst)-1]) {
 			return errMalformed
 		}
@@ -93,8 +93,8 @@ func (c *Conn) AppendServices(dst []Service) ([]Service, error) {
 // GET_SERVICE dump; the *Service is reused and valid only during the call.
 // After fn fails it is not called again, and its error is returned once
 // the dump is over.
-func (c *Conn) DumpServices(fn func(*Service) error) error {
-	var s Service
+func (c *Conn) DumpServices(fn func(*ServiceEntry) error) error {
+	var s ServiceEntry
 	return c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
 		if !decodeService(a[cmdAttrService], &s) {
 			return errMalformed
@@ -105,9 +105,9 @@ func (c *Conn) DumpServices(fn func(*Service) error) error {
 
 // Service fetches one service with a GET_SERVICE request; the kernel
 // answers ESRCH when it does not exist.
-func (c *Conn) Service(key Service) (Service, error) {
+func (c *Conn) Service(key Service) (ServiceEntry, error) {
 	id := Service{Family: key.Family, Protocol: key.Protocol, Addr: key.Addr, Port: key.Port, FWMark: key.FWMark}
-	var s Service
+	var s ServiceEntry
 	found := false
 	err := c.query(CmdGetService, 0, func(m *builder) { m.service(&id) }, func(a *attrs) error {
 		if !decodeService(a[cmdAttrService], &s) {
@@ -126,7 +126,7 @@ func (c *Conn) Service(key Service) (Service, error) {
 // request names the service by family and fwmark or protocol, address and
 // port only, as ipvsadm does. A missing service yields an empty list, as
 // the kernel ends such a dump without an error.
-func (c *Conn) Destinations(svc Service) ([]Destination, error) {
+func (c *Conn) Destinations(svc Service) ([]DestinationEntry, error) {
 	var err error
 	c.dests, err = c.AppendDestinations(c.dests[:0], &svc)
 	if err != nil || len(c.dests) == 0 {
@@ -137,7 +137,7 @@ func (c *Conn) Destinations(svc Service) ([]Destination, error) {
 
 // AppendDestinations appends svc's destinations to dst with one GET_DEST
 // dump and returns the extended slice (dst unchanged on error).
-func (c *Conn) AppendDestinations(dst []Destination, svc *Service) ([]Destination, error) {
+func (c *Conn) AppendDestinations(dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
 	n := len(dst)
 	build := func(m *builder) {
 		nest := m.nest(cmdAttrService)
@@ -145,7 +145,7 @@ func (c *Conn) AppendDestinations(dst []Destination, svc *Service) ([]Destinatio
 		m.endNest(nest)
 	}
 	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
-		dst = append(dst, Destination{})
+		dst = append(dst, DestinationEntry{})
 		if !decodeDest(a[cmdAttrDest], svc.Family, &dst[len(dst)-1]) {
 			return errMalformed
 		}

@@ -322,13 +322,13 @@ func TestWeReadWhatMobyWrites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Services: %v", err)
 	}
-	slices.SortFunc(got, func(a, b ipvs.Service) int { return int(a.Family) - int(b.Family) })
-	if !slices.Equal(got, []ipvs.Service{want4, want6}) {
+	slices.SortFunc(got, func(a, b ipvs.ServiceEntry) int { return int(a.Family) - int(b.Family) })
+	if !slices.Equal(got, []ipvs.ServiceEntry{{Service: want4}, {Service: want6}}) {
 		t.Errorf("Services:\n got  %+v\n want %+v", got, []ipvs.Service{want4, want6})
 	}
 	d, err := c.Destinations(want4)
 	wantD := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.7.7"), Port: 80, FwdMethod: ipvs.FwdMasq, Weight: 12, UThreshold: 9, LThreshold: 2}
-	if err != nil || !slices.Equal(d, []ipvs.Destination{wantD}) {
+	if err != nil || !slices.Equal(d, []ipvs.DestinationEntry{{Destination: wantD}}) {
 		t.Errorf("Destinations: %+v, %v; want [%+v]", d, err, wantD)
 	}
 	tm, err := c.Timeouts()
@@ -462,19 +462,19 @@ func compareTables(t *testing.T, k, f ipvs.Client) {
 	key := func(s ipvs.Service) string {
 		return fmt.Sprintf("%d/%d/%d/%s/%d", s.Family, s.FWMark, s.Protocol, s.Addr, s.Port)
 	}
-	byKey := func(l []ipvs.Service) []ipvs.Service {
+	byKey := func(l []ipvs.ServiceEntry) []ipvs.ServiceEntry {
 		l = slices.Clone(l)
-		slices.SortFunc(l, func(a, b ipvs.Service) int { return strings.Compare(key(a), key(b)) })
+		slices.SortFunc(l, func(a, b ipvs.ServiceEntry) int { return strings.Compare(key(a.Service), key(b.Service)) })
 		return l
 	}
 	if !slices.Equal(byKey(ks), byKey(fs)) {
 		t.Errorf("services differ:\n kernel %+v\n fake   %+v", byKey(ks), byKey(fs))
 	}
 	for _, s := range ks {
-		kd, err1 := k.Destinations(s)
-		fd, err2 := f.Destinations(s)
+		kd, err1 := k.Destinations(s.Service)
+		fd, err2 := f.Destinations(s.Service)
 		if err1 != nil || err2 != nil || !slices.Equal(kd, fd) {
-			t.Errorf("destinations of %s differ:\n kernel %+v (%v)\n fake   %+v (%v)", key(s), kd, err1, fd, err2)
+			t.Errorf("destinations of %s differ:\n kernel %+v (%v)\n fake   %+v (%v)", key(s.Service), kd, err1, fd, err2)
 		}
 	}
 	kt, _ := k.Timeouts()
@@ -505,7 +505,7 @@ func BenchmarkList1000x10(b *testing.B) {
 		}
 		n := 0
 		for _, s := range svcs {
-			d, err := c.Destinations(s)
+			d, err := c.Destinations(s.Service)
 			if err != nil {
 				b.Fatal(err)
 			}

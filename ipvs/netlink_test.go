@@ -274,8 +274,8 @@ func TestDecodePrefersStats64(t *testing.T) {
 	if err := k.fake.SetServiceStats(s, big); err != nil {
 		t.Fatal(err)
 	}
-	d.ActiveConns, d.InactConns, d.PersistConns, d.Stats = 1, 2, 3, big
-	if err := k.fake.SetDestinationCounters(s, d); err != nil {
+	counters := ipvs.DestCounters{ActiveConns: 1, InactConns: 2, PersistConns: 3, Stats: big}
+	if err := k.fake.SetDestinationCounters(s, d, counters); err != nil {
 		t.Fatal(err)
 	}
 	svcs, err := c.Services()
@@ -283,7 +283,7 @@ func TestDecodePrefersStats64(t *testing.T) {
 		t.Errorf("service stats: %+v, %v; want %+v", svcs, err, big)
 	}
 	dests, err := c.Destinations(s)
-	if err != nil || !slices.Equal(dests, []ipvs.Destination{d}) {
+	if err != nil || !slices.Equal(dests, []ipvs.DestinationEntry{{Destination: d, DestCounters: counters}}) {
 		t.Errorf("destinations: %+v, %v; want %+v", dests, err, d)
 	}
 }
@@ -353,7 +353,7 @@ func TestDumpServicesStopsCallingAfterAnError(t *testing.T) {
 	}
 	stop := errors.New("stop")
 	calls := 0
-	err := c.DumpServices(func(*ipvs.Service) error {
+	err := c.DumpServices(func(*ipvs.ServiceEntry) error {
 		calls++
 		if calls == 3 {
 			return stop

@@ -509,12 +509,13 @@ func decodeStats(b []byte, s *Stats) {
 }
 
 // decodeService decodes a SERVICE nest's payload.
-func decodeService(b []byte, s *Service) bool {
+func decodeService(b []byte, e *ServiceEntry) bool {
 	var a attrs
 	if !a.parse(b) || a[svcAttrAF] == nil {
 		return false
 	}
-	*s = Service{Family: uint16(uintAttr(a[svcAttrAF]))}
+	*e = ServiceEntry{Service: Service{Family: uint16(uintAttr(a[svcAttrAF]))}}
+	s := &e.Service
 	if a[svcAttrFWMark] != nil {
 		s.FWMark = uint32(uintAttr(a[svcAttrFWMark]))
 	} else {
@@ -537,9 +538,9 @@ func decodeService(b []byte, s *Service) bool {
 	}
 	switch {
 	case a[svcAttrStats64] != nil:
-		decodeStats(a[svcAttrStats64], &s.Stats)
+		decodeStats(a[svcAttrStats64], &e.Stats)
 	case a[svcAttrStats] != nil:
-		decodeStats(a[svcAttrStats], &s.Stats)
+		decodeStats(a[svcAttrStats], &e.Stats)
 	}
 	return true
 }
@@ -548,8 +549,8 @@ func decodeService(b []byte, s *Service) bool {
 // listed destination); svcFamily stands in for a missing ADDR_FAMILY
 // (kernels before 3.18). As everywhere, the last occurrence of an
 // attribute wins and STATS64 is preferred to STATS.
-func decodeDest(b []byte, svcFamily uint16, d *Destination) bool {
-	*d = Destination{Family: svcFamily}
+func decodeDest(b []byte, svcFamily uint16, d *DestinationEntry) bool {
+	*d = DestinationEntry{Destination: Destination{Family: svcFamily}}
 	var addr, stats, stats64 []byte
 	it := attrIter{b: b}
 	for it.next() {

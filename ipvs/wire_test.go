@@ -203,11 +203,11 @@ func TestDecodeDestOnePass(t *testing.T) {
 	stats(destAttrStats, 32)
 	m.attr(destAttrAddr, netip.MustParseAddr("2001:db8::5").AsSlice())
 	m.u16(destAttrAddrFamily, AFInet6)
-	var d Destination
+	var d DestinationEntry
 	if !decodeDest(m.b, AFInet, &d) {
 		t.Fatal("refused a well-formed nest")
 	}
-	want := Destination{Family: AFInet6, Addr: netip.MustParseAddr("2001:db8::5"), Port: 8080, Weight: 7, Stats: Stats{Conns: 64}}
+	want := DestinationEntry{Destination{Family: AFInet6, Addr: netip.MustParseAddr("2001:db8::5"), Port: 8080, Weight: 7}, DestCounters{Stats: Stats{Conns: 64}}}
 	if d != want {
 		t.Errorf("decoded %+v, want %+v", d, want)
 	}

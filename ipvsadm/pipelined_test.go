@@ -69,17 +69,17 @@ func (k *lazyKernel) mustBeIdle(op string) {
 	}
 }
 
-func (k *lazyKernel) Services() ([]ipvs.Service, error) {
+func (k *lazyKernel) Services() ([]ipvs.ServiceEntry, error) {
 	k.mustBeIdle("Services")
 	return k.Fake.Services()
 }
 
-func (k *lazyKernel) Service(key ipvs.Service) (ipvs.Service, error) {
+func (k *lazyKernel) Service(key ipvs.Service) (ipvs.ServiceEntry, error) {
 	k.mustBeIdle("Service")
 	return k.Fake.Service(key)
 }
 
-func (k *lazyKernel) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
+func (k *lazyKernel) Destinations(svc ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	k.mustBeIdle("Destinations")
 	return k.Fake.Destinations(svc)
 }
@@ -188,8 +188,8 @@ type restoreRun struct {
 
 // tableState is everything a restore can change.
 type tableState struct {
-	Services []ipvs.Service
-	Dests    [][]ipvs.Destination
+	Services []ipvs.ServiceEntry
+	Dests    [][]ipvs.DestinationEntry
 	Timeouts ipvs.Timeouts
 	Daemons  []ipvs.Daemon
 }
@@ -202,7 +202,7 @@ func stateOf(t testing.TB, f *ipvstest.Fake) tableState {
 		t.Fatal(err)
 	}
 	for _, svc := range s.Services {
-		d, err := f.Destinations(svc)
+		d, err := f.Destinations(svc.Service)
 		if err != nil {
 			t.Fatal(err)
 		}

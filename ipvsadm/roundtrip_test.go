@@ -155,7 +155,7 @@ func expectAfterRoundTrip(s tableState) tableState {
 			svc.Flags &^= ipvs.FlagSched3
 		}
 		out.Services = append(out.Services, svc)
-		var dests []ipvs.Destination
+		var dests []ipvs.DestinationEntry
 		for _, d := range s.Dests[i] {
 			d.UThreshold, d.LThreshold = 0, 0
 			switch {
@@ -178,12 +178,12 @@ func expectAfterRoundTrip(s tableState) tableState {
 func canonical(s tableState) tableState {
 	type entry struct {
 		key   string
-		svc   ipvs.Service
-		dests []ipvs.Destination
+		svc   ipvs.ServiceEntry
+		dests []ipvs.DestinationEntry
 	}
 	var es []entry
 	for i, svc := range s.Services {
-		d := append([]ipvs.Destination(nil), s.Dests[i]...)
+		d := append([]ipvs.DestinationEntry(nil), s.Dests[i]...)
 		sort.Slice(d, func(a, b int) bool {
 			return fmt.Sprint(d[a].Family, d[a].Addr, d[a].Port) < fmt.Sprint(d[b].Family, d[b].Addr, d[b].Port)
 		})

@@ -61,10 +61,14 @@ func (r *runner) list(c *listCmd) (int, error) {
 		rows = append(rows, row)
 		for j := range s.Dests {
 			d := &s.Dests[j].Destination
+			var n ipvs.DestCounters // Read sets them
+			if s.Dests[j].Counters != nil {
+				n = *s.Dests[j].Counters
+			}
 			u := func(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 			row := []string{"", "", "", "", rules.DestKeyOf(d).String(), rules.MethodName(d.FwdMethod),
-				strconv.Itoa(int(int32(d.Weight))), u(d.ActiveConns), u(d.InactConns)}
-			rows = append(rows, append(row, counters(&d.Stats)...))
+				strconv.Itoa(int(int32(d.Weight))), u(n.ActiveConns), u(n.InactConns)}
+			rows = append(rows, append(row, counters(&n.Stats)...))
 		}
 	}
 	return ExitOK, clitable.Write(r.out, header, rows)

@@ -166,8 +166,8 @@ func TestBadFileChangesNothing(t *testing.T) {
 func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 	f, env := seeded(t)
 	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
-	leaving := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53, ActiveConns: 0, InactConns: 4}
-	if err := f.SetDestinationCounters(svc, leaving); err != nil {
+	leaving := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53}
+	if err := f.SetDestinationCounters(svc, leaving, ipvs.DestCounters{InactConns: 4}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -207,8 +207,7 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 		t.Fatalf("status: %+v", st)
 	}
 	// The connections end; the next apply finishes the drain.
-	leaving.InactConns = 0
-	if err := f.SetDestinationCounters(svc, leaving); err != nil {
+	if err := f.SetDestinationCounters(svc, leaving, ipvs.DestCounters{}); err != nil {
 		t.Fatal(err)
 	}
 	r = run(t, env, without, "apply", "-")
@@ -231,8 +230,8 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 func TestInterruptedDrainCancelledWhenTheFileKeepsTheServer(t *testing.T) {
 	f, env := seeded(t)
 	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
-	d := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80, ActiveConns: 2}
-	if err := f.SetDestinationCounters(svc, d); err != nil {
+	d := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80}
+	if err := f.SetDestinationCounters(svc, d, ipvs.DestCounters{ActiveConns: 2}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -29,8 +29,8 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 		return [][]string{{"unknown", "services on " + vip.String(), "mh with mh-port, DR or TUN", "cannot read IPVS: " + err.Error()}},
 			[]string{"# IPVS must be readable (as root, with ip_vs loaded) to check the services"}, false
 	}
-	svcs = slices.DeleteFunc(svcs, func(s ipvs.Service) bool { return s.FWMark != 0 || s.Addr != vip })
-	slices.SortFunc(svcs, func(a, b ipvs.Service) int {
+	svcs = slices.DeleteFunc(svcs, func(s ipvs.ServiceEntry) bool { return s.FWMark != 0 || s.Addr != vip })
+	slices.SortFunc(svcs, func(a, b ipvs.ServiceEntry) int {
 		return strings.Compare(fmt.Sprintf("%03d %05d", a.Protocol, a.Port), fmt.Sprintf("%03d %05d", b.Protocol, b.Port))
 	})
 	const want = "mh, mh-port, DR or TUN"
@@ -54,7 +54,7 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 				"NAT gateway's many clients) go to one real server; mh-port hashes the ports too", name),
 				"ipvsadm -E "+name+" -s mh -b mh-port")
 		}
-		dests, err := c.Destinations(s)
+		dests, err := c.Destinations(s.Service)
 		if err != nil {
 			problems = append(problems, "destinations unreadable: "+err.Error())
 		}

@@ -194,7 +194,6 @@ func (a *Applier) Changes(p *Plan) ([]ChangeError, error) {
 // requests are the kernel requests of a change.
 func requests(c *Change) []ipvs.Request {
 	svc := c.Service
-	svc.Stats = ipvs.Stats{}
 	switch c.Action {
 	case AddService:
 		return []ipvs.Request{{Cmd: ipvs.CmdNewService, Service: &svc}}
@@ -203,23 +202,16 @@ func requests(c *Change) []ipvs.Request {
 	case DeleteService:
 		return []ipvs.Request{{Cmd: ipvs.CmdDelService, Service: &svc}}
 	case AddDest:
-		return []ipvs.Request{{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: configOf(c.Dest)}}
+		return []ipvs.Request{{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: c.Dest}}
 	case EditDest:
-		return []ipvs.Request{{Cmd: ipvs.CmdSetDest, Service: &svc, Dest: configOf(c.Dest)}}
+		return []ipvs.Request{{Cmd: ipvs.CmdSetDest, Service: &svc, Dest: c.Dest}}
 	case DeleteDest:
-		return []ipvs.Request{{Cmd: ipvs.CmdDelDest, Service: &svc, Dest: configOf(c.Dest)}}
+		return []ipvs.Request{{Cmd: ipvs.CmdDelDest, Service: &svc, Dest: c.Dest}}
 	case ReAddDest:
-		d := configOf(c.Dest)
+		d := c.Dest
 		return []ipvs.Request{{Cmd: ipvs.CmdDelDest, Service: &svc, Dest: d}, {Cmd: ipvs.CmdNewDest, Service: &svc, Dest: d}}
 	}
 	return nil
-}
-
-// configOf is a destination without its counters.
-func configOf(d *ipvs.Destination) *ipvs.Destination {
-	c := *d
-	c.ActiveConns, c.InactConns, c.PersistConns, c.Stats = 0, 0, 0, ipvs.Stats{}
-	return &c
 }
 
 // DrainResult is how a drain ended.
@@ -322,7 +314,6 @@ func (a *Applier) Drain(ctx context.Context, p *Plan, prior []DrainEntry) (*Drai
 	for _, ds := range order {
 		if ds.restore != nil {
 			svc := ds.svc
-			svc.Stats = ipvs.Stats{}
 			c := Change{Action: EditService, Service: svc, Fields: []Field{{Name: "flags", Old: "-", New: "mh-fallback (for the drain)"}}}
 			a.exec(res, &c, ipvs.Request{Cmd: ipvs.CmdSetService, Service: &svc})
 		}
@@ -372,10 +363,10 @@ func (a *Applier) zeroWeight(ds *drainService, e *DrainEntry) error {
 		return err
 	}
 	for i := range dests {
-		if DestKeyOf(&dests[i]) == e.Dest {
-			d := configOf(&dests[i])
+		if DestKeyOf(&dests[i].Destination) == e.Dest {
+			d := dests[i].Destination
 			d.Weight = 0
-			return a.Client.Exec(ipvs.Request{Cmd: ipvs.CmdSetDest, Service: keyService(&ds.svc), Dest: d})
+			return a.Client.Exec(ipvs.Request{Cmd: ipvs.CmdSetDest, Service: keyService(&ds.svc), Dest: &d})
 		}
 	}
 	return unix.ENOENT
@@ -399,9 +390,9 @@ func (a *Applier) drainRound(res *DrainResult, order *[]*drainService) error {
 		if err != nil {
 			return err
 		}
-		byKey := make(map[DestKey]*ipvs.Destination, len(dests))
+		byKey := make(map[DestKey]*ipvs.DestinationEntry, len(dests))
 		for i := range dests {
-			byKey[DestKeyOf(&dests[i])] = &dests[i]
+			byKey[DestKeyOf(&dests[i].Destination)] = &dests[i]
 		}
 		left := ds.entries[:0]
 		for _, e := range ds.entries {
@@ -424,10 +415,11 @@ func (a *Applier) drainRound(res *DrainResult, order *[]*drainService) error {
 				continue
 			}
 			if d != nil {
-				req := ipvs.Request{Cmd: ipvs.CmdDelDest, Service: keyService(&ds.svc), Dest: configOf(d)}
+				cfg := d.Destination
+				req := ipvs.Request{Cmd: ipvs.CmdDelDest, Service: keyService(&ds.svc), Dest: &cfg}
 				if err := a.Client.Exec(req); err != nil && !errors.Is(err, unix.ENOENT) {
 					ev.Err = err
-					res.Failed = append(res.Failed, ChangeError{Change: Change{Action: DeleteDest, Service: ds.svc, Dest: configOf(d)}, Err: err})
+					res.Failed = append(res.Failed, ChangeError{Change: Change{Action: DeleteDest, Service: ds.svc, Dest: &cfg}, Err: err})
 				} else if ev.Kind == EventDrainDone {
 					res.Done++
 				} else {
@@ -449,7 +441,6 @@ func (a *Applier) drainRound(res *DrainResult, order *[]*drainService) error {
 		case ds.restore != nil:
 			svc := ds.svc
 			svc.Flags = *ds.restore
-			svc.Stats = ipvs.Stats{}
 			err := a.Client.Exec(ipvs.Request{Cmd: ipvs.CmdSetService, Service: &svc})
 			if err != nil && !errors.Is(err, unix.ESRCH) {
 				res.Failed = append(res.Failed, ChangeError{Change: Change{Action: EditService, Service: svc}, Err: err})

@@ -96,11 +96,15 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 	for i := range current.Services {
 		svcs[i] = current.Services[i].Service
 	}
-	var buf []ipvs.Destination
-	p, _ := diff(svcs, func(i int) ([]ipvs.Destination, error) {
+	var buf []ipvs.DestinationEntry
+	p, _ := diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
 		buf = buf[:0]
-		for j := range current.Services[i].Dests {
-			buf = append(buf, current.Services[i].Dests[j].Destination)
+		for _, d := range current.Services[i].Dests {
+			e := ipvs.DestinationEntry{Destination: d.Destination}
+			if d.Counters != nil {
+				e.DestCounters = *d.Counters
+			}
+			buf = append(buf, e)
 		}
 		return buf, nil
 	}, desired, o)
@@ -113,14 +117,14 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // reused buffer.
 func DiffKernel(c ipvs.Client, desired *Set, o DiffOptions) (*Plan, error) {
 	var svcs []ipvs.Service
-	if err := ipvs.DumpServices(c, func(s *ipvs.Service) error {
-		svcs = append(svcs, *s)
+	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
+		svcs = append(svcs, s.Service)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	var buf []ipvs.Destination
-	return diff(svcs, func(i int) ([]ipvs.Destination, error) {
+	var buf []ipvs.DestinationEntry
+	return diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
 		var err error
 		buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
 		return buf, err
@@ -129,7 +133,7 @@ func DiffKernel(c ipvs.Client, desired *Set, o DiffOptions) (*Plan, error) {
 
 // diff is Diff over the kernel's services and a function returning the
 // destinations of services[i] in list order (valid until its next call).
-func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.Destination, error), desired *Set, o DiffOptions) (*Plan, error) {
+func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry, error), desired *Set, o DiffOptions) (*Plan, error) {
 	cur := make(map[ServiceKey]int, len(services))
 	for i := range services {
 		cur[KeyOf(&services[i])] = i
@@ -180,27 +184,27 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.Destination, erro
 		for i := len(dests) - 1; i >= 0; i-- {
 			d := &dests[i].Destination
 			dk := DestKeyOf(d)
-			j, found := searchDests(len(curOrder), func(j int) *ipvs.Destination { return &kernel[curOrder[j]] }, dk)
+			j, found := searchDests(len(curOrder), func(j int) *ipvs.Destination { return &kernel[curOrder[j]].Destination }, dk)
 			switch {
 			case !found:
 				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: d})
 			case readd[dk]:
 				old := &kernel[curOrder[j]]
 				adds = append(adds, Change{Action: ReAddDest, Service: w.Service, Dest: d,
-					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(old, d)...),
+					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(&old.Destination, d)...),
 					Active: old.ActiveConns, Inactive: old.InactConns})
 			default:
-				if f := destFields(&kernel[curOrder[j]], d); len(f) > 0 {
+				if f := destFields(&kernel[curOrder[j]].Destination, d); len(f) > 0 {
 					destEdits = append(destEdits, Change{Action: EditDest, Service: w.Service, Dest: d, Fields: f})
 				}
 			}
 		}
 		for _, j := range curOrder {
 			k := &kernel[j]
-			if _, found := searchDests(len(wantSorted), func(i int) *ipvs.Destination { return &wantSorted[i].Destination }, DestKeyOf(k)); !found {
-				d := *k
+			if _, found := searchDests(len(wantSorted), func(i int) *ipvs.Destination { return &wantSorted[i].Destination }, DestKeyOf(&k.Destination)); !found {
+				d := k.Destination
 				destDels = append(destDels, Change{Action: DeleteDest, Service: w.Service, Dest: &d,
-					Active: d.ActiveConns, Inactive: d.InactConns})
+					Active: k.ActiveConns, Inactive: k.InactConns})
 			}
 		}
 	}
@@ -220,7 +224,7 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.Destination, erro
 		curOrder = canonicalOrder(curOrder[:0], kernel)
 		for _, j := range curOrder {
 			d := &kernel[j]
-			ch.Dests = append(ch.Dests, *d)
+			ch.Dests = append(ch.Dests, d.Destination)
 			ch.Active += d.ActiveConns
 			ch.Inactive += d.InactConns
 		}
@@ -250,12 +254,13 @@ func searchDests(n int, at func(i int) *ipvs.Destination, k DestKey) (int, bool)
 }
 
 // canonicalOrder appends to order the positions of ds in canonical order.
-func canonicalOrder(order []int32, ds []ipvs.Destination) []int32 {
+func canonicalOrder(order []int32, ds []ipvs.DestinationEntry) []int32 {
 	for i := range ds {
 		order = append(order, int32(i))
 	}
-	if !slices.IsSortedFunc(order, func(a, b int32) int { return DestKeyOf(&ds[a]).Compare(DestKeyOf(&ds[b])) }) {
-		slices.SortFunc(order, func(a, b int32) int { return DestKeyOf(&ds[a]).Compare(DestKeyOf(&ds[b])) })
+	cmp := func(a, b int32) int { return DestKeyOf(&ds[a].Destination).Compare(DestKeyOf(&ds[b].Destination)) }
+	if !slices.IsSortedFunc(order, cmp) {
+		slices.SortFunc(order, cmp)
 	}
 	return order
 }
@@ -281,11 +286,11 @@ func canonicalCopy(ds []Dest) []Dest {
 // canonical order, in the same order in the kernel's list, and all others
 // are (re-)added from the last to the first. It returns the fewest
 // re-adds: the longest such tail stays.
-func mhReAdds(kernel []ipvs.Destination, desired []Dest) map[DestKey]bool {
+func mhReAdds(kernel []ipvs.DestinationEntry, desired []Dest) map[DestKey]bool {
 	canonical := desired
 	pos := make(map[DestKey]int, len(kernel))
 	for i := range kernel {
-		pos[DestKeyOf(&kernel[i])] = i
+		pos[DestKeyOf(&kernel[i].Destination)] = i
 	}
 	// kept in kernel order, leaving ones skipped: positions compare alike.
 	n := len(canonical)

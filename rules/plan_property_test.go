@@ -126,8 +126,8 @@ func loadShuffled(t *testing.T, rng *rand.Rand, c ipvs.Client, text string) {
 				t.Fatalf("loading %v %v: %v", svc, dest, err)
 			}
 			if f, ok := c.(*ipvstest.Fake); ok && rng.IntN(4) == 0 {
-				dest.ActiveConns, dest.InactConns = uint32(rng.IntN(3)), uint32(rng.IntN(3))
-				if err := f.SetDestinationCounters(svc, dest); err != nil {
+				n := ipvs.DestCounters{ActiveConns: uint32(rng.IntN(3)), InactConns: uint32(rng.IntN(3))}
+				if err := f.SetDestinationCounters(svc, dest, n); err != nil {
 					t.Fatal(err)
 				}
 			}

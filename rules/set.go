@@ -39,12 +39,19 @@ type Service struct {
 	Ordered bool
 	// Source is where the service was defined, for messages.
 	Source Source
+	// Stats are the kernel's counters in a Set read from it (Read), zero
+	// in a desired Set.
+	Stats ipvs.Stats
 }
 
 // Dest is one destination of a service.
 type Dest struct {
 	ipvs.Destination
 	Source Source
+	// Counters are the kernel's in a Set read from it (Read); nil in a
+	// desired Set, which then carries configuration alone (a desired
+	// destination is 96 bytes, not 184).
+	Counters *ipvs.DestCounters
 }
 
 // Source is a place in a rules file.
@@ -224,13 +231,15 @@ func Read(c ipvs.Client) (*Set, error) {
 	}
 	set := &Set{Services: make([]Service, len(svcs))}
 	for i := range svcs {
-		ds, err := c.Destinations(svcs[i])
+		ds, err := c.Destinations(svcs[i].Service)
 		if err != nil {
 			return nil, err
 		}
-		svc := Service{Service: svcs[i], Dests: make([]Dest, len(ds))}
+		svc := Service{Service: svcs[i].Service, Stats: svcs[i].Stats, Dests: make([]Dest, len(ds))}
+		counters := make([]ipvs.DestCounters, len(ds))
 		for j := range ds {
-			svc.Dests[j].Destination = ds[j]
+			counters[j] = ds[j].DestCounters
+			svc.Dests[j] = Dest{Destination: ds[j].Destination, Counters: &counters[j]}
 		}
 		set.Services[i] = svc
 	}

@@ -46,7 +46,8 @@ type writer struct {
 }
 
 // service writes the -A line of svc and the -a lines of its destinations.
-func (wr *writer) service(svc *ipvs.Service, dests []ipvs.Destination) error {
+func (wr *writer) service(e *ipvs.ServiceEntry, dests []ipvs.DestinationEntry) error {
+	svc := &e.Service
 	wr.svc = appendDesignator(wr.svc[:0], svc, wr.o)
 	b := append(wr.line[:0], "-A "...)
 	b = append(b, wr.svc...)
@@ -70,7 +71,7 @@ func (wr *writer) service(svc *ipvs.Service, dests []ipvs.Destination) error {
 	}
 	b = append(b, '\n')
 	for i := range dests {
-		b = wr.destination(b, svc, &dests[i])
+		b = wr.destination(b, svc, &dests[i].Destination)
 	}
 	wr.line = b[:0]
 	_, err := wr.w.Write(b)

@@ -29,9 +29,9 @@ func svc(proto uint16, addr string, port uint16) ipvs.Service {
 	return s
 }
 
-func dst(addr string, port uint16, fwd uint32) *ipvs.Destination {
+func dst(addr string, port uint16, fwd uint32) *ipvs.DestinationEntry {
 	a := netip.MustParseAddr(addr)
-	d := &ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: port, FwdMethod: fwd, Weight: 1}
+	d := &ipvs.DestinationEntry{Destination: ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: port, FwdMethod: fwd, Weight: 1}}
 	if a.Is6() {
 		d.Family = ipvs.AFInet6
 	}
@@ -95,7 +95,7 @@ func TestDestinationRules(t *testing.T) {
 	unknown.TunType = 9
 	v6 := dst("2001:db8::a0", 80, ipvs.FwdTunnel)
 	odd := dst("10.1.1.8", 80, 6)
-	c := kernelOrder(&listtest.Entry{Svc: s, Dests: []*ipvs.Destination{local, route, masq, ipip, gue, gre, unknown, v6, odd}})
+	c := kernelOrder(&listtest.Entry{Svc: s, Dests: []*ipvs.DestinationEntry{local, route, masq, ipip, gue, gre, unknown, v6, odd}})
 	got := write(t, c, list.Options{Numeric: true})
 	want := "-A -t 10.0.0.1:80 -s wlc\n" +
 		"-a -t 10.0.0.1:80 -r 10.1.1.2:80 -g -w 0\n" +
@@ -119,8 +119,8 @@ func TestNames(t *testing.T) {
 	s := svc(ipvs.ProtoTCP, "10.0.0.3", 80)
 	fw := ipvs.Service{Family: ipvs.AFInet, FWMark: 1, Scheduler: "wlc", Netmask: 0xffffffff}
 	c := kernelOrder(
-		&listtest.Entry{Svc: s, Dests: []*ipvs.Destination{dst("192.168.10.2", 80, ipvs.FwdMasq)}},
-		&listtest.Entry{Svc: fw, Dests: []*ipvs.Destination{dst("192.168.10.1", 8080, ipvs.FwdMasq)}},
+		&listtest.Entry{Svc: s, Dests: []*ipvs.DestinationEntry{dst("192.168.10.2", 80, ipvs.FwdMasq)}},
+		&listtest.Entry{Svc: fw, Dests: []*ipvs.DestinationEntry{dst("192.168.10.1", 8080, ipvs.FwdMasq)}},
 	)
 	got := write(t, c, list.Options{Resolver: resolver()})
 	want := "-A -t an-extremely-long-virtual-service-hostname-for-testing-trun -s wlc\n" +
@@ -137,14 +137,14 @@ type failing struct {
 	services, dests error
 }
 
-func (f failing) Services() ([]ipvs.Service, error) {
+func (f failing) Services() ([]ipvs.ServiceEntry, error) {
 	if f.services != nil {
 		return nil, f.services
 	}
 	return f.Client.Services()
 }
 
-func (f failing) Destinations(s ipvs.Service) ([]ipvs.Destination, error) {
+func (f failing) Destinations(s ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	if f.dests != nil && s.Port == 443 {
 		return nil, f.dests
 	}

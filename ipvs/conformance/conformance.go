@@ -197,19 +197,24 @@ func expectServices(t *testing.T, c ipvs.Client, want ...ipvs.Service) {
 	if err != nil {
 		t.Fatalf("Services: %v", err)
 	}
-	sortServices := func(l []ipvs.Service) []ipvs.Service {
+	sortServices := func(l []ipvs.ServiceEntry) []ipvs.ServiceEntry {
 		l = slices.Clone(l)
-		slices.SortFunc(l, func(a, b ipvs.Service) int { return strings.Compare(serviceKey(a), serviceKey(b)) })
+		slices.SortFunc(l, func(a, b ipvs.ServiceEntry) int { return strings.Compare(serviceKey(a.Service), serviceKey(b.Service)) })
 		return l
 	}
-	g, w := sortServices(got), sortServices(want)
+	// Nothing carries traffic here: every counter is zero.
+	wantEntries := make([]ipvs.ServiceEntry, len(want))
+	for i := range want {
+		wantEntries[i].Service = want[i]
+	}
+	g, w := sortServices(got), sortServices(wantEntries)
 	if !slices.Equal(g, w) {
 		t.Errorf("Services (as a set):\n got  %s\n want %s", list(g), list(w))
 	}
 	// The dump without allocations hands out the same services in the
 	// same order.
-	var dumped []ipvs.Service
-	if err := ipvs.DumpServices(c, func(s *ipvs.Service) error { dumped = append(dumped, *s); return nil }); err != nil {
+	var dumped []ipvs.ServiceEntry
+	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error { dumped = append(dumped, *s); return nil }); err != nil {
 		t.Fatalf("DumpServices: %v", err)
 	}
 	if !slices.Equal(dumped, got) {
@@ -219,7 +224,7 @@ func expectServices(t *testing.T, c ipvs.Client, want ...ipvs.Service) {
 		one, err := c.Service(s)
 		if err != nil {
 			t.Errorf("Service(%s): %v", serviceKey(s), err)
-		} else if one != s {
+		} else if one != (ipvs.ServiceEntry{Service: s}) {
 			t.Errorf("Service(%s):\n got  %+v\n want %+v", serviceKey(s), one, s)
 		}
 	}
@@ -233,7 +238,7 @@ func expectDests(t *testing.T, c ipvs.Client, s ipvs.Service, want ...ipvs.Desti
 		t.Fatalf("Destinations(%s): %v", serviceKey(s), err)
 	}
 	// Appending keeps what the slice held and adds the same list.
-	prefix := []ipvs.Destination{dst("192.0.2.99", 9)}
+	prefix := []ipvs.DestinationEntry{{Destination: dst("192.0.2.99", 9)}}
 	appended, err := ipvs.AppendDestinations(c, prefix, &s)
 	if err != nil {
 		t.Fatalf("AppendDestinations(%s): %v", serviceKey(s), err)
@@ -244,7 +249,11 @@ func expectDests(t *testing.T, c ipvs.Client, s ipvs.Service, want ...ipvs.Desti
 	if len(got) == 0 && len(want) == 0 {
 		return
 	}
-	if !slices.Equal(got, want) {
+	wantEntries := make([]ipvs.DestinationEntry, len(want))
+	for i := range want {
+		wantEntries[i].Destination = want[i] // no traffic: counters zero
+	}
+	if !slices.Equal(got, wantEntries) {
 		t.Errorf("Destinations(%s) in order:\n got  %s\n want %s", serviceKey(s), list(got), list(want))
 	}
 }
@@ -380,12 +389,12 @@ func testServiceKeys(t *testing.T, c ipvs.Client) {
 	// address or port in the request is not sent and does not matter.
 	noisy := with(f4, func(s *ipvs.Service) { s.Protocol, s.Addr, s.Port = ipvs.ProtoUDP, addr("1.2.3.4"), 99 })
 	got, err := c.Service(noisy)
-	if err != nil || got != f4 {
+	if err != nil || got.Service != f4 {
 		t.Errorf("Service(fwmark 7 with extra fields): got %+v, %v; want %+v", got, err, f4)
 	}
 	// Only the identity selects; other fields of the key are ignored.
 	key := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: addr("10.0.0.1"), Port: 80}
-	if got, err := c.Service(key); err != nil || got != a {
+	if got, err := c.Service(key); err != nil || got.Service != a {
 		t.Errorf("Service(bare key): got %+v, %v; want %+v", got, err, a)
 	}
 	mustExec(t, c, delSvc(f4))

@@ -127,9 +127,9 @@ type Fake struct {
 }
 
 type service struct {
-	svc   ipvs.Service
+	svc   ipvs.ServiceEntry
 	key   serviceKey
-	dests []*ipvs.Destination // most recently added first, as the kernel lists them
+	dests []*ipvs.DestinationEntry // most recently added first, as the kernel lists them
 }
 
 // serviceKey is what the kernel compares to find a service: the family and
@@ -193,9 +193,9 @@ func (f *Fake) SetServiceStats(key ipvs.Service, stats ipvs.Stats) error {
 	return nil
 }
 
-// SetDestinationCounters copies ActiveConns, InactConns, PersistConns and
-// Stats from d to the destination of svc with d's family, address and port.
-func (f *Fake) SetDestinationCounters(svc ipvs.Service, d ipvs.Destination) error {
+// SetDestinationCounters sets the counters n of the destination of svc
+// with d's family, address and port.
+func (f *Fake) SetDestinationCounters(svc ipvs.Service, d ipvs.Destination, n ipvs.DestCounters) error {
 	s := f.find(keyOf(&svc))
 	if s == nil {
 		return &ipvs.OpError{Op: ipvs.CmdGetDest, Err: unix.ESRCH}
@@ -208,8 +208,7 @@ func (f *Fake) SetDestinationCounters(svc ipvs.Service, d ipvs.Destination) erro
 	if dst == nil {
 		return &ipvs.OpError{Op: ipvs.CmdGetDest, Err: unix.ENOENT}
 	}
-	dst.ActiveConns, dst.InactConns, dst.PersistConns = d.ActiveConns, d.InactConns, d.PersistConns
-	dst.Stats = d.Stats
+	dst.DestCounters = n
 	return nil
 }
 
@@ -222,11 +221,11 @@ func (f *Fake) Info() (ipvs.Info, error) {
 }
 
 // Services lists address services, then fwmark services.
-func (f *Fake) Services() ([]ipvs.Service, error) {
+func (f *Fake) Services() ([]ipvs.ServiceEntry, error) {
 	if err := f.injected(ipvs.CmdGetService); err != nil {
 		return nil, err
 	}
-	var out []ipvs.Service
+	var out []ipvs.ServiceEntry
 	for _, fwm := range []bool{false, true} {
 		for _, s := range f.services {
 			if (s.svc.FWMark != 0) == fwm {
@@ -238,23 +237,23 @@ func (f *Fake) Services() ([]ipvs.Service, error) {
 }
 
 // Service returns the service identified by key, or ESRCH.
-func (f *Fake) Service(key ipvs.Service) (ipvs.Service, error) {
+func (f *Fake) Service(key ipvs.Service) (ipvs.ServiceEntry, error) {
 	if err := f.injected(ipvs.CmdGetService); err != nil {
-		return ipvs.Service{}, err
+		return ipvs.ServiceEntry{}, err
 	}
 	if !validFamily(key.Family) {
-		return ipvs.Service{}, &ipvs.OpError{Op: ipvs.CmdGetService, Err: unix.EAFNOSUPPORT}
+		return ipvs.ServiceEntry{}, &ipvs.OpError{Op: ipvs.CmdGetService, Err: unix.EAFNOSUPPORT}
 	}
 	s := f.find(keyOf(&key))
 	if s == nil {
-		return ipvs.Service{}, &ipvs.OpError{Op: ipvs.CmdGetService, Err: unix.ESRCH}
+		return ipvs.ServiceEntry{}, &ipvs.OpError{Op: ipvs.CmdGetService, Err: unix.ESRCH}
 	}
 	return s.svc, nil
 }
 
 // Destinations lists the service's destinations, most recently added
 // first. A missing service has none (the kernel's dump ends silently).
-func (f *Fake) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
+func (f *Fake) Destinations(svc ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	if err := f.injected(ipvs.CmdGetDest); err != nil {
 		return nil, err
 	}
@@ -265,7 +264,7 @@ func (f *Fake) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
 	if s == nil {
 		return nil, nil
 	}
-	out := make([]ipvs.Destination, 0, len(s.dests))
+	out := make([]ipvs.DestinationEntry, 0, len(s.dests))
 	for _, d := range s.dests {
 		out = append(out, *d)
 	}
@@ -276,12 +275,12 @@ func (f *Fake) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
 var _ ipvs.Dumper = (*Fake)(nil)
 
 // DumpServices calls fn with each service in Services' order.
-func (f *Fake) DumpServices(fn func(*ipvs.Service) error) error {
+func (f *Fake) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
 	svcs, err := f.Services()
 	if err != nil {
 		return err
 	}
-	var s ipvs.Service // reused, as Conn does
+	var s ipvs.ServiceEntry // reused, as Conn does
 	var ferr error
 	for i := range svcs {
 		s = svcs[i]
@@ -293,7 +292,7 @@ func (f *Fake) DumpServices(fn func(*ipvs.Service) error) error {
 }
 
 // AppendDestinations appends the service's destinations to dst.
-func (f *Fake) AppendDestinations(dst []ipvs.Destination, svc *ipvs.Service) ([]ipvs.Destination, error) {
+func (f *Fake) AppendDestinations(dst []ipvs.DestinationEntry, svc *ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	ds, err := f.Destinations(*svc)
 	if err != nil {
 		return dst, err
@@ -479,7 +478,7 @@ func (f *Fake) addService(u *ipvs.Service, key serviceKey, sched, pe string) uni
 		return unix.EINVAL
 	}
 	s := &service{key: key}
-	s.svc = ipvs.Service{
+	s.svc.Service = ipvs.Service{
 		Family:    u.Family,
 		FWMark:    u.FWMark,
 		Scheduler: sched,
@@ -572,7 +571,8 @@ func (f *Fake) addDest(s *service, ud *ipvs.Destination) unix.Errno {
 	if !usableDestAddr(addr, ud.Family) {
 		return unix.EINVAL
 	}
-	d := &ipvs.Destination{
+	d := &ipvs.DestinationEntry{}
+	d.Destination = ipvs.Destination{
 		Family:     ud.Family,
 		Addr:       addrFromKey(addr, ud.Family),
 		Port:       ud.Port,
@@ -587,7 +587,7 @@ func (f *Fake) addDest(s *service, ud *ipvs.Destination) unix.Errno {
 	if d.Family != s.svc.Family {
 		f.mixedDests++
 	}
-	s.dests = append([]*ipvs.Destination{d}, s.dests...)
+	s.dests = append([]*ipvs.DestinationEntry{d}, s.dests...)
 	return 0
 }
 
@@ -621,7 +621,7 @@ func (f *Fake) delDest(s *service, ud *ipvs.Destination) unix.Errno {
 	return unix.ENOENT
 }
 
-func (s *service) lookupDest(family uint16, addr [16]byte, port uint16) *ipvs.Destination {
+func (s *service) lookupDest(family uint16, addr [16]byte, port uint16) *ipvs.DestinationEntry {
 	for _, d := range s.dests {
 		if d.Family == family && inetAddr(d.Addr, d.Family) == addr && d.Port == port {
 			return d

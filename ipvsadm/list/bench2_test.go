@@ -13,8 +13,8 @@ import (
 // lookups, returning fresh copies like a kernel client does.
 type cachedClient struct {
 	*listtest.Generated
-	svcs  []ipvs.Service
-	dests map[netip4port][]ipvs.Destination
+	svcs  []ipvs.ServiceEntry
+	dests map[netip4port][]ipvs.DestinationEntry
 }
 
 type netip4port struct {
@@ -24,20 +24,20 @@ type netip4port struct {
 
 func newCached(n, m int) *cachedClient {
 	g := &listtest.Generated{NumServices: n, DestsPerService: m}
-	c := &cachedClient{Generated: g, dests: map[netip4port][]ipvs.Destination{}}
+	c := &cachedClient{Generated: g, dests: map[netip4port][]ipvs.DestinationEntry{}}
 	c.svcs, _ = g.Services()
 	for _, s := range c.svcs {
-		c.dests[netip4port{s.Addr.As4(), s.Port}], _ = g.Destinations(s)
+		c.dests[netip4port{s.Addr.As4(), s.Port}], _ = g.Destinations(s.Service)
 	}
 	return c
 }
 
-func (c *cachedClient) Services() ([]ipvs.Service, error) {
-	return append([]ipvs.Service(nil), c.svcs...), nil
+func (c *cachedClient) Services() ([]ipvs.ServiceEntry, error) {
+	return append([]ipvs.ServiceEntry(nil), c.svcs...), nil
 }
 
-func (c *cachedClient) Destinations(s ipvs.Service) ([]ipvs.Destination, error) {
-	return append([]ipvs.Destination(nil), c.dests[netip4port{s.Addr.As4(), s.Port}]...), nil
+func (c *cachedClient) Destinations(s ipvs.Service) ([]ipvs.DestinationEntry, error) {
+	return append([]ipvs.DestinationEntry(nil), c.dests[netip4port{s.Addr.As4(), s.Port}]...), nil
 }
 
 func BenchmarkTableCached1000x10(b *testing.B) {
@@ -55,7 +55,7 @@ func BenchmarkFetchOnlyCached1000x10(b *testing.B) {
 	for b.Loop() {
 		svcs, _ := c.Services()
 		for _, s := range svcs {
-			c.Destinations(s)
+			c.Destinations(s.Service)
 		}
 	}
 }

@@ -86,14 +86,14 @@ func Service(w io.Writer, c ipvs.Client, key ipvs.Service, o Options) error {
 	}
 	p := newPrinter(w, &o)
 	p.title()
-	if err := ForEachService(c, []ipvs.Service{svc}, o.NoSort, p.serviceEntry); err != nil {
+	if err := ForEachService(c, []ipvs.ServiceEntry{svc}, o.NoSort, p.serviceEntry); err != nil {
 		return p.fail(err)
 	}
 	return p.w.Flush()
 }
 
 // FetchServices fetches every service, in listing order unless noSort.
-func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.Service, error) {
+func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.ServiceEntry, error) {
 	svcs, err := c.Services()
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.Service, error) {
 // ForEachService fetches the destinations of each service in turn, orders
 // them unless noSort, and calls fn. Only one service's destinations are
 // held at a time, in one reused slice; fn must not keep it.
-func ForEachService(c ipvs.Client, svcs []ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+func ForEachService(c ipvs.Client, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var d destLister
 	for i := range svcs {
 		if err := d.list(c, &svcs[i], noSort, fn); err != nil {
@@ -121,7 +121,7 @@ func ForEachService(c ipvs.Client, svcs []ipvs.Service, noSort bool, fn func(*ip
 // (kernel order if noSort), its destinations, and calls fn; what -L and
 // -S print. It holds one copy of the services and one service's
 // destinations; fn must keep neither pointer.
-func Walk(c ipvs.Client, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+func Walk(c ipvs.Client, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	svcs, err := fetchTable(c, noSort)
 	if err != nil {
 		return err
@@ -132,21 +132,21 @@ func Walk(c ipvs.Client, noSort bool, fn func(*ipvs.Service, []ipvs.Destination)
 // destLister fetches and orders one service's destinations at a time in
 // reused buffers.
 type destLister struct {
-	dests, spare []ipvs.Destination
+	dests, spare []ipvs.DestinationEntry
 	k            keySorter
 }
 
-func (d *destLister) list(c ipvs.Client, svc *ipvs.Service, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+func (d *destLister) list(c ipvs.Client, svc *ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var err error
-	d.dests, err = ipvs.AppendDestinations(c, d.dests[:0], svc)
+	d.dests, err = ipvs.AppendDestinations(c, d.dests[:0], &svc.Service)
 	if err != nil {
 		return err
 	}
 	if !noSort {
 		if cap(d.spare) < len(d.dests) {
-			d.spare = make([]ipvs.Destination, len(d.dests))
+			d.spare = make([]ipvs.DestinationEntry, len(d.dests))
 		}
-		sortBy(&d.k, d.dests, d.spare[:len(d.dests)], destKey, compareDestKeys)
+		sortBy(&d.k, d.dests, d.spare[:len(d.dests)], destEntryKey, compareDestKeys)
 	}
 	return fn(svc, d.dests)
 }
@@ -158,18 +158,18 @@ const chunkLen = 256
 // large table is stored once, without the spare capacity and the copies
 // of a growing slice, and an order of indexes over them.
 type serviceTable struct {
-	chunks [][]ipvs.Service
+	chunks [][]ipvs.ServiceEntry
 	n      int
 	order  []sortKey // listing order; nil for the dump order
 }
 
-func (t *serviceTable) at(i int) *ipvs.Service {
+func (t *serviceTable) at(i int) *ipvs.ServiceEntry {
 	return &t.chunks[i/chunkLen][i%chunkLen]
 }
 
-func (t *serviceTable) add(s *ipvs.Service) error {
+func (t *serviceTable) add(s *ipvs.ServiceEntry) error {
 	if t.n%chunkLen == 0 {
-		t.chunks = append(t.chunks, make([]ipvs.Service, chunkLen))
+		t.chunks = append(t.chunks, make([]ipvs.ServiceEntry, chunkLen))
 	}
 	*t.at(t.n) = *s
 	t.n++
@@ -186,7 +186,7 @@ func fetchTable(c ipvs.Client, noSort bool) (*serviceTable, error) {
 	if !noSort && t.n > 1 {
 		t.order = make([]sortKey, t.n)
 		for i := range t.order {
-			t.order[i] = serviceKey(t.at(i), i)
+			t.order[i] = serviceKey(&t.at(i).Service, i)
 		}
 		mergeSort(t.order, make([]sortKey, t.n), compareServiceKeys)
 	}
@@ -194,7 +194,7 @@ func fetchTable(c ipvs.Client, noSort bool) (*serviceTable, error) {
 }
 
 // each lists every service's destinations in the table's order.
-func (t *serviceTable) each(c ipvs.Client, noSort bool, fn func(*ipvs.Service, []ipvs.Destination) error) error {
+func (t *serviceTable) each(c ipvs.Client, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var d destLister
 	for i := range t.n {
 		j := i
@@ -349,17 +349,17 @@ func ProtocolName(proto uint16) string {
 }
 
 // serviceEntry writes a service line and its destination lines.
-func (p *printer) serviceEntry(svc *ipvs.Service, dests []ipvs.Destination) error {
+func (p *printer) serviceEntry(svc *ipvs.ServiceEntry, dests []ipvs.DestinationEntry) error {
 	o := p.o
 	b := p.line[:0]
 	switch o.Format {
 	case Stats, Rate:
 		start := len(b)
-		b = AppendServiceName(b, svc, o)
+		b = AppendServiceName(b, &svc.Service, o)
 		b = padTo(b, start, 33)
 		b = appendStats(b, &svc.Stats, o.Format, o.Exact, false)
 	default:
-		b = AppendServiceName(b, svc, o)
+		b = AppendServiceName(b, &svc.Service, o)
 		b = append(b, ' ')
 		b = append(b, svc.Scheduler...)
 		if HasSchedFlags(svc.Flags) {
@@ -370,7 +370,7 @@ func (p *printer) serviceEntry(svc *ipvs.Service, dests []ipvs.Destination) erro
 		if svc.Flags&ipvs.FlagPersistent != 0 {
 			b = append(b, " persistent "...)
 			b = strconv.AppendUint(b, uint64(svc.Timeout), 10)
-			b = AppendPersistence(b, svc, " mask ")
+			b = AppendPersistence(b, &svc.Service, " mask ")
 			if svc.PEName != "" {
 				b = append(b, " pe "...)
 				b = append(b, svc.PEName...)
@@ -383,13 +383,13 @@ func (p *printer) serviceEntry(svc *ipvs.Service, dests []ipvs.Destination) erro
 	b = append(b, '\n')
 	p.emit(b)
 	for i := range dests {
-		p.destination(svc, &dests[i])
+		p.destination(&svc.Service, &dests[i])
 	}
 	return nil
 }
 
 // destination writes one destination line.
-func (p *printer) destination(svc *ipvs.Service, d *ipvs.Destination) {
+func (p *printer) destination(svc *ipvs.Service, d *ipvs.DestinationEntry) {
 	o := p.o
 	name := AppendAddrPort(p.name[:0], d.Family, d.Addr, d.Port, svc.Protocol, o)
 	if d.Family != ipvs.AFInet6 && len(name) > destNameCut {
@@ -426,7 +426,7 @@ func (p *printer) destination(svc *ipvs.Service, d *ipvs.Destination) {
 		if o.Format == TunInfo {
 			b = append(b, ' ')
 			start := len(b)
-			b = appendTunInfo(b, d)
+			b = appendTunInfo(b, &d.Destination)
 			b = padTo(b, start, 13)
 		}
 		b = append(b, ' ')

@@ -215,14 +215,13 @@ func fillTable(t *testing.T, c *ipvs.Conn, services, dests int) {
 		}
 	}
 	for i := range svcs {
-		s := svcs[i]
-		s.Stats = ipvs.Stats{}
+		s := svcs[i].Service
 		if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, done); err != nil {
 			t.Fatal(err)
 		}
 		ds, _ := g.Destinations(s)
 		for j := range ds {
-			d := ds[j]
+			d := ds[j].Destination
 			if err := p.Submit(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}, done); err != nil {
 				t.Fatal(err)
 			}

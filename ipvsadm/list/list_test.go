@@ -25,13 +25,13 @@ func tcp(addr string, port uint16) ipvs.Service {
 	return ipvs.Service{Family: fam, Protocol: ipvs.ProtoTCP, Addr: a, Port: port, Scheduler: "wlc", Netmask: mask}
 }
 
-func dest(addr string, port uint16, fwd uint32) ipvs.Destination {
+func dest(addr string, port uint16, fwd uint32) ipvs.DestinationEntry {
 	a := netip.MustParseAddr(addr)
 	fam := ipvs.AFInet
 	if a.Is6() {
 		fam = ipvs.AFInet6
 	}
-	return ipvs.Destination{Family: fam, Addr: a, Port: port, FwdMethod: fwd, Weight: 1}
+	return ipvs.DestinationEntry{Destination: ipvs.Destination{Family: fam, Addr: a, Port: port, FwdMethod: fwd, Weight: 1}}
 }
 
 // clientOf serves the given services (each with its destinations) in order.
@@ -41,7 +41,7 @@ func clientOf(entries ...*listtest.Entry) *listtest.Client {
 	return &listtest.Client{T: t}
 }
 
-func entry(s ipvs.Service, ds ...ipvs.Destination) *listtest.Entry {
+func entry(s ipvs.Service, ds ...ipvs.DestinationEntry) *listtest.Entry {
 	e := &listtest.Entry{Svc: s}
 	for i := range ds {
 		e.Dests = append(e.Dests, &ds[i])
@@ -82,10 +82,10 @@ func TestLargeNum(t *testing.T) {
 		{^uint64(0), "18446744T", " 18446744073709551615"},
 	}
 	for _, c := range cases {
-		s := tcp("10.0.0.1", 80)
-		s.Stats.InBytes = c.v
+		e := entry(tcp("10.0.0.1", 80))
+		e.Stats.InBytes = c.v
 		for _, exact := range []bool{false, true} {
-			got := body(table(t, clientOf(entry(s)), list.Options{Numeric: true, Format: list.Stats, Exact: exact}))
+			got := body(table(t, clientOf(e), list.Options{Numeric: true, Format: list.Stats, Exact: exact}))
 			want := c.scaled
 			if exact {
 				want = c.full
@@ -105,11 +105,11 @@ func TestLargeNum(t *testing.T) {
 func TestDestinationCountersWrap(t *testing.T) {
 	big := uint64(1)<<32 + 5
 	st := ipvs.Stats{Conns: big, InPkts: big, OutPkts: big, InBytes: big, OutBytes: big, CPS: big, InPPS: big, OutPPS: big, InBPS: big, OutBPS: big}
-	s := tcp("10.0.0.1", 80)
-	s.Stats = st
 	d := dest("10.1.1.1", 80, ipvs.FwdMasq)
 	d.Stats = st
-	c := clientOf(entry(s, d))
+	e := entry(tcp("10.0.0.1", 80), d)
+	e.Stats = st
+	c := clientOf(e)
 	got := body(table(t, c, list.Options{Numeric: true, Format: list.Stats, Exact: true}))
 	want := fmt.Sprintf("%-33s%s\n", "TCP  10.0.0.1:80", strings.Repeat(" 4294967301", 5)) +
 		fmt.Sprintf("  -> %-28s%9d%9d%9d%s\n", "10.1.1.1:80", 5, 5, 5, strings.Repeat(" 4294967301", 2))
@@ -127,11 +127,11 @@ func TestDestinationCountersWrap(t *testing.T) {
 // TestRateDestinationColumns: a destination's CPS, InPPS and OutPPS are
 // printed unscaled in 8 columns (pushing the line), InBPS/OutBPS scaled.
 func TestRateDestinationColumns(t *testing.T) {
-	s := tcp("10.0.0.1", 80)
 	d := dest("10.1.1.1", 80, ipvs.FwdMasq)
 	d.Stats = ipvs.Stats{CPS: 123456789, InPPS: 1, OutPPS: 2, InBPS: 101115079, OutBPS: 3}
-	s.Stats = d.Stats
-	got := body(table(t, clientOf(entry(s, d)), list.Options{Numeric: true, Format: list.Rate}))
+	e := entry(tcp("10.0.0.1", 80), d)
+	e.Stats = d.Stats
+	got := body(table(t, clientOf(e), list.Options{Numeric: true, Format: list.Rate}))
 	want := fmt.Sprintf("%-33s%9s%9d%9d%9s%9d\n", "TCP  10.0.0.1:80", "123456K", 1, 2, "101115K", 3) +
 		fmt.Sprintf("  -> %-28s %8d %8d %8d%9s%9d\n", "10.1.1.1:80", 123456789, 1, 2, "101115K", 3)
 	if got != want {
@@ -299,14 +299,14 @@ type failingClient struct {
 	servicesErr, destsErr error
 }
 
-func (f failingClient) Services() ([]ipvs.Service, error) {
+func (f failingClient) Services() ([]ipvs.ServiceEntry, error) {
 	if f.servicesErr != nil {
 		return nil, f.servicesErr
 	}
 	return f.Client.Services()
 }
 
-func (f failingClient) Destinations(s ipvs.Service) ([]ipvs.Destination, error) {
+func (f failingClient) Destinations(s ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	if f.destsErr != nil && s.Port == 443 {
 		return nil, f.destsErr
 	}

@@ -41,6 +41,10 @@ func destKey(d *ipvs.Destination, i int) sortKey {
 	return sortKey{family: d.Family, port: d.Port, words: addrWords(d.Addr), index: int32(i)}
 }
 
+func serviceEntryKey(s *ipvs.ServiceEntry, i int) sortKey { return serviceKey(&s.Service, i) }
+
+func destEntryKey(d *ipvs.DestinationEntry, i int) sortKey { return destKey(&d.Destination, i) }
+
 // CompareServices is libipvs's service comparator: fwmark, family,
 // protocol, address (32-bit words), port, each as a wrapping difference.
 func CompareServices(a, b *ipvs.Service) int {
@@ -85,15 +89,15 @@ func compareDestKeys(a, b *sortKey) int {
 }
 
 // SortServices orders services as ipvsadm lists them.
-func SortServices(s []ipvs.Service) {
+func SortServices(s []ipvs.ServiceEntry) {
 	var k keySorter
-	sortBy(&k, s, make([]ipvs.Service, len(s)), serviceKey, compareServiceKeys)
+	sortBy(&k, s, make([]ipvs.ServiceEntry, len(s)), serviceEntryKey, compareServiceKeys)
 }
 
 // SortDestinations orders destinations as ipvsadm lists them.
-func SortDestinations(d []ipvs.Destination) {
+func SortDestinations(d []ipvs.DestinationEntry) {
 	var k keySorter
-	sortBy(&k, d, make([]ipvs.Destination, len(d)), destKey, compareDestKeys)
+	sortBy(&k, d, make([]ipvs.DestinationEntry, len(d)), destEntryKey, compareDestKeys)
 }
 
 // keySorter keeps the key buffers of repeated sorts.

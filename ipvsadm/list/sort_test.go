@@ -37,13 +37,13 @@ func TestSortGoldenPairs(t *testing.T) {
 	// The order is not a numeric one: sorting the same table by address
 	// value gives a different listing, so this comparison can fail.
 	svcs, _ := c.Services()
-	slices.SortStableFunc(svcs, func(a, b ipvs.Service) int {
-		return strings.Compare(listtest.ServiceKey(&a), listtest.ServiceKey(&b))
+	slices.SortStableFunc(svcs, func(a, b ipvs.ServiceEntry) int {
+		return strings.Compare(listtest.ServiceKey(&a.Service), listtest.ServiceKey(&b.Service))
 	})
 	numeric := &listtest.Client{T: listtest.New()}
 	for _, s := range svcs {
-		ds, _ := c.Destinations(s)
-		e := &listtest.Entry{Svc: s}
+		ds, _ := c.Destinations(s.Service)
+		e := &listtest.Entry{Svc: s.Service, Stats: s.Stats}
 		for i := range ds {
 			e.Dests = append(e.Dests, &ds[i])
 		}
@@ -97,26 +97,26 @@ func TestComparatorWraps(t *testing.T) {
 	}
 	d1 := dest("1.1.1.1", 443, 0)
 	d2 := dest("250.1.1.1", 443, 0)
-	if list.CompareDestinations(&d1, &d2) <= 0 {
+	if list.CompareDestinations(&d1.Destination, &d2.Destination) <= 0 {
 		t.Error("1.1.1.1 should compare greater than 250.1.1.1")
 	}
 	v6 := dest("2001:db8::1", 80, 0)
-	if list.CompareDestinations(&v6, &d1) == 0 {
+	if list.CompareDestinations(&v6.Destination, &d1.Destination) == 0 {
 		t.Error("an IPv6 destination compares four words")
 	}
 }
 
 // referenceMsort is glibc's msort written the simple way (new slices at
 // every level), to check the in-place version on random inputs.
-func referenceMsort(a []ipvs.Destination) []ipvs.Destination {
+func referenceMsort(a []ipvs.DestinationEntry) []ipvs.DestinationEntry {
 	if len(a) <= 1 {
 		return slices.Clone(a)
 	}
 	n1 := len(a) / 2
 	l, r := referenceMsort(a[:n1]), referenceMsort(a[n1:])
-	var out []ipvs.Destination
+	var out []ipvs.DestinationEntry
 	for len(l) > 0 && len(r) > 0 {
-		if list.CompareDestinations(&l[0], &r[0]) <= 0 {
+		if list.CompareDestinations(&l[0].Destination, &r[0].Destination) <= 0 {
 			out, l = append(out, l[0]), l[1:]
 		} else {
 			out, r = append(out, r[0]), r[1:]
@@ -129,14 +129,14 @@ func TestSortMatchesReferenceMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := 0; round < 500; round++ {
 		n := rng.IntN(40)
-		ds := make([]ipvs.Destination, n)
+		ds := make([]ipvs.DestinationEntry, n)
 		for i := range ds {
 			// Few distinct ports and addresses spread over the whole range,
 			// so ties and wrapping comparisons are common.
 			var a [4]byte
 			v := rng.Uint32()
 			a[0], a[1], a[2], a[3] = byte(v>>24), byte(v>>16), byte(rng.IntN(3)), byte(i)
-			ds[i] = ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4(a), Port: uint16(rng.IntN(3))}
+			ds[i].Destination = ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4(a), Port: uint16(rng.IntN(3))}
 		}
 		want := referenceMsort(ds)
 		got := slices.Clone(ds)

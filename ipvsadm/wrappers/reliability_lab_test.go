@@ -268,7 +268,7 @@ func objects(t *testing.T) map[string]bool {
 	for _, s := range svcs {
 		vip := fmt.Sprintf("%s:%d", s.Addr, s.Port)
 		set["-A -t "+vip+" -s wrr"] = true
-		dests, err := c.Destinations(s)
+		dests, err := c.Destinations(s.Service)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,7 +149,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		js.Persistence = &JSONPersistence{Timeout: svc.Timeout, Netmask: netmaskText(svc)}
 	}
 	if c.Stats || c.Rate {
-		js.Stats = jsonStats(&svc.Stats, c.Rate)
+		js.Stats = jsonStats(&s.Stats, c.Rate)
 	}
 	for i := range s.Dests {
 		d := &s.Dests[i].Destination
@@ -165,12 +165,16 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 				jd.Tunnel.Checksum = csumNames[d.TunFlags]
 			}
 		}
+		var counters ipvs.DestCounters // a desired set's are zero
+		if n := s.Dests[i].Counters; n != nil {
+			counters = *n
+		}
 		if c.Conns {
-			a, in, p := d.ActiveConns, d.InactConns, d.PersistConns
+			a, in, p := counters.ActiveConns, counters.InactConns, counters.PersistConns
 			jd.ActiveConns, jd.InactiveConns, jd.PersistentConns = &a, &in, &p
 		}
 		if c.Stats || c.Rate {
-			jd.Stats = jsonStats(&d.Stats, c.Rate)
+			jd.Stats = jsonStats(&counters.Stats, c.Rate)
 		}
 		js.Destinations = append(js.Destinations, jd)
 	}

@@ -21,16 +21,15 @@ var (
 	_ ipvs.Dumper = (*Generated)(nil)
 )
 
-func (g *Generated) service(i int) ipvs.Service {
+func (g *Generated) service(i int) ipvs.ServiceEntry {
 	// Spread addresses over the whole IPv4 range so the sort sees
 	// wrapping comparisons.
 	v := uint32(i) * 2654435761
-	return ipvs.Service{
+	return ipvs.ServiceEntry{Service: ipvs.Service{
 		Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP,
 		Addr: netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}),
 		Port: 80 + uint16(i%3), Scheduler: "wlc", Netmask: 0xffffffff,
-		Stats: ipvs.Stats{Conns: uint64(i), InBytes: uint64(i) * 1_000_003},
-	}
+	}, Stats: ipvs.Stats{Conns: uint64(i), InBytes: uint64(i) * 1_000_003}}
 }
 
 // Info reports Debian 12's version and size.
@@ -39,8 +38,8 @@ func (g *Generated) Info() (ipvs.Info, error) {
 }
 
 // Services returns the generated services in index order.
-func (g *Generated) Services() ([]ipvs.Service, error) {
-	out := make([]ipvs.Service, g.NumServices)
+func (g *Generated) Services() ([]ipvs.ServiceEntry, error) {
+	out := make([]ipvs.ServiceEntry, g.NumServices)
 	for i := range out {
 		out[i] = g.service(i)
 	}
@@ -48,18 +47,18 @@ func (g *Generated) Services() ([]ipvs.Service, error) {
 }
 
 // Service is not supported.
-func (g *Generated) Service(ipvs.Service) (ipvs.Service, error) {
-	return ipvs.Service{}, unix.EOPNOTSUPP
+func (g *Generated) Service(ipvs.Service) (ipvs.ServiceEntry, error) {
+	return ipvs.ServiceEntry{}, unix.EOPNOTSUPP
 }
 
 // Destinations computes the destinations of svc.
-func (g *Generated) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
-	return g.AppendDestinations(make([]ipvs.Destination, 0, g.DestsPerService), &svc)
+func (g *Generated) Destinations(svc ipvs.Service) ([]ipvs.DestinationEntry, error) {
+	return g.AppendDestinations(make([]ipvs.DestinationEntry, 0, g.DestsPerService), &svc)
 }
 
 // DumpServices hands out the generated services one at a time, as
 // ipvs.Conn does: listing through it holds only what the lister keeps.
-func (g *Generated) DumpServices(fn func(*ipvs.Service) error) error {
+func (g *Generated) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
 	for i := range g.NumServices {
 		s := g.service(i)
 		if err := fn(&s); err != nil {
@@ -70,13 +69,13 @@ func (g *Generated) DumpServices(fn func(*ipvs.Service) error) error {
 }
 
 // AppendDestinations appends the destinations of svc to dst.
-func (g *Generated) AppendDestinations(dst []ipvs.Destination, svc *ipvs.Service) ([]ipvs.Destination, error) {
+func (g *Generated) AppendDestinations(dst []ipvs.DestinationEntry, svc *ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	a := svc.Addr.As4()
 	for i := range g.DestsPerService {
-		dst = append(dst, ipvs.Destination{
+		dst = append(dst, ipvs.DestinationEntry{Destination: ipvs.Destination{
 			Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, a[1], a[2], byte(i)}),
-			Port: 8080, FwdMethod: ipvs.FwdMasq, Weight: uint32(i), ActiveConns: uint32(i),
-		})
+			Port: 8080, FwdMethod: ipvs.FwdMasq, Weight: uint32(i),
+		}, DestCounters: ipvs.DestCounters{ActiveConns: uint32(i)}})
 	}
 	return dst, nil
 }

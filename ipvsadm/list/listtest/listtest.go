@@ -34,10 +34,11 @@ type Table struct {
 // Entry is one service and its destinations in dump order.
 type Entry struct {
 	Svc   ipvs.Service
-	Dests []*ipvs.Destination
+	Stats ipvs.Stats // the service's counters
+	Dests []*ipvs.DestinationEntry
 
 	key    string
-	byDest map[string]*ipvs.Destination
+	byDest map[string]*ipvs.DestinationEntry
 }
 
 // New returns an empty table with the version and size Debian 12's kernel
@@ -187,14 +188,14 @@ func (t *Table) entry(svc ipvs.Service) *Entry {
 	} else {
 		svc.Netmask = 128
 	}
-	e := &Entry{Svc: svc, key: key, byDest: map[string]*ipvs.Destination{}}
+	e := &Entry{Svc: svc, key: key, byDest: map[string]*ipvs.DestinationEntry{}}
 	t.byKey[key] = e
 	t.Services = append(t.Services, e)
 	return e
 }
 
 // dest returns the destination of e at addr:port, creating it.
-func (e *Entry) dest(addr netip.Addr, port uint16) *ipvs.Destination {
+func (e *Entry) dest(addr netip.Addr, port uint16) *ipvs.DestinationEntry {
 	key := addrPortKey(addr, port)
 	if d, ok := e.byDest[key]; ok {
 		return d
@@ -203,7 +204,7 @@ func (e *Entry) dest(addr netip.Addr, port uint16) *ipvs.Destination {
 	if addr.Is6() {
 		fam = ipvs.AFInet6
 	}
-	d := &ipvs.Destination{Family: fam, Addr: addr, Port: port, Weight: 1, FwdMethod: ipvs.FwdRoute}
+	d := &ipvs.DestinationEntry{Destination: ipvs.Destination{Family: fam, Addr: addr, Port: port, Weight: 1, FwdMethod: ipvs.FwdRoute}}
 	e.byDest[key] = d
 	e.Dests = append(e.Dests, d)
 	return d
@@ -318,7 +319,7 @@ func (t *Table) serviceLine(f format, line string) (*Entry, error) {
 	k := e.key + "/"
 	switch f {
 	case fmtStats, fmtRate:
-		return e, t.statColumns(k, &s.Stats, f, rest, false)
+		return e, t.statColumns(k, &e.Stats, f, rest, false)
 	}
 	if len(rest) == 0 {
 		return nil, fmt.Errorf("no scheduler")
@@ -475,7 +476,7 @@ func (t *Table) destLine(e *Entry, f format, line string) error {
 		if len(cols) == 0 {
 			return fmt.Errorf("no tunnel info")
 		}
-		if err := t.tunInfo(k, d, cols[0]); err != nil {
+		if err := t.tunInfo(k, &d.Destination, cols[0]); err != nil {
 			return err
 		}
 		cols = cols[1:]
@@ -684,7 +685,7 @@ func (t *Table) OrderLike(listing string) error {
 	}
 	reorder(t.Services, func(e *Entry) string { return e.key }, rank)
 	for _, e := range t.Services {
-		reorder(e.Dests, func(d *ipvs.Destination) string { return e.key + "/" + addrPortKey(d.Addr, d.Port) }, rank)
+		reorder(e.Dests, func(d *ipvs.DestinationEntry) string { return e.key + "/" + addrPortKey(d.Addr, d.Port) }, rank)
 	}
 	return nil
 }
@@ -721,10 +722,10 @@ var _ ipvs.Client = (*Client)(nil)
 func (c *Client) Info() (ipvs.Info, error) { return c.T.Info, nil }
 
 // Services returns copies of the services in table order.
-func (c *Client) Services() ([]ipvs.Service, error) {
-	out := make([]ipvs.Service, len(c.T.Services))
+func (c *Client) Services() ([]ipvs.ServiceEntry, error) {
+	out := make([]ipvs.ServiceEntry, len(c.T.Services))
 	for i, e := range c.T.Services {
-		out[i] = e.Svc
+		out[i] = ipvs.ServiceEntry{Service: e.Svc, Stats: e.Stats}
 	}
 	return out, nil
 }
@@ -748,21 +749,21 @@ func (c *Client) find(key ipvs.Service) *Entry {
 }
 
 // Service returns the service matching key, or ESRCH.
-func (c *Client) Service(key ipvs.Service) (ipvs.Service, error) {
+func (c *Client) Service(key ipvs.Service) (ipvs.ServiceEntry, error) {
 	if e := c.find(key); e != nil {
-		return e.Svc, nil
+		return ipvs.ServiceEntry{Service: e.Svc, Stats: e.Stats}, nil
 	}
-	return ipvs.Service{}, unix.ESRCH
+	return ipvs.ServiceEntry{}, unix.ESRCH
 }
 
 // Destinations returns copies of a service's destinations in table order.
-func (c *Client) Destinations(svc ipvs.Service) ([]ipvs.Destination, error) {
+func (c *Client) Destinations(svc ipvs.Service) ([]ipvs.DestinationEntry, error) {
 	c.DestCalls++
 	e := c.find(svc)
 	if e == nil {
 		return nil, unix.ESRCH
 	}
-	out := make([]ipvs.Destination, len(e.Dests))
+	out := make([]ipvs.DestinationEntry, len(e.Dests))
 	for i, d := range e.Dests {
 		out[i] = *d
 	}
