@@ -148,6 +148,7 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 	var warnings []string
 	wanted := make([]bool, len(services))
 	var curOrder []int32 // scratch: positions of the kernel's destinations in canonical order
+	var match []int32    // scratch: the kernel's position of each desired destination, or -1
 	for _, w := range want {
 		dests := w.Dests
 		if !w.Ordered {
@@ -177,6 +178,33 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 		if w.Ordered {
 			wantSorted = canonicalCopy(w.Dests)
 		}
+		// One merge of the two canonical lists pairs each desired
+		// destination with the kernel's (match, by position in
+		// wantSorted: -1 for none) and finds the leaving ones, in
+		// canonical order.
+		match = match[:0]
+		j := 0
+		for i := range wantSorted {
+			wk := DestKeyOf(&wantSorted[i].Destination)
+			c := -1
+			for ; j < len(curOrder); j++ {
+				k := &kernel[curOrder[j]]
+				c = DestKeyOf(&k.Destination).Compare(wk)
+				if c >= 0 {
+					break
+				}
+				destDels = append(destDels, deleteDest(&w.Service, k))
+			}
+			if c == 0 && j < len(curOrder) {
+				match = append(match, curOrder[j])
+				j++
+			} else {
+				match = append(match, -1)
+			}
+		}
+		for ; j < len(curOrder); j++ {
+			destDels = append(destDels, deleteDest(&w.Service, &kernel[curOrder[j]]))
+		}
 		var readd map[DestKey]bool
 		if w.Scheduler == "mh" && !o.KeepMHOrder {
 			readd = mhReAdds(kernel, dests)
@@ -184,27 +212,22 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 		for i := len(dests) - 1; i >= 0; i-- {
 			d := &dests[i].Destination
 			dk := DestKeyOf(d)
-			j, found := searchDests(len(curOrder), func(j int) *ipvs.Destination { return &kernel[curOrder[j]].Destination }, dk)
+			at := i // dests is wantSorted, unless the service is Ordered
+			if w.Ordered {
+				at, _ = searchDests(len(wantSorted), func(i int) *ipvs.Destination { return &wantSorted[i].Destination }, dk)
+			}
 			switch {
-			case !found:
+			case match[at] < 0:
 				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: d})
 			case readd[dk]:
-				old := &kernel[curOrder[j]]
+				old := &kernel[match[at]]
 				adds = append(adds, Change{Action: ReAddDest, Service: w.Service, Dest: d,
 					Fields: append([]Field{{Name: "order", Old: "kernel", New: "canonical"}}, destFields(&old.Destination, d)...),
 					Active: old.ActiveConns, Inactive: old.InactConns})
 			default:
-				if f := destFields(&kernel[curOrder[j]].Destination, d); len(f) > 0 {
+				if f := destFields(&kernel[match[at]].Destination, d); len(f) > 0 {
 					destEdits = append(destEdits, Change{Action: EditDest, Service: w.Service, Dest: d, Fields: f})
 				}
-			}
-		}
-		for _, j := range curOrder {
-			k := &kernel[j]
-			if _, found := searchDests(len(wantSorted), func(i int) *ipvs.Destination { return &wantSorted[i].Destination }, DestKeyOf(&k.Destination)); !found {
-				d := k.Destination
-				destDels = append(destDels, Change{Action: DeleteDest, Service: w.Service, Dest: &d,
-					Active: k.ActiveConns, Inactive: k.InactConns})
 			}
 		}
 	}
@@ -236,6 +259,12 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 	}
 	p.Warnings = append(warnings, planWarnings(p, o)...)
 	return p, nil
+}
+
+// deleteDest is the change that removes the kernel's destination k of svc.
+func deleteDest(svc *ipvs.Service, k *ipvs.DestinationEntry) Change {
+	d := k.Destination
+	return Change{Action: DeleteDest, Service: *svc, Dest: &d, Active: k.ActiveConns, Inactive: k.InactConns}
 }
 
 // searchDests finds key k among n destinations in canonical order, at(i)
