@@ -256,9 +256,9 @@ type Request struct {
 	Timeouts *Timeouts
 }
 
-// Client reads and changes one network namespace's IPVS tables. A Client is
-// not safe for concurrent use.
-type Client interface {
+// Reader reads one network namespace's IPVS tables: what listing,
+// saving and planning need, and all a read-only double implements.
+type Reader interface {
 	// Info reports the IPVS version and connection table size.
 	Info() (Info, error)
 	// Services lists every service in the kernel's dump order, which is
@@ -275,6 +275,12 @@ type Client interface {
 	Timeouts() (Timeouts, error)
 	// Daemons lists the running sync daemons, master first.
 	Daemons() ([]Daemon, error)
+}
+
+// Client reads and changes one network namespace's IPVS tables. A Client is
+// not safe for concurrent use.
+type Client interface {
+	Reader
 	// Exec performs one change and waits for the kernel's answer. Commands
 	// that do not change anything (reads, unknown numbers) fail with EINVAL
 	// without reaching the kernel. A stop of a sync daemon whose thread had
@@ -322,7 +328,7 @@ type Dumper interface {
 
 // DumpServices calls fn with each of c's services in dump order, through
 // Dumper when c implements it.
-func DumpServices(c Client, fn func(*ServiceEntry) error) error {
+func DumpServices(c Reader, fn func(*ServiceEntry) error) error {
 	if d, ok := c.(Dumper); ok {
 		return d.DumpServices(fn)
 	}
@@ -340,7 +346,7 @@ func DumpServices(c Client, fn func(*ServiceEntry) error) error {
 
 // AppendDestinations appends svc's destinations to dst, through Dumper
 // when c implements it.
-func AppendDestinations(c Client, dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
+func AppendDestinations(c Reader, dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
 	if d, ok := c.(Dumper); ok {
 		return d.AppendDestinations(dst, svc)
 	}

@@ -115,7 +115,7 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // one service's destinations at a time, not the whole table: at 10,000
 // services × 10 the kernel's side of a plan is a list of services and one
 // reused buffer.
-func DiffKernel(c ipvs.Client, desired *Set, o DiffOptions) (*Plan, error) {
+func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	var svcs []ipvs.Service
 	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
 		svcs = append(svcs, s.Service)

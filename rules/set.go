@@ -224,7 +224,7 @@ func (s *Set) Validate() error {
 // Read fetches the kernel's rule set through c, counters included.
 // Destinations keep the kernel's list order (most recently added first),
 // which is what mh builds its lookup table from.
-func Read(c ipvs.Client) (*Set, error) {
+func Read(c ipvs.Reader) (*Set, error) {
 	svcs, err := c.Services()
 	if err != nil {
 		return nil, err

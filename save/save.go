@@ -21,7 +21,7 @@ import (
 // Write writes one "-A" line per service followed by one "-a" line per
 // destination. Of o only Numeric and Resolver matter: -S always sorts.
 // Kernel errors are returned unchanged after the rules written so far.
-func Write(w io.Writer, c ipvs.Client, o list.Options) error {
+func Write(w io.Writer, c ipvs.Reader, o list.Options) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	wr := writer{w: bw, o: &o}
 	if err := list.Walk(c, false, wr.service); err != nil {

@@ -45,7 +45,7 @@ func kernelOrder(entries ...*listtest.Entry) *listtest.Client {
 	return &listtest.Client{T: t}
 }
 
-func write(t *testing.T, c ipvs.Client, o list.Options) string {
+func write(t *testing.T, c ipvs.Reader, o list.Options) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := save.Write(&b, c, o); err != nil {

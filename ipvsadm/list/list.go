@@ -52,7 +52,7 @@ const writeBufferSize = 64 << 10
 // Table writes the full listing: the "IP Virtual Server version" header
 // (before anything is fetched, so it appears even when fetching fails), the
 // title lines and every service with its destinations.
-func Table(w io.Writer, c ipvs.Client, info ipvs.Info, o Options) error {
+func Table(w io.Writer, c ipvs.Reader, info ipvs.Info, o Options) error {
 	p := newPrinter(w, &o)
 	b := append(p.line[:0], "IP Virtual Server version "...)
 	b = strconv.AppendUint(b, uint64(info.Version>>16&0xff), 10)
@@ -79,7 +79,7 @@ func Table(w io.Writer, c ipvs.Client, info ipvs.Info, o Options) error {
 // title lines, the service and its destinations, without the version
 // header. The service is fetched by key first; a missing one is the
 // client's ESRCH error with nothing written.
-func Service(w io.Writer, c ipvs.Client, key ipvs.Service, o Options) error {
+func Service(w io.Writer, c ipvs.Reader, key ipvs.Service, o Options) error {
 	svc, err := c.Service(key)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ func Service(w io.Writer, c ipvs.Client, key ipvs.Service, o Options) error {
 }
 
 // FetchServices fetches every service, in listing order unless noSort.
-func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.ServiceEntry, error) {
+func FetchServices(c ipvs.Reader, noSort bool) ([]ipvs.ServiceEntry, error) {
 	svcs, err := c.Services()
 	if err != nil {
 		return nil, err
@@ -107,7 +107,7 @@ func FetchServices(c ipvs.Client, noSort bool) ([]ipvs.ServiceEntry, error) {
 // ForEachService fetches the destinations of each service in turn, orders
 // them unless noSort, and calls fn. Only one service's destinations are
 // held at a time, in one reused slice; fn must not keep it.
-func ForEachService(c ipvs.Client, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
+func ForEachService(c ipvs.Reader, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var d destLister
 	for i := range svcs {
 		if err := d.list(c, &svcs[i], noSort, fn); err != nil {
@@ -121,7 +121,7 @@ func ForEachService(c ipvs.Client, svcs []ipvs.ServiceEntry, noSort bool, fn fun
 // (kernel order if noSort), its destinations, and calls fn; what -L and
 // -S print. It holds one copy of the services and one service's
 // destinations; fn must keep neither pointer.
-func Walk(c ipvs.Client, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
+func Walk(c ipvs.Reader, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	svcs, err := fetchTable(c, noSort)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ type destLister struct {
 	k            keySorter
 }
 
-func (d *destLister) list(c ipvs.Client, svc *ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
+func (d *destLister) list(c ipvs.Reader, svc *ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var err error
 	d.dests, err = ipvs.AppendDestinations(c, d.dests[:0], &svc.Service)
 	if err != nil {
@@ -178,7 +178,7 @@ func (t *serviceTable) add(s *ipvs.ServiceEntry) error {
 
 // fetchTable dumps every service and, unless noSort, puts them in
 // listing order.
-func fetchTable(c ipvs.Client, noSort bool) (*serviceTable, error) {
+func fetchTable(c ipvs.Reader, noSort bool) (*serviceTable, error) {
 	t := &serviceTable{}
 	if err := ipvs.DumpServices(c, t.add); err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func fetchTable(c ipvs.Client, noSort bool) (*serviceTable, error) {
 }
 
 // each lists every service's destinations in the table's order.
-func (t *serviceTable) each(c ipvs.Client, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
+func (t *serviceTable) each(c ipvs.Reader, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var d destLister
 	for i := range t.n {
 		j := i

@@ -8,7 +8,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 )
 
-// Generated is a read-only ipvs.Client whose table is computed, not
+// Generated is an ipvs.Reader whose table is computed, not
 // stored: NumServices TCP services on distinct addresses, each with
 // DestsPerService masqueraded destinations. Destinations are built afresh
 // on every call, so a listing that streams holds only one service's worth.
@@ -17,7 +17,7 @@ type Generated struct {
 }
 
 var (
-	_ ipvs.Client = (*Generated)(nil)
+	_ ipvs.Reader = (*Generated)(nil)
 	_ ipvs.Dumper = (*Generated)(nil)
 )
 
@@ -85,12 +85,3 @@ func (g *Generated) Timeouts() (ipvs.Timeouts, error) { return ipvs.Timeouts{}, 
 
 // Daemons returns none.
 func (g *Generated) Daemons() ([]ipvs.Daemon, error) { return nil, nil }
-
-// Exec refuses every change.
-func (g *Generated) Exec(ipvs.Request) error { return unix.EOPNOTSUPP }
-
-// Pipeline returns a pipeline that refuses every change.
-func (g *Generated) Pipeline(int) ipvs.Pipeline { return refusingPipeline{} }
-
-// Close does nothing.
-func (g *Generated) Close() error { return nil }

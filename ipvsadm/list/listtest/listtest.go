@@ -705,8 +705,7 @@ func reorder[T any](s []T, key func(T) string, rank map[string]int) {
 	}
 }
 
-// Client serves a Table through the read side of ipvs.Client. Changes are
-// refused with EOPNOTSUPP.
+// Client serves a Table as an ipvs.Reader.
 type Client struct {
 	T *Table
 	// Timeout and DaemonList are what Timeouts and Daemons report.
@@ -716,7 +715,7 @@ type Client struct {
 	DestCalls int
 }
 
-var _ ipvs.Client = (*Client)(nil)
+var _ ipvs.Reader = (*Client)(nil)
 
 // Info reports the table's version and size.
 func (c *Client) Info() (ipvs.Info, error) { return c.T.Info, nil }
@@ -775,21 +774,3 @@ func (c *Client) Timeouts() (ipvs.Timeouts, error) { return c.Timeout, nil }
 
 // Daemons returns c.DaemonList.
 func (c *Client) Daemons() ([]ipvs.Daemon, error) { return c.DaemonList, nil }
-
-// Exec refuses every change.
-func (c *Client) Exec(ipvs.Request) error { return unix.EOPNOTSUPP }
-
-// Pipeline returns a pipeline that refuses every change.
-func (c *Client) Pipeline(int) ipvs.Pipeline { return refusingPipeline{} }
-
-// Close does nothing.
-func (c *Client) Close() error { return nil }
-
-type refusingPipeline struct{}
-
-func (refusingPipeline) Submit(_ ipvs.Request, done func(error)) error {
-	done(unix.EOPNOTSUPP)
-	return nil
-}
-
-func (refusingPipeline) Flush() error { return nil }
