@@ -76,23 +76,23 @@ func (r *runner) list(c *listCmd) (int, error) {
 
 // readDesired reads and checks FILE completely.
 func (r *runner) readDesired(file string) (*rules.Set, error) {
-	var data []byte
-	var err error
 	name := file
+	var in io.Reader
 	if file == "-" {
 		name = "<stdin>"
-		in := r.env.Stdin
-		if in == nil {
+		if in = r.env.Stdin; in == nil {
 			in = os.Stdin
 		}
-		data, err = io.ReadAll(in)
 	} else {
-		data, err = os.ReadFile(file)
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("reading %s: %w", name, err)}
+		}
+		defer f.Close()
+		in = f
 	}
-	if err != nil {
-		return nil, usageError{fmt.Errorf("reading %s: %w", name, err)}
-	}
-	set, err := desired.Read(name, data, r.env.Resolver)
+	// Read a line at a time: the file is never held whole.
+	set, err := desired.ReadFrom(name, in, r.env.Resolver)
 	if err != nil {
 		return nil, usageError{err}
 	}

@@ -288,6 +288,12 @@ func canonicalOrder(order []int32, ds []ipvs.DestinationEntry) []int32 {
 		order = append(order, int32(i))
 	}
 	cmp := func(a, b int32) int { return DestKeyOf(&ds[a].Destination).Compare(DestKeyOf(&ds[b].Destination)) }
+	if slices.IsSortedFunc(order, cmp) {
+		return order // added by lvsctl, which adds the last first
+	}
+	// The kernel lists the newest first: a table restored from a file in
+	// canonical order lists in reverse.
+	slices.Reverse(order)
 	if !slices.IsSortedFunc(order, cmp) {
 		slices.SortFunc(order, cmp)
 	}

@@ -2,8 +2,14 @@ package desired
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/lvskit/lvskit/rules"
 )
@@ -81,4 +87,82 @@ func TestErrorsNameTheLine(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tc.text, err, tc.want)
 		}
 	}
+}
+
+// oneByteReader hands out its input a byte at a time, as a slow pipe.
+type oneByteReader struct{ b []byte }
+
+func (r *oneByteReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	p[0], r.b = r.b[0], r.b[1:]
+	return 1, nil
+}
+
+// TestReadFromReadsLikeRead: reading a stream a line at a time gives the
+// set reading the whole file gives, and the same errors, for inputs that
+// cross the reader's chunks and buffers: a service with more destinations
+// than a chunk holds, services whose lines interleave, a line longer than
+// the buffer, JSON, no final newline.
+func TestReadFromReadsLikeRead(t *testing.T) {
+	var big strings.Builder
+	big.WriteString("-A -t 10.0.0.1:80 -s rr\n")
+	for i := range destChunk + 10 {
+		fmt.Fprintf(&big, "-a -t 10.0.0.1:80 -r 10.%d.%d.%d:80 -g\n", i>>16, (i>>8)&255, i&255)
+	}
+	big.WriteString("-A -t 10.0.0.2:80\n-a -t 10.0.0.2:80 -r 10.9.9.9\n-a -t 10.0.0.1:80 -r 10.9.9.9\n-a -t 10.0.0.2:80 -r 10.9.9.8")
+	long := "# " + strings.Repeat("x", 100<<10) + "\n-A -t 10.0.0.3:80\n"
+	inputs := map[string]string{
+		"rich": rich, "chunks and interleaving": big.String(), "long comment": long,
+		"json": mustJSON(t, rich), "duplicate": "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4\n-a -t 10.0.0.9:80 -r 1.2.3.4\n",
+		"bad line": "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r\n", "empty": "",
+	}
+	for name, in := range inputs {
+		want, wantErr := Read(name, []byte(in), nil)
+		for _, rd := range []io.Reader{strings.NewReader(in), &oneByteReader{[]byte(in)}} {
+			got, err := ReadFrom(name, rd, nil)
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Errorf("%s: ReadFrom error %v, Read error %v", name, err, wantErr)
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: ReadFrom and Read read different sets", name)
+			}
+		}
+	}
+	// The large service's destinations crossed a chunk: all there, in
+	// file order; the interleaved line landed in the right service.
+	set, _ := Read("chunks", []byte(big.String()), nil)
+	ds := set.Services[0].Dests
+	if n := len(ds); n != destChunk+11 {
+		t.Fatalf("the large service has %d destinations, want %d", n, destChunk+11)
+	}
+	for i := range destChunk + 10 {
+		if want := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}); ds[i].Addr != want || ds[i].Source.Line != i+2 {
+			t.Fatalf("destination %d: %v (line %d), want %v (line %d)", i, ds[i].Addr, ds[i].Source.Line, want, i+2)
+		}
+	}
+	if last := ds[len(ds)-1].Addr.String(); last != "10.9.9.9" {
+		t.Errorf("the interleaved destination: %s", last)
+	}
+	if n := len(set.Services[1].Dests); n != 2 {
+		t.Errorf("the second service has %d destinations, want 2", n)
+	}
+	if _, err := ReadFrom("broken", iotest.ErrReader(errors.New("disk on fire")), nil); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("a read error: %v", err)
+	}
+}
+
+func mustJSON(t *testing.T, text string) string {
+	t.Helper()
+	set, err := ReadText("rich", []byte(text), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteJSON(&b, set, Counters{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

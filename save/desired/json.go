@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/ipvsadm/list"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
@@ -251,7 +250,7 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		return nil, &LineError{File: name, Line: 1, Msg: fmt.Sprintf("JSON: version %d, this lvsctl reads version %d", doc.Version, SchemaVersion)}
 	}
 	lines := entryLines(data)
-	r := reader{name: name, p: &ipvsadm.Program{Resolver: res}, index: map[rules.ServiceKey]int{}, tail: -1}
+	r := newReader(name, res)
 	n := 0
 	for i := range doc.Services {
 		js := &doc.Services[i]
@@ -281,14 +280,11 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		// An mh service's list order decides its lookup table: the
 		// document's order is the desired one (list --json writes the
 		// kernel's).
-		if svc := &r.set.Services[len(r.set.Services)-1]; svc.Scheduler == "mh" {
+		if svc := r.svc(r.nsvc - 1); svc.Scheduler == "mh" {
 			svc.Ordered = true
 		}
 	}
-	if err := firstDuplicate(&r.set); err != nil {
-		return nil, err
-	}
-	return &r.set, nil
+	return r.finish()
 }
 
 func asErr[T error](err error, target *T) bool {
