@@ -57,7 +57,11 @@ func (r *runner) list(c *listCmd) (int, error) {
 			}
 			return out
 		}
-		row := append(append(svcCols, "", "", "", "", ""), counters(&s.Stats)...)
+		var st ipvs.Stats // Read sets them
+		if s.Stats != nil {
+			st = *s.Stats
+		}
+		row := append(append(svcCols, "", "", "", "", ""), counters(&st)...)
 		rows = append(rows, row)
 		for j := range s.Dests {
 			d := &s.Dests[j].Destination

@@ -39,9 +39,9 @@ type Service struct {
 	Ordered bool
 	// Source is where the service was defined, for messages.
 	Source Source
-	// Stats are the kernel's counters in a Set read from it (Read), zero
+	// Stats are the kernel's counters in a Set read from it (Read); nil
 	// in a desired Set.
-	Stats ipvs.Stats
+	Stats *ipvs.Stats
 }
 
 // Dest is one destination of a service.
@@ -235,7 +235,7 @@ func Read(c ipvs.Reader) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
-		svc := Service{Service: svcs[i].Service, Stats: svcs[i].Stats, Dests: make([]Dest, len(ds))}
+		svc := Service{Service: svcs[i].Service, Stats: &svcs[i].Stats, Dests: make([]Dest, len(ds))}
 		counters := make([]ipvs.DestCounters, len(ds))
 		for j := range ds {
 			counters[j] = ds[j].DestCounters

@@ -148,7 +148,11 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		js.Persistence = &JSONPersistence{Timeout: svc.Timeout, Netmask: netmaskText(svc)}
 	}
 	if c.Stats || c.Rate {
-		js.Stats = jsonStats(&s.Stats, c.Rate)
+		var st ipvs.Stats // a desired set's are zero
+		if s.Stats != nil {
+			st = *s.Stats
+		}
+		js.Stats = jsonStats(&st, c.Rate)
 	}
 	for i := range s.Dests {
 		d := &s.Dests[i].Destination

@@ -115,7 +115,7 @@ func newReader(name string, res *names.Resolver) *reader {
 	if res == nil {
 		res = names.NewResolver()
 	}
-	return &reader{name: name, p: &ipvsadm.Program{Resolver: res}, index: map[rules.ServiceKey]int{}, tail: -1}
+	return &reader{name: name, p: &ipvsadm.Program{Resolver: res}, tail: -1}
 }
 
 // textLine reads the next line of rules text (without its newline).
@@ -152,6 +152,18 @@ func (r *reader) finish() (*rules.Set, error) {
 // not regrown as they come.
 const svcChunk = 1024
 
+// lookup finds the service with key k.
+func (r *reader) lookup(k rules.ServiceKey) (int, bool) {
+	if r.index == nil {
+		r.index = make(map[rules.ServiceKey]int, r.nsvc)
+		for i := range r.nsvc {
+			r.index[rules.KeyOf(&r.svc(i).Service)] = i
+		}
+	}
+	i, ok := r.index[k]
+	return i, ok
+}
+
 // svc returns the i-th service read.
 func (r *reader) svc(i int) *rules.Service { return &r.svcChunks[i/svcChunk][i%svcChunk] }
 
@@ -165,14 +177,31 @@ func (r *reader) newService(s rules.Service) int {
 	return r.nsvc - 1
 }
 
-// firstDuplicate reports the destination given twice in a service whose
-// second definition comes first in the file, or nil. A map per service
-// would cost more than the rest of the read: each service's destinations
-// are sorted by key, by position, and neighbours compared.
+// firstDuplicate reports the service, or destination of a service, given
+// twice whose second definition comes first in the file, or nil. Maps
+// would cost more than the rest of the read: services, and each service's
+// destinations, are sorted by key, then position, and neighbours compared.
 func firstDuplicate(set *rules.Set) error {
 	var dup *rules.DuplicateError
 	var dupLine int
 	var order []int32
+	for i := range set.Services {
+		order = append(order, int32(i))
+	}
+	svcs := set.Services
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := rules.KeyOf(&svcs[a].Service).Compare(rules.KeyOf(&svcs[b].Service)); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	for j := 1; j < len(order); j++ {
+		first, another := &svcs[order[j-1]], &svcs[order[j]]
+		if k := rules.KeyOf(&first.Service); k == rules.KeyOf(&another.Service) && (dup == nil || another.Source.Line < dupLine) {
+			dup = &rules.DuplicateError{What: "service", Name: k.String(), First: first.Source.String(), Another: another.Source.String()}
+			dupLine = another.Source.Line
+		}
+	}
 	for i := range set.Services {
 		s := &set.Services[i]
 		order = order[:0]
@@ -234,7 +263,9 @@ type reader struct {
 	// svcChunks hold the nsvc services read (see newService).
 	svcChunks [][]rules.Service
 	nsvc      int
-	index     map[rules.ServiceKey]int // position of each service in set
+	// index finds services by key for destination lines away from their
+	// service's; made at the first such line (a saved file has none).
+	index map[rules.ServiceKey]int
 	// arena holds the destinations of services whose lines come
 	// together, as in every saved file, in chunks of destChunk; tail is the
 	// service whose destinations end it (-1 for none).
@@ -274,16 +305,16 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 	case ipvsadm.CmdAddService:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
-		if i, dup := r.index[k]; dup {
-			return &rules.DuplicateError{What: "service", Name: k.String(), First: r.svc(i).Source.String(), Another: src.String()}
+		i := r.newService(rules.Service{Service: svc, Source: src}) // given twice: see firstDuplicate
+		if r.index != nil {
+			r.index[k] = i
 		}
-		r.index[k] = r.newService(rules.Service{Service: svc, Source: src})
 	case ipvsadm.CmdAddServer:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
 		i, ok := r.tail, r.tail >= 0 && k == r.tailKey // a service's lines come together
 		if !ok {
-			if i, ok = r.index[k]; !ok {
+			if i, ok = r.lookup(k); !ok {
 				return r.errorf(lineNo, "destination of service %s, which no earlier -A line defines", k)
 			}
 		}
