@@ -18,18 +18,50 @@ import (
 	"strconv"
 )
 
-// Address families as the kernel numbers them.
+// Family is an address family as the kernel numbers them.
+type Family uint16
+
+// The address families IPVS serves.
 const (
-	AFInet  uint16 = 2  // AF_INET
-	AFInet6 uint16 = 10 // AF_INET6
+	AFInet  Family = 2  // AF_INET
+	AFInet6 Family = 10 // AF_INET6
 )
+
+// String names the family as ip(8) does: "inet", "inet6", else "family N".
+func (f Family) String() string {
+	switch f {
+	case AFInet:
+		return "inet"
+	case AFInet6:
+		return "inet6"
+	}
+	return "family " + strconv.Itoa(int(f))
+}
+
+// Protocol is the IP protocol a virtual service matches (0 for fwmark
+// services).
+type Protocol uint16
 
 // IP protocols a virtual service can match.
 const (
-	ProtoTCP  uint16 = 6
-	ProtoUDP  uint16 = 17
-	ProtoSCTP uint16 = 132
+	ProtoTCP  Protocol = 6
+	ProtoUDP  Protocol = 17
+	ProtoSCTP Protocol = 132
 )
+
+// String names the protocol in lower case ("tcp", "udp", "sctp"), else
+// "protocol N".
+func (p Protocol) String() string {
+	switch p {
+	case ProtoTCP:
+		return "tcp"
+	case ProtoUDP:
+		return "udp"
+	case ProtoSCTP:
+		return "sctp"
+	}
+	return "protocol " + strconv.Itoa(int(p))
+}
 
 // Service flag bits (IP_VS_SVC_F_*).
 const (
@@ -41,20 +73,61 @@ const (
 	FlagSched3     uint32 = 0x20
 )
 
+// FwdMethod is a destination's forwarding method with the other
+// connection flags the kernel keeps beside it; the method is the low three
+// bits (IP_VS_CONN_F_FWD_MASK).
+type FwdMethod uint32
+
 // Forwarding methods (IP_VS_CONN_F_FWD_MASK values).
 const (
-	FwdMasq   uint32 = 0
-	FwdLocal  uint32 = 1
-	FwdTunnel uint32 = 2
-	FwdRoute  uint32 = 3
+	FwdMasq   FwdMethod = 0
+	FwdLocal  FwdMethod = 1
+	FwdTunnel FwdMethod = 2
+	FwdRoute  FwdMethod = 3
 )
+
+// Method is the forwarding method alone (the low three bits).
+func (m FwdMethod) Method() FwdMethod { return m & 7 }
+
+// String names the method as lvsctl's JSON does: "masq", "local",
+// "tunnel", "route", else "method N".
+func (m FwdMethod) String() string {
+	switch m.Method() {
+	case FwdMasq:
+		return "masq"
+	case FwdLocal:
+		return "local"
+	case FwdTunnel:
+		return "tunnel"
+	case FwdRoute:
+		return "route"
+	}
+	return "method " + strconv.Itoa(int(m.Method()))
+}
+
+// TunType is the tunnel type of a FwdTunnel destination.
+type TunType uint8
 
 // Tunnel types for FwdTunnel destinations.
 const (
-	TunIPIP uint8 = 0
-	TunGUE  uint8 = 1
-	TunGRE  uint8 = 2
+	TunIPIP TunType = 0
+	TunGUE  TunType = 1
+	TunGRE  TunType = 2
 )
+
+// String names the type as ipvsadm's --tun-type does: "ipip", "gue",
+// "gre", else "type N".
+func (t TunType) String() string {
+	switch t {
+	case TunIPIP:
+		return "ipip"
+	case TunGUE:
+		return "gue"
+	case TunGRE:
+		return "gre"
+	}
+	return "type " + strconv.Itoa(int(t))
+}
 
 // Tunnel checksum flags.
 const (
@@ -63,11 +136,26 @@ const (
 	TunFlagRemCsum uint16 = 2
 )
 
+// DaemonState is a connection-synchronisation daemon's role.
+type DaemonState uint32
+
 // Sync daemon states.
 const (
-	DaemonMaster uint32 = 1
-	DaemonBackup uint32 = 2
+	DaemonMaster DaemonState = 1
+	DaemonBackup DaemonState = 2
 )
+
+// String names the state as ipvsadm does: "master", "backup", else
+// "state N".
+func (s DaemonState) String() string {
+	switch s {
+	case DaemonMaster:
+		return "master"
+	case DaemonBackup:
+		return "backup"
+	}
+	return "state " + strconv.Itoa(int(s))
+}
 
 // Stats are a service's or destination's counters and estimated rates, as the
 // kernel's 64-bit statistics report them.
@@ -79,8 +167,8 @@ type Stats struct {
 // Service is a virtual service. A service is identified either by FWMark
 // (non-zero) and Family, or by Family, Protocol, Addr and Port.
 type Service struct {
-	Family    uint16
-	Protocol  uint16     // 0 for fwmark services
+	Family    Family
+	Protocol  Protocol   // 0 for fwmark services
 	Addr      netip.Addr // invalid (zero) for fwmark services
 	Port      uint16
 	FWMark    uint32
@@ -103,17 +191,20 @@ type ServiceEntry struct {
 
 // Destination is a real server of a service: its identity and
 // configuration, what a request sets.
+//
+// The fields are laid out to pack (56 bytes): a desired rule set holds
+// one per real server.
 type Destination struct {
-	Family     uint16 // may differ from the service's for tunnelled servers
 	Addr       netip.Addr
+	Family     Family // may differ from the service's for tunnelled servers
 	Port       uint16
-	FwdMethod  uint32 // Fwd* value
-	Weight     uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
-	TunType    uint8
 	TunPort    uint16
 	TunFlags   uint16
+	FwdMethod  FwdMethod
+	Weight     uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
 	UThreshold uint32
 	LThreshold uint32
+	TunType    TunType
 }
 
 // DestCounters are what the kernel observes of a destination: its
@@ -148,7 +239,7 @@ type Timeouts struct {
 // Daemon is a connection-synchronisation daemon. Zero MaxLen, Port, TTL and
 // an invalid Group mean "kernel default" in a start request.
 type Daemon struct {
-	State     uint32 // DaemonMaster or DaemonBackup
+	State     DaemonState
 	Interface string
 	SyncID    uint32
 	MaxLen    uint16

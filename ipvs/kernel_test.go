@@ -221,7 +221,7 @@ func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Command, top attrMap) {
 			req.Service = &s
 		}
 		if a, ok := top[2]; ok {
-			var svcFamily uint16
+			var svcFamily ipvs.Family
 			if req.Service != nil {
 				svcFamily = req.Service.Family
 			}
@@ -324,7 +324,7 @@ func cstr(b []byte) string {
 	return string(b)
 }
 
-func inet(b []byte, family uint16) netip.Addr {
+func inet(b []byte, family ipvs.Family) netip.Addr {
 	if len(b) < 16 {
 		return netip.Addr{}
 	}
@@ -340,11 +340,11 @@ func parseService(b []byte) (ipvs.Service, bool) {
 	if !a.has(1) || !(a.has(5) || (a.has(2) && a.has(3) && a.has(4))) {
 		return ipvs.Service{}, false
 	}
-	s := ipvs.Service{Family: a.u16(1)}
+	s := ipvs.Service{Family: ipvs.Family(a.u16(1))}
 	if a.has(5) {
 		s.FWMark = a.u32(5)
 	} else {
-		s.Protocol, s.Addr, s.Port = a.u16(2), inet(a[3], s.Family), a.be16(4)
+		s.Protocol, s.Addr, s.Port = ipvs.Protocol(a.u16(2)), inet(a[3], s.Family), a.be16(4)
 	}
 	s.Scheduler, s.PEName = cstr(a[6]), cstr(a[11])
 	if f := a[7]; len(f) == 8 {
@@ -362,12 +362,12 @@ func parseService(b []byte) (ipvs.Service, bool) {
 
 // parseDest follows ip_vs_genl_parse_dest; a missing family stays 0 (the
 // kernel then uses the service's, which also decides the address length).
-func parseDest(b []byte, svcFamily uint16) ipvs.Destination {
+func parseDest(b []byte, svcFamily ipvs.Family) ipvs.Destination {
 	a := parseAttrs(b)
-	d := ipvs.Destination{Family: a.u16(11), Port: a.be16(2), FwdMethod: a.u32(3), Weight: a.u32(4),
+	d := ipvs.Destination{Family: ipvs.Family(a.u16(11)), Port: a.be16(2), FwdMethod: ipvs.FwdMethod(a.u32(3)), Weight: a.u32(4),
 		UThreshold: a.u32(5), LThreshold: a.u32(6), TunPort: a.be16(14), TunFlags: a.u16(15)}
 	if v := a[13]; len(v) >= 1 {
-		d.TunType = v[0]
+		d.TunType = ipvs.TunType(v[0])
 	}
 	family := d.Family
 	if family == 0 {
@@ -379,7 +379,7 @@ func parseDest(b []byte, svcFamily uint16) ipvs.Destination {
 
 func parseDaemon(b []byte, start bool) ipvs.Daemon {
 	a := parseAttrs(b)
-	d := ipvs.Daemon{State: a.u32(1), Interface: cstr(a[2]), SyncID: a.u32(3)}
+	d := ipvs.Daemon{State: ipvs.DaemonState(a.u32(1)), Interface: cstr(a[2]), SyncID: a.u32(3)}
 	if start {
 		d.MaxLen, d.Port = a.u16(4), a.u16(7)
 		if v := a[8]; len(v) >= 1 {
@@ -469,11 +469,11 @@ func (w *msgWriter) stats(t32, t64 uint16, s ipvs.Stats) {
 // service follows ip_vs_genl_fill_service.
 func (w *msgWriter) service(s *ipvs.ServiceEntry) {
 	w.nest(1, func() {
-		w.u16(1, s.Family)
+		w.u16(1, uint16(s.Family))
 		if s.FWMark != 0 {
 			w.u32(5, s.FWMark)
 		} else {
-			w.u16(2, s.Protocol)
+			w.u16(2, uint16(s.Protocol))
 			w.put(3, inet16(s.Addr))
 			w.be16(4, s.Port)
 		}
@@ -498,9 +498,9 @@ func (w *msgWriter) dest(d *ipvs.DestinationEntry) {
 	w.nest(2, func() {
 		w.put(1, inet16(d.Addr))
 		w.be16(2, d.Port)
-		w.u32(3, d.FwdMethod)
+		w.u32(3, uint32(d.FwdMethod))
 		w.u32(4, d.Weight)
-		w.u8(13, d.TunType)
+		w.u8(13, uint8(d.TunType))
 		w.be16(14, d.TunPort)
 		w.u16(15, d.TunFlags)
 		w.u32(5, d.UThreshold)
@@ -508,7 +508,7 @@ func (w *msgWriter) dest(d *ipvs.DestinationEntry) {
 		w.u32(7, d.ActiveConns)
 		w.u32(8, d.InactConns)
 		w.u32(9, d.PersistConns)
-		w.u16(11, d.Family)
+		w.u16(11, uint16(d.Family))
 		w.stats(10, 12, d.Stats)
 	})
 }
@@ -516,7 +516,7 @@ func (w *msgWriter) dest(d *ipvs.DestinationEntry) {
 // daemon follows ip_vs_genl_fill_daemon.
 func (w *msgWriter) daemon(d *ipvs.Daemon) {
 	w.nest(3, func() {
-		w.u32(1, d.State)
+		w.u32(1, uint32(d.State))
 		w.str(2, d.Interface)
 		w.u32(3, d.SyncID)
 		w.u16(4, d.MaxLen)

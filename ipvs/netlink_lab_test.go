@@ -177,7 +177,7 @@ func TestStopRightAfterStartIsNotAHang(t *testing.T) {
 	start := time.Now()
 	unanswered := 0
 	for i := range 30 {
-		state := uint32(ipvs.DaemonBackup)
+		state := ipvs.DaemonBackup
 		if i%2 == 1 {
 			state = ipvs.DaemonMaster
 		}
@@ -245,7 +245,7 @@ func TestMobyReadsWhatWeWrite(t *testing.T) {
 	for _, s := range []*ipvs.Service{&persistent, &six, &mark} {
 		var m *mobyipvs.Service
 		for _, g := range got {
-			if g.FWMark == s.FWMark && g.Port == s.Port && g.AddressFamily == s.Family {
+			if g.FWMark == s.FWMark && g.Port == s.Port && g.AddressFamily == uint16(s.Family) {
 				m = g
 			}
 		}
@@ -272,8 +272,8 @@ func TestMobyReadsWhatWeWrite(t *testing.T) {
 		for i, d := range wd {
 			g := md[len(md)-1-i]
 			ip := net.IP(d.Addr.AsSlice())
-			if !g.Address.Equal(ip) || g.Port != d.Port || g.AddressFamily != d.Family || g.Weight != int(d.Weight) ||
-				g.ConnectionFlags&mobyipvs.ConnectionFlagFwdMask != d.FwdMethod ||
+			if !g.Address.Equal(ip) || g.Port != d.Port || g.AddressFamily != uint16(d.Family) || g.Weight != int(d.Weight) ||
+				g.ConnectionFlags&mobyipvs.ConnectionFlagFwdMask != uint32(d.FwdMethod) ||
 				g.UpperThreshold != d.UThreshold || g.LowerThreshold != d.LThreshold {
 				t.Errorf("moby reads destination\n %+v\nwant\n %+v", *g, d)
 			}
@@ -349,7 +349,7 @@ func hostOrder(v uint32) uint32 {
 func isLittleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 1 }
 
 func mobyService(s *ipvs.Service) *mobyipvs.Service {
-	m := &mobyipvs.Service{AddressFamily: s.Family, Protocol: s.Protocol, Port: s.Port, FWMark: s.FWMark,
+	m := &mobyipvs.Service{AddressFamily: uint16(s.Family), Protocol: uint16(s.Protocol), Port: s.Port, FWMark: s.FWMark,
 		SchedName: s.Scheduler, Flags: s.Flags, Timeout: s.Timeout, Netmask: s.Netmask}
 	if s.Family == ipvs.AFInet {
 		m.Netmask = hostOrder(s.Netmask)
@@ -401,13 +401,13 @@ func TestFakeMatchesKernelStepByStep(t *testing.T) {
 			s.PEName = []string{"sip", "nosuch"}[rng.IntN(2)]
 		}
 		a := netip.MustParseAddr(addrs[rng.IntN(len(addrs))])
-		d := ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: uint16(rng.IntN(3)), FwdMethod: uint32(rng.IntN(4)),
+		d := ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: uint16(rng.IntN(3)), FwdMethod: ipvs.FwdMethod(rng.IntN(4)),
 			Weight: uint32(rng.IntN(5)), UThreshold: uint32(rng.IntN(4)), LThreshold: uint32(rng.IntN(3))}
 		if a.Is6() {
 			d.Family = ipvs.AFInet6
 		}
 		if rng.IntN(5) == 0 {
-			d.TunType, d.TunPort, d.TunFlags = uint8(rng.IntN(3)), uint16(rng.IntN(2)*6080), uint16(rng.IntN(3))
+			d.TunType, d.TunPort, d.TunFlags = ipvs.TunType(rng.IntN(3)), uint16(rng.IntN(2)*6080), uint16(rng.IntN(3))
 		}
 		switch k := rng.IntN(20); {
 		case k < 5:
@@ -425,7 +425,7 @@ func TestFakeMatchesKernelStepByStep(t *testing.T) {
 		case k < 17:
 			r = ipvs.Request{Cmd: ipvs.CmdZero, Service: &s}
 		case k < 18:
-			dm := ipvs.Daemon{State: uint32(1 + rng.IntN(2)), Interface: []string{"lo", "eth0"}[rng.IntN(2)], SyncID: uint32(rng.IntN(3))}
+			dm := ipvs.Daemon{State: ipvs.DaemonState(1 + rng.IntN(2)), Interface: []string{"lo", "eth0"}[rng.IntN(2)], SyncID: uint32(rng.IntN(3))}
 			r = ipvs.Request{Cmd: []ipvs.Command{ipvs.CmdNewDaemon, ipvs.CmdDelDaemon}[rng.IntN(2)], Daemon: &dm}
 		case k < 19:
 			r = ipvs.Request{Cmd: ipvs.CmdSetConfig, Timeouts: &ipvs.Timeouts{TCP: uint32(rng.IntN(3)), UDP: uint32(rng.IntN(2) * 9000000)}}

@@ -206,7 +206,7 @@ func (m *builder) str(typ uint16, s string) {
 }
 
 // addr is a 16-byte union nf_inet_addr: IPv4 in the first four bytes.
-func (m *builder) addr(typ uint16, a netip.Addr, family uint16) {
+func (m *builder) addr(typ uint16, a netip.Addr, family Family) {
 	raw := (*[16]byte)(m.header(typ, 16)[nlaHdrLen:])
 	*raw = [16]byte{}
 	switch {
@@ -235,12 +235,12 @@ func (m *builder) endNest(off int) {
 // serviceIdentity writes what identifies a service: the family and either
 // the fwmark or protocol, address and port.
 func (m *builder) serviceIdentity(s *Service) {
-	m.u16(svcAttrAF, s.Family)
+	m.u16(svcAttrAF, uint16(s.Family))
 	if s.FWMark != 0 {
 		m.u32(svcAttrFWMark, s.FWMark)
 		return
 	}
-	m.u16(svcAttrProtocol, s.Protocol)
+	m.u16(svcAttrProtocol, uint16(s.Protocol))
 	m.addr(svcAttrAddr, s.Addr, s.Family)
 	m.be16(svcAttrPort, s.Port)
 }
@@ -266,7 +266,7 @@ func (m *builder) service(s *Service) {
 
 // netmask: the kernel keeps an IPv4 mask as address bytes (__be32) and an
 // IPv6 prefix length as a plain number in the same field.
-func (m *builder) netmask(v uint32, family uint16) {
+func (m *builder) netmask(v uint32, family Family) {
 	if family == AFInet6 {
 		m.u32(svcAttrNetmask, v)
 		return
@@ -277,12 +277,12 @@ func (m *builder) netmask(v uint32, family uint16) {
 // dest writes the DEST nest as libipvs's ipvs_nl_fill_dest_attr does.
 func (m *builder) dest(d *Destination) {
 	n := m.nest(cmdAttrDest)
-	m.u16(destAttrAddrFamily, d.Family)
+	m.u16(destAttrAddrFamily, uint16(d.Family))
 	m.addr(destAttrAddr, d.Addr, d.Family)
 	m.be16(destAttrPort, d.Port)
-	m.u32(destAttrFwdMethod, d.FwdMethod)
+	m.u32(destAttrFwdMethod, uint32(d.FwdMethod))
 	m.u32(destAttrWeight, d.Weight)
-	m.u8(destAttrTunType, d.TunType)
+	m.u8(destAttrTunType, uint8(d.TunType))
 	m.be16(destAttrTunPort, d.TunPort)
 	m.u16(destAttrTunFlags, d.TunFlags)
 	m.u32(destAttrUThresh, d.UThreshold)
@@ -295,7 +295,7 @@ func (m *builder) dest(d *Destination) {
 // three mandatory ones (ipvs_stop_daemon).
 func (m *builder) daemon(d *Daemon, start bool) {
 	n := m.nest(cmdAttrDaemon)
-	m.u32(daemonAttrState, d.State)
+	m.u32(daemonAttrState, uint32(d.State))
 	m.str(daemonAttrMcastIfn, d.Interface)
 	m.u32(daemonAttrSyncID, d.SyncID)
 	if start {
@@ -462,7 +462,7 @@ func strAttr(b []byte) string {
 	return string(b)
 }
 
-func addrAttr(b []byte, family uint16) netip.Addr {
+func addrAttr(b []byte, family Family) netip.Addr {
 	if family == AFInet6 {
 		if len(b) < 16 {
 			return netip.Addr{}
@@ -514,12 +514,12 @@ func decodeService(b []byte, e *ServiceEntry) bool {
 	if !a.parse(b) || a[svcAttrAF] == nil {
 		return false
 	}
-	*e = ServiceEntry{Service: Service{Family: uint16(uintAttr(a[svcAttrAF]))}}
+	*e = ServiceEntry{Service: Service{Family: Family(uintAttr(a[svcAttrAF]))}}
 	s := &e.Service
 	if a[svcAttrFWMark] != nil {
 		s.FWMark = uint32(uintAttr(a[svcAttrFWMark]))
 	} else {
-		s.Protocol = uint16(uintAttr(a[svcAttrProtocol]))
+		s.Protocol = Protocol(uintAttr(a[svcAttrProtocol]))
 		s.Addr = addrAttr(a[svcAttrAddr], s.Family)
 		s.Port = be16Attr(a[svcAttrPort])
 	}
@@ -549,7 +549,7 @@ func decodeService(b []byte, e *ServiceEntry) bool {
 // listed destination); svcFamily stands in for a missing ADDR_FAMILY
 // (kernels before 3.18). As everywhere, the last occurrence of an
 // attribute wins and STATS64 is preferred to STATS.
-func decodeDest(b []byte, svcFamily uint16, d *DestinationEntry) bool {
+func decodeDest(b []byte, svcFamily Family, d *DestinationEntry) bool {
 	*d = DestinationEntry{Destination: Destination{Family: svcFamily}}
 	var addr, stats, stats64 []byte
 	it := attrIter{b: b}
@@ -559,15 +559,15 @@ func decodeDest(b []byte, svcFamily uint16, d *DestinationEntry) bool {
 		case destAttrAddr:
 			addr = v
 		case destAttrAddrFamily:
-			d.Family = uint16(uintAttr(v))
+			d.Family = Family(uintAttr(v))
 		case destAttrPort:
 			d.Port = be16Attr(v)
 		case destAttrFwdMethod:
-			d.FwdMethod = uint32(uintAttr(v))
+			d.FwdMethod = FwdMethod(uintAttr(v))
 		case destAttrWeight:
 			d.Weight = uint32(uintAttr(v))
 		case destAttrTunType:
-			d.TunType = uint8(uintAttr(v))
+			d.TunType = TunType(uintAttr(v))
 		case destAttrTunPort:
 			d.TunPort = be16Attr(v)
 		case destAttrTunFlags:
@@ -608,7 +608,7 @@ func decodeDaemon(b []byte, d *Daemon) bool {
 		return false
 	}
 	*d = Daemon{
-		State:     uint32(uintAttr(a[daemonAttrState])),
+		State:     DaemonState(uintAttr(a[daemonAttrState])),
 		Interface: strAttr(a[daemonAttrMcastIfn]),
 		SyncID:    uint32(uintAttr(a[daemonAttrSyncID])),
 		MaxLen:    uint16(uintAttr(a[daemonAttrSyncMaxLen])),

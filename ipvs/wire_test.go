@@ -202,7 +202,7 @@ func TestDecodeDestOnePass(t *testing.T) {
 	m.u32(destAttrWeight, 7)
 	stats(destAttrStats, 32)
 	m.attr(destAttrAddr, netip.MustParseAddr("2001:db8::5").AsSlice())
-	m.u16(destAttrAddrFamily, AFInet6)
+	m.u16(destAttrAddrFamily, uint16(AFInet6))
 	var d DestinationEntry
 	if !decodeDest(m.b, AFInet, &d) {
 		t.Fatal("refused a well-formed nest")

@@ -1,6 +1,10 @@
 package ipvsadm
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lvskit/lvskit/ipvs"
+)
 
 // Command is one of the ipvsadm commands a command line can select. The
 // values follow ipvsadm's own numbering, which is also the row order of the
@@ -294,7 +298,7 @@ var tunnelMatrix = [len(tunnelTypes)]string{
 // tunnelAllowed returns the tunnel-type matrix cell for tunnel type t
 // (ipvs.TunIPIP, TunGUE, TunGRE) and one of the options tun-port,
 // tun-nocsum, tun-csum, tun-remcsum; Optional for any other option.
-func tunnelAllowed(t uint8, o Option) Allowance {
+func tunnelAllowed(t ipvs.TunType, o Option) Allowance {
 	for i, to := range tunnelOptions {
 		if to == o && int(t) < len(tunnelMatrix) {
 			return Allowance(tunnelMatrix[t][i])

@@ -420,7 +420,7 @@ func (inv *Invocation) checkSemantics() *Outcome {
 }
 
 // checkTunnel is ipvsadm's tunnel_opt_check for tunnel type t.
-func checkTunnel(t uint8, given OptionSet) *Outcome {
+func checkTunnel(t ipvs.TunType, given OptionSet) *Outcome {
 	if int(t) >= len(tunnelTypes) {
 		return nil
 	}

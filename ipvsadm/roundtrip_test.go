@@ -36,7 +36,7 @@ func genTable(rng *rand.Rand, f *ipvstest.Fake, services, maxDests int) {
 		if rng.IntN(5) == 0 {
 			svc.FWMark = 1 + uint32(rng.IntN(1<<31-1)) // below 2^31: see TestSaveLosses
 		} else {
-			svc.Protocol = []uint16{ipvs.ProtoTCP, ipvs.ProtoUDP, ipvs.ProtoSCTP}[rng.IntN(3)]
+			svc.Protocol = []ipvs.Protocol{ipvs.ProtoTCP, ipvs.ProtoUDP, ipvs.ProtoSCTP}[rng.IntN(3)]
 			svc.Addr = genAddr(rng, v6)
 			svc.Port = uint16(rng.IntN(65536))
 		}
@@ -80,7 +80,7 @@ func genTable(rng *rand.Rand, f *ipvstest.Fake, services, maxDests int) {
 		for range rng.IntN(maxDests + 1) {
 			d := ipvs.Destination{
 				Family:    svc.Family,
-				FwdMethod: []uint32{ipvs.FwdMasq, ipvs.FwdRoute, ipvs.FwdTunnel}[rng.IntN(3)],
+				FwdMethod: []ipvs.FwdMethod{ipvs.FwdMasq, ipvs.FwdRoute, ipvs.FwdTunnel}[rng.IntN(3)],
 				Weight:    uint32(rng.IntN(4)),
 			}
 			if rng.IntN(8) == 0 {
@@ -101,7 +101,7 @@ func genTable(rng *rand.Rand, f *ipvstest.Fake, services, maxDests int) {
 				d.LThreshold = uint32(rng.IntN(int(d.UThreshold) + 1))
 			}
 			if rng.IntN(2) == 0 {
-				d.TunType = uint8(rng.IntN(3))
+				d.TunType = ipvs.TunType(rng.IntN(3))
 				d.TunPort = uint16(1 + rng.IntN(65535))
 				d.TunFlags = uint16(rng.IntN(3))
 				if d.FwdMethod == ipvs.FwdTunnel && d.TunType == ipvs.TunGRE {

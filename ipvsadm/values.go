@@ -130,7 +130,7 @@ func inetPton4(s string) (netip.Addr, bool) {
 
 // protoName is the /etc/services protocol for an IP protocol number, or ""
 // when ipvsadm would not look names up for it.
-func protoName(proto uint16) string {
+func protoName(proto ipvs.Protocol) string {
 	switch proto {
 	case ipvs.ProtoTCP:
 		return "tcp"
@@ -144,7 +144,7 @@ func protoName(proto uint16) string {
 
 // hostAddress is a parsed -t/-u/--sctp-service/-r argument.
 type hostAddress struct {
-	family  uint16
+	family  ipvs.Family
 	addr    netip.Addr
 	port    uint16
 	hasPort bool
@@ -153,7 +153,7 @@ type hostAddress struct {
 // parseHostAddress is ipvsadm's parse_service: "host[:port]" or
 // "[ipv6]:port" or a bare IPv6 literal (which never has a port). proto is
 // the service protocol known so far, used to look up port names.
-func parseHostAddress(s string, proto uint16, r *names.Resolver) (hostAddress, bool) {
+func parseHostAddress(s string, proto ipvs.Protocol, r *names.Resolver) (hostAddress, bool) {
 	var h hostAddress
 	if allDigits(s) {
 		return h, false
@@ -204,7 +204,7 @@ func parseHostAddress(s string, proto uint16, r *names.Resolver) (hostAddress, b
 	return h, true
 }
 
-func lookupPort(name string, proto uint16, r *names.Resolver) (uint16, bool) {
+func lookupPort(name string, proto ipvs.Protocol, r *names.Resolver) (uint16, bool) {
 	pn := protoName(proto)
 	if pn == "" || r == nil {
 		return 0, false
@@ -275,10 +275,10 @@ func parseSchedFlags(sched, arg string) schedFlagResult {
 }
 
 // parseTunType maps a --tun-type value to the kernel's tunnel type.
-func parseTunType(s string) (uint8, bool) {
+func parseTunType(s string) (ipvs.TunType, bool) {
 	for i, name := range tunnelTypes {
 		if s == name {
-			return uint8(i), true
+			return ipvs.TunType(i), true
 		}
 	}
 	return 0, false

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,14 +71,14 @@ func TestAtoi(t *testing.T) {
 func TestParseHostAddress(t *testing.T) {
 	r := testResolver(t)
 	type res struct {
-		family  uint16
+		family  ipvs.Family
 		addr    string
 		port    uint16
 		hasPort bool
 	}
 	for _, tc := range []struct {
 		s     string
-		proto uint16
+		proto ipvs.Protocol
 		want  *res // nil: invalid
 	}{
 		{"1.2.3.4:80", 6, &res{2, "1.2.3.4", 80, true}},

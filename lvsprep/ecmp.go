@@ -64,7 +64,7 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 				direct++
 				continue
 			}
-			method := map[uint32]string{ipvs.FwdMasq: "NAT", ipvs.FwdLocal: "local"}[d.FwdMethod]
+			method := map[ipvs.FwdMethod]string{ipvs.FwdMasq: "NAT", ipvs.FwdLocal: "local"}[d.FwdMethod]
 			problems = append(problems, hostPort(d.Addr, d.Port)+" by "+method)
 			fixes = append(fixes, fmt.Sprintf("# %s reaches %s by %s: its replies must come back through the director that "+
 				"forwarded it, which ECMP does not ensure; use DR (-g) or TUN (-i)", name, hostPort(d.Addr, d.Port), method),

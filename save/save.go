@@ -125,7 +125,7 @@ func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 
 // ProtocolOption is the rule option that names a service of protocol proto;
 // ipvsadm writes the unusable "--xxx-service" for protocols it does not know.
-func ProtocolOption(proto uint16) string {
+func ProtocolOption(proto ipvs.Protocol) string {
 	switch proto {
 	case ipvs.ProtoTCP:
 		return "-t"
@@ -138,7 +138,7 @@ func ProtocolOption(proto uint16) string {
 }
 
 // fwdSwitch is the -S option for a forwarding method (local counts as -g).
-func fwdSwitch(fwd uint32) string {
+func fwdSwitch(fwd ipvs.FwdMethod) string {
 	switch fwd & 7 {
 	case ipvs.FwdMasq:
 		return "-m"

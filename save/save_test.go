@@ -20,7 +20,7 @@ func resolver() *names.Resolver {
 	return names.NewResolverFiles(filepath.Join("..", "testscripts", "golden", "hosts"), filepath.Join("..", "names", "testdata", "services"), "")
 }
 
-func svc(proto uint16, addr string, port uint16) ipvs.Service {
+func svc(proto ipvs.Protocol, addr string, port uint16) ipvs.Service {
 	a := netip.MustParseAddr(addr)
 	s := ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: a, Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
 	if a.Is6() {
@@ -29,7 +29,7 @@ func svc(proto uint16, addr string, port uint16) ipvs.Service {
 	return s
 }
 
-func dst(addr string, port uint16, fwd uint32) *ipvs.DestinationEntry {
+func dst(addr string, port uint16, fwd ipvs.FwdMethod) *ipvs.DestinationEntry {
 	a := netip.MustParseAddr(addr)
 	d := &ipvs.DestinationEntry{Destination: ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: port, FwdMethod: fwd, Weight: 1}}
 	if a.Is6() {

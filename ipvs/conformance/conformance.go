@@ -86,7 +86,7 @@ func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 // svc builds an address service as ipvsadm -A sends it by default
 // (scheduler wlc, no flags, full netmask).
-func svc(proto uint16, a string, port uint16) ipvs.Service {
+func svc(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
 	ip := addr(a)
 	s := ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: ip, Port: port, Scheduler: "wlc", Netmask: v4mask}
 	if ip.Is6() {
@@ -95,7 +95,7 @@ func svc(proto uint16, a string, port uint16) ipvs.Service {
 	return s
 }
 
-func fwm(family uint16, mark uint32) ipvs.Service {
+func fwm(family ipvs.Family, mark uint32) ipvs.Service {
 	s := ipvs.Service{Family: family, FWMark: mark, Scheduler: "wlc", Netmask: v4mask}
 	if family == ipvs.AFInet6 {
 		s.Netmask = v6prefix
@@ -776,7 +776,9 @@ func daemonReq(cmd ipvs.Command, d ipvs.Daemon) ipvs.Request {
 
 func testDaemons(t *testing.T, c ipvs.Client) {
 	start := func(d ipvs.Daemon) ipvs.Request { return daemonReq(ipvs.CmdNewDaemon, d) }
-	stop := func(state uint32) ipvs.Request { return daemonReq(ipvs.CmdDelDaemon, ipvs.Daemon{State: state}) }
+	stop := func(state ipvs.DaemonState) ipvs.Request {
+		return daemonReq(ipvs.CmdDelDaemon, ipvs.Daemon{State: state})
+	}
 	mustExec(t, c, start(ipvs.Daemon{State: ipvs.DaemonMaster, Interface: "lo", SyncID: 5}))
 	master := ipvs.Daemon{State: ipvs.DaemonMaster, Interface: "lo", SyncID: 5, MaxLen: 1472, Group: syncGroup, Port: 8848, TTL: 1}
 	expectDaemons(t, c, master)

@@ -135,9 +135,9 @@ type service struct {
 // serviceKey is what the kernel compares to find a service: the family and
 // fwmark, or the family, protocol, address (4 bytes for IPv4) and port.
 type serviceKey struct {
-	family   uint16
+	family   ipvs.Family
 	fwmark   uint32
-	protocol uint16
+	protocol ipvs.Protocol
 	addr     [16]byte
 	port     uint16
 }
@@ -621,7 +621,7 @@ func (f *Fake) delDest(s *service, ud *ipvs.Destination) unix.Errno {
 	return unix.ENOENT
 }
 
-func (s *service) lookupDest(family uint16, addr [16]byte, port uint16) *ipvs.DestinationEntry {
+func (s *service) lookupDest(family ipvs.Family, addr [16]byte, port uint16) *ipvs.DestinationEntry {
 	for _, d := range s.dests {
 		if d.Family == family && inetAddr(d.Addr, d.Family) == addr && d.Port == port {
 			return d
@@ -662,7 +662,7 @@ func (f *Fake) newDaemon(u *ipvs.Daemon) unix.Errno {
 		return err
 	}
 	c := ipvs.Daemon{State: u.State, Interface: ifname, SyncID: u.SyncID, MaxLen: u.MaxLen, Port: u.Port, TTL: u.TTL}
-	family := uint16(0)
+	family := ipvs.Family(0)
 	switch {
 	case u.Group.Is6() && !u.Group.Is4In6():
 		if !u.Group.IsMulticast() {
@@ -749,7 +749,7 @@ func (f *Fake) delDaemon(u *ipvs.Daemon) unix.Errno {
 
 func (f *Fake) find(k serviceKey) *service { return f.byKey[k] }
 
-func validFamily(af uint16) bool { return af == ipvs.AFInet || af == ipvs.AFInet6 }
+func validFamily(af ipvs.Family) bool { return af == ipvs.AFInet || af == ipvs.AFInet6 }
 
 // keyOf builds the lookup key from what a request carries: the fwmark
 // alone, or protocol, address and port.
@@ -767,7 +767,7 @@ func keyOf(s *ipvs.Service) serviceKey {
 
 // inetAddr is the address as the kernel holds it (union nf_inet_addr),
 // reduced to what it compares: four bytes for IPv4, sixteen for IPv6.
-func inetAddr(a netip.Addr, family uint16) [16]byte {
+func inetAddr(a netip.Addr, family ipvs.Family) [16]byte {
 	var raw [16]byte
 	switch {
 	case !a.IsValid():
@@ -785,7 +785,7 @@ func inetAddr(a netip.Addr, family uint16) [16]byte {
 	return raw
 }
 
-func addrFromKey(raw [16]byte, family uint16) netip.Addr {
+func addrFromKey(raw [16]byte, family ipvs.Family) netip.Addr {
 	if family == ipvs.AFInet6 {
 		return netip.AddrFrom16(raw)
 	}
@@ -795,7 +795,7 @@ func addrFromKey(raw [16]byte, family uint16) netip.Addr {
 // usableDestAddr follows ip_vs_new_dest's address checks in a namespace
 // whose only interface is lo (127.0.0.1/8, ::1): IPv4 must be local or
 // unicast (inet_addr_type), IPv6 unicast and not link-local unless local.
-func usableDestAddr(raw [16]byte, family uint16) bool {
+func usableDestAddr(raw [16]byte, family ipvs.Family) bool {
 	a := addrFromKey(raw, family)
 	if family == ipvs.AFInet6 {
 		switch {

@@ -96,7 +96,7 @@ type connFields struct {
 	cport, vport, dport                    uint16
 	expires                                uint32
 	caddr, vaddr, daddr                    [16]byte
-	family, destFamily                     uint16
+	family, destFamily                     ipvs.Family
 }
 
 // scan parses a line the way ipvsadm's sscanf("%s %s %hX %s %hX %s %hX %s
@@ -305,7 +305,7 @@ func (s *cScanner) dec(dst *uint32) bool {
 // connection writes one line of the connection listing.
 func (p *printer) connection(c *connFields, persistConn bool) {
 	o := p.o
-	proto := uint16(0)
+	proto := ipvs.Protocol(0)
 	switch c.protocol {
 	case "TCP":
 		proto = ipvs.ProtoTCP
@@ -350,7 +350,7 @@ func (p *printer) connection(c *connFields, persistConn bool) {
 }
 
 // addrFrom turns the kernel's 16-byte address form back into an address.
-func addrFrom(family uint16, raw [16]byte) netip.Addr {
+func addrFrom(family ipvs.Family, raw [16]byte) netip.Addr {
 	if family == ipvs.AFInet {
 		return netip.AddrFrom4([4]byte(raw[:4]))
 	}

@@ -307,7 +307,7 @@ func parseServiceArg(opt, arg string, v6 bool, r *names.Resolver) (ipvs.Service,
 	if port != "" {
 		if n, err := strconv.ParseUint(port, 10, 16); err == nil {
 			s.Port = uint16(n)
-		} else if n, ok := r.ServicePort(port, map[uint16]string{6: "tcp", 17: "udp", 132: "sctp"}[s.Protocol]); ok {
+		} else if n, ok := r.ServicePort(port, map[ipvs.Protocol]string{6: "tcp", 17: "udp", 132: "sctp"}[s.Protocol]); ok {
 			s.Port = n
 		} else {
 			return s, false

@@ -336,7 +336,7 @@ func AppendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
 }
 
 // ProtocolName is the listing's protocol column text.
-func ProtocolName(proto uint16) string {
+func ProtocolName(proto ipvs.Protocol) string {
 	switch proto {
 	case ipvs.ProtoTCP:
 		return "TCP"

@@ -25,7 +25,7 @@ func tcp(addr string, port uint16) ipvs.Service {
 	return ipvs.Service{Family: fam, Protocol: ipvs.ProtoTCP, Addr: a, Port: port, Scheduler: "wlc", Netmask: mask}
 }
 
-func dest(addr string, port uint16, fwd uint32) ipvs.DestinationEntry {
+func dest(addr string, port uint16, fwd ipvs.FwdMethod) ipvs.DestinationEntry {
 	a := netip.MustParseAddr(addr)
 	fam := ipvs.AFInet
 	if a.Is6() {
@@ -140,7 +140,7 @@ func TestRateDestinationColumns(t *testing.T) {
 }
 
 func TestServiceLinePieces(t *testing.T) {
-	fw := func(mark uint32, fam uint16) ipvs.Service {
+	fw := func(mark uint32, fam ipvs.Family) ipvs.Service {
 		s := ipvs.Service{Family: fam, FWMark: mark, Scheduler: "wlc", Netmask: 0xffffffff}
 		if fam == ipvs.AFInet6 {
 			s.Netmask = 128

@@ -18,11 +18,12 @@ import (
 // compares, so sorting moves small pointer-free values instead of whole
 // entries.
 type sortKey struct {
-	fwmark        uint32
-	family, proto uint16
-	port          uint16
-	words         [4]uint32 // the address as the kernel's 16 bytes, big-endian words
-	index         int32     // position in the unsorted slice
+	fwmark uint32
+	family ipvs.Family
+	proto  ipvs.Protocol
+	port   uint16
+	words  [4]uint32 // the address as the kernel's 16 bytes, big-endian words
+	index  int32     // position in the unsorted slice
 }
 
 func addrWords(a netip.Addr) [4]uint32 {

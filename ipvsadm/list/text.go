@@ -50,7 +50,7 @@ func addr16(addr netip.Addr) [16]byte {
 
 // protoServiceName is the /etc/services protocol column for an IP protocol,
 // or "" when ipvsadm never looks names up for it.
-func protoServiceName(proto uint16) string {
+func protoServiceName(proto ipvs.Protocol) string {
 	switch proto {
 	case ipvs.ProtoTCP:
 		return "tcp"
@@ -67,7 +67,7 @@ func protoServiceName(proto uint16) string {
 // the host name (canonical name from a reverse lookup) and the service name
 // for proto (from /etc/services) instead of numbers unless o.Numeric. The
 // text is cut to 59 characters.
-func AppendAddrPort(b []byte, family uint16, addr netip.Addr, port, proto uint16, o *Options) []byte {
+func AppendAddrPort(b []byte, family ipvs.Family, addr netip.Addr, port uint16, proto ipvs.Protocol, o *Options) []byte {
 	start := len(b)
 	bracket := family != ipvs.AFInet
 	if bracket {
@@ -114,7 +114,7 @@ func AppendAddrPort(b []byte, family uint16, addr netip.Addr, port, proto uint16
 
 // appendInetNtop appends the address text glibc's inet_ntop gives for raw
 // read as an address of the given family (anything but AF_INET is IPv6).
-func appendInetNtop(b []byte, family uint16, raw [16]byte) []byte {
+func appendInetNtop(b []byte, family ipvs.Family, raw [16]byte) []byte {
 	if family == ipvs.AFInet {
 		return appendDotted(b, raw[0], raw[1], raw[2], raw[3])
 	}
@@ -254,7 +254,7 @@ func AppendPersistence(b []byte, svc *ipvs.Service, keyword string) []byte {
 
 // FwdName is the listing's name of a forwarding method; methods without a
 // name print as glibc prints a NULL string.
-func FwdName(fwd uint32) string {
+func FwdName(fwd ipvs.FwdMethod) string {
 	switch fwd & 7 {
 	case ipvs.FwdMasq:
 		return "Masq"
@@ -269,7 +269,7 @@ func FwdName(fwd uint32) string {
 }
 
 // TunTypeName is a tunnel type's name as -S and --tun-info write it.
-func TunTypeName(t uint8) (string, bool) {
+func TunTypeName(t ipvs.TunType) (string, bool) {
 	switch t {
 	case ipvs.TunIPIP:
 		return "ipip", true

@@ -139,8 +139,8 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 		t.Fatalf("the large service has %d destinations, want %d", n, destChunk+11)
 	}
 	for i := range destChunk + 10 {
-		if want := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}); ds[i].Addr != want || ds[i].Source.Line != i+2 {
-			t.Fatalf("destination %d: %v (line %d), want %v (line %d)", i, ds[i].Addr, ds[i].Source.Line, want, i+2)
+		if want := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}); ds[i].Addr != want || ds[i].Line != int32(i+2) {
+			t.Fatalf("destination %d: %v (line %d), want %v (line %d)", i, ds[i].Addr, ds[i].Line, want, i+2)
 		}
 	}
 	if last := ds[len(ds)-1].Addr.String(); last != "10.9.9.9" {

@@ -98,8 +98,8 @@ type Counters struct {
 	Rate  bool // estimated rates
 }
 
-var protocolNames = map[uint16]string{ipvs.ProtoTCP: "tcp", ipvs.ProtoUDP: "udp", ipvs.ProtoSCTP: "sctp"}
-var methodNames = map[uint32]string{ipvs.FwdMasq: "masq", ipvs.FwdRoute: "route", ipvs.FwdTunnel: "tunnel", ipvs.FwdLocal: "local"}
+var protocolNames = map[ipvs.Protocol]string{ipvs.ProtoTCP: "tcp", ipvs.ProtoUDP: "udp", ipvs.ProtoSCTP: "sctp"}
+var methodNames = map[ipvs.FwdMethod]string{ipvs.FwdMasq: "masq", ipvs.FwdRoute: "route", ipvs.FwdTunnel: "tunnel", ipvs.FwdLocal: "local"}
 var csumNames = map[uint16]string{ipvs.TunFlagNoCsum: "nocsum", ipvs.TunFlagCsum: "csum", ipvs.TunFlagRemCsum: "remcsum"}
 
 // ToDocument converts a set (in its order) to the JSON document.
@@ -121,7 +121,7 @@ func WriteJSON(w io.Writer, set *rules.Set, c Counters) error {
 	return err
 }
 
-func familyName(f uint16) string {
+func familyName(f ipvs.Family) string {
 	if f == ipvs.AFInet6 {
 		return "inet6"
 	}
@@ -402,7 +402,7 @@ func (jd *JSONDestination) argv() ([]string, error) {
 	return a, nil
 }
 
-func familyOf(a netip.Addr) uint16 {
+func familyOf(a netip.Addr) ipvs.Family {
 	if a.Is4() {
 		return ipvs.AFInet
 	}

@@ -219,11 +219,11 @@ func firstDuplicate(set *rules.Set) error {
 			if rules.DestKeyOf(&first.Destination) != rules.DestKeyOf(&another.Destination) {
 				continue
 			}
-			if dup == nil || another.Source.Line < dupLine {
+			if dup == nil || int(another.Line) < dupLine {
 				dup = &rules.DuplicateError{What: "destination",
 					Name:  rules.DestKeyOf(&first.Destination).String() + " of " + rules.KeyOf(&s.Service).String(),
-					First: first.Source.String(), Another: another.Source.String()}
-				dupLine = another.Source.Line
+					First: s.SourceOf(first).String(), Another: s.SourceOf(another).String()}
+				dupLine = int(another.Line)
 			}
 		}
 	}
@@ -319,7 +319,7 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 			}
 		}
 		s := r.svc(i)
-		d := rules.Dest{Destination: inv.Dest, Source: src}
+		d := rules.Dest{Destination: inv.Dest, Line: int32(lineNo)}
 		if d.Family == 0 {
 			d.Family = svc.Family
 		}

@@ -236,7 +236,7 @@ func parseAddrPort(s string) (netip.Addr, uint16, error) {
 	return ap.Addr(), ap.Port(), nil
 }
 
-var protocols = map[string]uint16{"TCP": ipvs.ProtoTCP, "UDP": ipvs.ProtoUDP, "SCTP": ipvs.ProtoSCTP}
+var protocols = map[string]ipvs.Protocol{"TCP": ipvs.ProtoTCP, "UDP": ipvs.ProtoUDP, "SCTP": ipvs.ProtoSCTP}
 
 // serviceDesignator parses the designator at the start of fields and
 // returns the service identity and the remaining fields.
@@ -296,7 +296,7 @@ func schedFlagBits(text string) (uint32, error) {
 }
 
 // parseMask reads a listing's or rule's mask for a service family.
-func parseMask(family uint16, text string) (uint32, error) {
+func parseMask(family ipvs.Family, text string) (uint32, error) {
 	if family == ipvs.AFInet6 {
 		v, err := strconv.ParseUint(text, 10, 32)
 		return uint32(v), err
@@ -411,7 +411,7 @@ func (t *Table) statColumns(k string, st *ipvs.Stats, f format, cols []string, d
 	return nil
 }
 
-var fwdNames = map[string]uint32{"Masq": ipvs.FwdMasq, "Local": ipvs.FwdLocal, "Tunnel": ipvs.FwdTunnel, "Route": ipvs.FwdRoute}
+var fwdNames = map[string]ipvs.FwdMethod{"Masq": ipvs.FwdMasq, "Local": ipvs.FwdLocal, "Tunnel": ipvs.FwdTunnel, "Route": ipvs.FwdRoute}
 
 func (t *Table) destLine(e *Entry, f format, line string) error {
 	fields := strings.Fields(strings.TrimPrefix(line, "  -> "))
@@ -490,7 +490,7 @@ func (t *Table) destLine(e *Entry, f format, line string) error {
 }
 
 var (
-	tunTypes  = map[string]uint8{"ipip": ipvs.TunIPIP, "gue": ipvs.TunGUE, "gre": ipvs.TunGRE}
+	tunTypes  = map[string]ipvs.TunType{"ipip": ipvs.TunIPIP, "gue": ipvs.TunGUE, "gre": ipvs.TunGRE}
 	csumTexts = map[string]uint16{"-c": ipvs.TunFlagNoCsum, "+c": ipvs.TunFlagCsum, "r+c": ipvs.TunFlagRemCsum}
 	csumOpts  = map[string]uint16{"--tun-nocsum": ipvs.TunFlagNoCsum, "--tun-csum": ipvs.TunFlagCsum, "--tun-remcsum": ipvs.TunFlagRemCsum}
 )
