@@ -264,8 +264,9 @@ func (m *builder) service(s *Service) {
 	m.endNest(n)
 }
 
-// netmask: the kernel keeps an IPv4 mask as address bytes (__be32) and an
-// IPv6 prefix length as a plain number in the same field.
+// netmask appends the NETMASK attribute. The kernel keeps an IPv4 mask as
+// address bytes (__be32) and an IPv6 prefix length as a plain number in the
+// same field.
 func (m *builder) netmask(v uint32, family Family) {
 	if family == AFInet6 {
 		m.u32(svcAttrNetmask, v)
@@ -354,7 +355,7 @@ func (m *builder) request(family uint16, flags uint16, seq uint32, req *Request)
 // of a type wins, as in the kernel.
 type attrs [16][]byte
 
-// parseAttrs fills a from the attribute stream b. Types above the table's
+// parse fills a from the attribute stream b. Types above the table's
 // size are ignored. It reports false when b is malformed.
 func (a *attrs) parse(b []byte) bool {
 	*a = attrs{}
@@ -394,7 +395,7 @@ func (it *attrIter) next() bool {
 	return true
 }
 
-// uint decodes an unsigned attribute of 1, 2, 4 or 8 bytes in host order;
+// uintAttr decodes an unsigned attribute of 1, 2, 4 or 8 bytes in host order;
 // sizes are taken from the attribute so 32-bit STATS and 64-bit STATS64
 // share one decoder.
 func uintAttr(b []byte) uint64 {

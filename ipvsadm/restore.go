@@ -7,10 +7,10 @@ import (
 )
 
 // This file holds the simple restore (-R): ipvsadm 1.31's tokenizer and one
-// Exec per line, in order. Package rules provides the pipelined engine; it
-// plugs in through Program.RestoreEngine and reuses Parse, Execute,
-// Invocation.Request and kernelErrorOutcome, so both engines print and
-// exit alike.
+// Exec per line, in order. The pipelined engine (pipelined.go), which
+// ipvsadm runs, reuses the tokenizer, Parse, Execute, Invocation.requestIn
+// and kernelErrorOutcome, so both engines print and exit alike; an Env
+// chooses one through RestoreEngine.
 
 // RestoreEngine runs a restore for program p: it reads p.Stdin, runs each
 // line (argv[0] = prog) and returns the restore's outcome, whose messages

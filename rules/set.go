@@ -56,7 +56,7 @@ type Dest struct {
 	Counters *ipvs.DestCounters
 }
 
-// Source is where d was written.
+// SourceOf is where d, one of s's destinations, was written.
 func (s *Service) SourceOf(d *Dest) Source { return Source{File: s.Source.File, Line: int(d.Line)} }
 
 // Source is a place in a rules file.
