@@ -155,8 +155,8 @@ func (e *engine) interrupted() bool {
 // line runs one command line. It reports the restore's outcome and true
 // when the line ends the restore.
 func (e *engine) line(argv []string) (Outcome, bool) {
-	inv, local := e.p.Parse(argv)
-	if local == nil {
+	inv, ended := e.p.Parse(argv)
+	if ended == nil {
 		if req, ok := inv.requestIn(&e.req); ok {
 			e.submit(inv.Command, req)
 			return Outcome{}, false
@@ -166,8 +166,8 @@ func (e *engine) line(argv []string) (Outcome, bool) {
 	// be done and their messages printed first.
 	e.flush()
 	var o Outcome
-	if local != nil {
-		o = *local
+	if ended != nil {
+		o = *ended
 	} else {
 		// Listings, -S, and a nested -R, which Execute refuses while a
 		// restore runs.

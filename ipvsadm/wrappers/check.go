@@ -78,13 +78,13 @@ func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
 		if len(fields) == 0 || ipvsadm.ParseFast(fields, &inv) {
 			continue
 		}
-		parsed, local := p.Parse(ipvsadm.RestoreArgv(ipvsadmName, fields))
+		parsed, ended := p.Parse(ipvsadm.RestoreArgv(ipvsadmName, fields))
 		switch {
-		case local != nil && local.Kind == ipvsadm.TryHelp:
+		case ended != nil && ended.Kind == ipvsadm.TryHelp:
 			report(n, "does not parse: it does not start with an ipvsadm command option")
-		case local != nil && local.Kind != ipvsadm.Informational:
-			report(n, "does not parse: %s", firstLine(local.Stderr, "ipvsadm rejects it"))
-		case local == nil && parsed.Command == ipvsadm.CmdRestore:
+		case ended != nil && ended.Kind != ipvsadm.Informational:
+			report(n, "does not parse: %s", firstLine(ended.Stderr, "ipvsadm rejects it"))
+		case ended == nil && parsed.Command == ipvsadm.CmdRestore:
 			report(n, "is a nested restore (-R), which ipvsadm refuses")
 		}
 	}

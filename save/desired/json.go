@@ -301,9 +301,9 @@ func asErr[T error](err error, target *T) bool {
 
 // parseArgv parses one ipvsadm command line and adds its rule.
 func (r *reader) parseArgv(lineNo int, argv []string) error {
-	inv, local := r.p.Parse(argv)
-	if local != nil {
-		msg := strings.TrimSpace(local.Stderr)
+	inv, ended := r.p.Parse(argv)
+	if ended != nil {
+		msg := strings.TrimSpace(ended.Stderr)
 		if msg == "" || strings.HasPrefix(msg, "Try `") {
 			msg = "not a rule ipvsadm accepts"
 		}

@@ -285,10 +285,10 @@ func (r *reader) errorf(line int, format string, args ...any) error {
 func (r *reader) line(lineNo int, fields [][]byte) error {
 	inv := &r.fast
 	if !ipvsadm.ParseFast(fields, inv) {
-		var local *ipvsadm.Outcome
-		inv, local = r.p.Parse(ipvsadm.RestoreArgv("ipvsadm", fields))
-		if local != nil {
-			msg := strings.TrimSpace(local.Stderr)
+		var ended *ipvsadm.Outcome
+		inv, ended = r.p.Parse(ipvsadm.RestoreArgv("ipvsadm", fields))
+		if ended != nil {
+			msg := strings.TrimSpace(ended.Stderr)
 			if msg == "" || strings.HasPrefix(msg, "Try `") {
 				msg = "not a rule ipvsadm accepts"
 			}
