@@ -417,6 +417,18 @@ type Dumper interface {
 	AppendDestinations(dst []DestinationEntry, svc *Service) ([]DestinationEntry, error)
 }
 
+// SkipStats asks c to leave the 64-bit Stats out of its listings (skip
+// false: read them again), when it can (Conn can; the fake always
+// reports them). It returns a function that undoes the setting.
+func SkipStats(c Reader, skip bool) (undo func()) {
+	s, ok := c.(interface{ SkipStats(bool) })
+	if !ok {
+		return func() {}
+	}
+	s.SkipStats(skip)
+	return func() { s.SkipStats(!skip) }
+}
+
 // DumpServices calls fn with each of c's services in dump order, through
 // Dumper when c implements it.
 func DumpServices(c Reader, fn func(*ServiceEntry) error) error {

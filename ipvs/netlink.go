@@ -26,6 +26,8 @@ type Conn struct {
 	svcs  []ServiceEntry
 	dests []DestinationEntry
 	attrs attrs
+	// noStats leaves Stats zero in listings (see SkipStats).
+	noStats bool
 
 	// Exec's one-request pipeline, kept to spare allocations.
 	single   pipeline
@@ -78,7 +80,7 @@ func (c *Conn) AppendServices(dst []ServiceEntry) ([]ServiceEntry, error) {
 	n := len(dst)
 	err := c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
 		dst = append(dst, ServiceEntry{})
-		if !decodeService(a[cmdAttrService], &dst[len(dst)-1]) {
+		if !decodeService(a[cmdAttrService], &dst[len(dst)-1], !c.noStats) {
 			return errMalformed
 		}
 		return nil
@@ -96,7 +98,7 @@ func (c *Conn) AppendServices(dst []ServiceEntry) ([]ServiceEntry, error) {
 func (c *Conn) DumpServices(fn func(*ServiceEntry) error) error {
 	var s ServiceEntry
 	return c.query(CmdGetService, nlmFDump, nil, func(a *attrs) error {
-		if !decodeService(a[cmdAttrService], &s) {
+		if !decodeService(a[cmdAttrService], &s, !c.noStats) {
 			return errMalformed
 		}
 		return fn(&s)
@@ -110,7 +112,7 @@ func (c *Conn) Service(key Service) (ServiceEntry, error) {
 	var s ServiceEntry
 	found := false
 	err := c.query(CmdGetService, 0, func(m *builder) { m.service(&id) }, func(a *attrs) error {
-		if !decodeService(a[cmdAttrService], &s) {
+		if !decodeService(a[cmdAttrService], &s, !c.noStats) {
 			return errMalformed
 		}
 		found = true
@@ -121,6 +123,12 @@ func (c *Conn) Service(key Service) (ServiceEntry, error) {
 	}
 	return s, err
 }
+
+// SkipStats makes later listings leave the 64-bit Stats zero (skip false:
+// read them again). The connection counts are still read. Decoding the
+// counters is a third of a destination's decoding, and saving, planning
+// and most listings never look at them.
+func (c *Conn) SkipStats(skip bool) { c.noStats = skip }
 
 // Destinations lists a service's destinations with a GET_DEST dump. The
 // request names the service by family and fwmark or protocol, address and
@@ -146,7 +154,7 @@ func (c *Conn) AppendDestinations(dst []DestinationEntry, svc *Service) ([]Desti
 	}
 	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
 		dst = append(dst, DestinationEntry{})
-		if !decodeDest(a[cmdAttrDest], svc.Family, &dst[len(dst)-1]) {
+		if !decodeDest(a[cmdAttrDest], svc.Family, &dst[len(dst)-1], !c.noStats) {
 			return errMalformed
 		}
 		return nil

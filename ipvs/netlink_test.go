@@ -286,6 +286,21 @@ func TestDecodePrefersStats64(t *testing.T) {
 	if err != nil || !slices.Equal(dests, []ipvs.DestinationEntry{{Destination: d, DestCounters: counters}}) {
 		t.Errorf("destinations: %+v, %v; want %+v", dests, err, d)
 	}
+	// Without the 64-bit counters: Stats zero, the connection counts kept.
+	undo := ipvs.SkipStats(c, true)
+	counters.Stats = ipvs.Stats{}
+	svcs, err = c.Services()
+	if err != nil || len(svcs) != 1 || svcs[0].Stats != (ipvs.Stats{}) || svcs[0].Service != s {
+		t.Errorf("services without stats: %+v, %v", svcs, err)
+	}
+	dests, err = c.Destinations(s)
+	if err != nil || !slices.Equal(dests, []ipvs.DestinationEntry{{Destination: d, DestCounters: counters}}) {
+		t.Errorf("destinations without stats: %+v, %v; want %+v", dests, err, counters)
+	}
+	undo()
+	if svcs, err = c.Services(); err != nil || svcs[0].Stats != big {
+		t.Errorf("stats not read again after undo: %+v, %v", svcs, err)
+	}
 }
 
 // BenchmarkPipelineSubmit is the client's own cost per pipelined change:

@@ -510,7 +510,7 @@ func decodeStats(b []byte, s *Stats) {
 }
 
 // decodeService decodes a SERVICE nest's payload.
-func decodeService(b []byte, e *ServiceEntry) bool {
+func decodeService(b []byte, e *ServiceEntry, withStats bool) bool {
 	var a attrs
 	if !a.parse(b) || a[svcAttrAF] == nil {
 		return false
@@ -538,6 +538,7 @@ func decodeService(b []byte, e *ServiceEntry) bool {
 		}
 	}
 	switch {
+	case !withStats:
 	case a[svcAttrStats64] != nil:
 		decodeStats(a[svcAttrStats64], &e.Stats)
 	case a[svcAttrStats] != nil:
@@ -550,7 +551,7 @@ func decodeService(b []byte, e *ServiceEntry) bool {
 // listed destination); svcFamily stands in for a missing ADDR_FAMILY
 // (kernels before 3.18). As everywhere, the last occurrence of an
 // attribute wins and STATS64 is preferred to STATS.
-func decodeDest(b []byte, svcFamily Family, d *DestinationEntry) bool {
+func decodeDest(b []byte, svcFamily Family, d *DestinationEntry, withStats bool) bool {
 	*d = DestinationEntry{Destination: Destination{Family: svcFamily}}
 	var addr, stats, stats64 []byte
 	it := attrIter{b: b}
@@ -594,6 +595,7 @@ func decodeDest(b []byte, svcFamily Family, d *DestinationEntry) bool {
 	}
 	d.Addr = addrAttr(addr, d.Family)
 	switch {
+	case !withStats:
 	case stats64 != nil:
 		decodeStats(stats64, &d.Stats)
 	case stats != nil:

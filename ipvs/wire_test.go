@@ -204,7 +204,7 @@ func TestDecodeDestOnePass(t *testing.T) {
 	m.attr(destAttrAddr, netip.MustParseAddr("2001:db8::5").AsSlice())
 	m.u16(destAttrAddrFamily, uint16(AFInet6))
 	var d DestinationEntry
-	if !decodeDest(m.b, AFInet, &d) {
+	if !decodeDest(m.b, AFInet, &d, true) {
 		t.Fatal("refused a well-formed nest")
 	}
 	want := DestinationEntry{Destination{Family: AFInet6, Addr: netip.MustParseAddr("2001:db8::5"), Port: 8080, Weight: 7}, DestCounters{Stats: Stats{Conns: 64}}}
@@ -213,12 +213,12 @@ func TestDecodeDestOnePass(t *testing.T) {
 	}
 	var noAddr builder
 	noAddr.be16(destAttrPort, 80)
-	if decodeDest(noAddr.b, AFInet, &d) {
+	if decodeDest(noAddr.b, AFInet, &d, true) {
 		t.Error("accepted a nest without an address")
 	}
 	bad := append([]byte(nil), m.b...)
 	native.PutUint16(bad[len(bad)-8:], 200) // the last attribute claims more than is there
-	if decodeDest(bad, AFInet, &d) {
+	if decodeDest(bad, AFInet, &d, true) {
 		t.Error("accepted a malformed nest")
 	}
 }

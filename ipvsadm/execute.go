@@ -171,6 +171,8 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 	case CmdList:
 		return p.list(inv)
 	case CmdSave:
+		// A save prints no counters: leave them undecoded.
+		defer ipvs.SkipStats(p.Client, true)()
 		return listOutcome(save.Write(p.Stdout, p.Client, inv.ListOptions(p)))
 	case CmdRestore:
 		if p.restoring {
@@ -196,6 +198,10 @@ func (p *Program) Execute(inv *Invocation) Outcome {
 // daemons, or the whole table.
 func (p *Program) list(inv *Invocation) Outcome {
 	o := inv.ListOptions(p)
+	if o.Format != list.Stats && o.Format != list.Rate {
+		// Only --stats and --rate print the 64-bit counters.
+		defer ipvs.SkipStats(p.Client, true)()
+	}
 	switch {
 	case inv.Has(OptConnection):
 		return listOutcome(list.Connections(p.Stdout, p.ConnFile, inv.Has(OptPersistentConn), o))

@@ -116,6 +116,7 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // services × 10 the kernel's side of a plan is a list of services and one
 // reused buffer.
 func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
+	defer ipvs.SkipStats(c, true)() // a plan reads no traffic counters
 	var svcs []ipvs.Service
 	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
 		svcs = append(svcs, s.Service)
