@@ -1,6 +1,7 @@
 package lvsctl
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"net/netip"
@@ -396,10 +397,11 @@ func TestTerminalProgressRedrawsTheDrainBlock(t *testing.T) {
 		t.Errorf("terminal output %q", out)
 	}
 	var lines strings.Builder
-	lr := &lineReporter{w: &lines}
+	lr := &lineReporter{w: bufio.NewWriter(&lines)}
 	for _, e := range events {
 		lr.event(e)
 	}
+	// Drain events reach the log at once, without waiting for finish.
 	if n := strings.Count(lines.String(), "\n"); n != 2 || strings.Contains(lines.String(), "\x1b") {
 		t.Errorf("script output: %d lines, want 2 (start, done), no escapes: %q", n, lines.String())
 	}
