@@ -57,18 +57,12 @@ func (r *runner) list(c *listCmd) (int, error) {
 			}
 			return out
 		}
-		var st ipvs.Stats // Read sets them
-		if s.Stats != nil {
-			st = *s.Stats
-		}
+		st := s.KernelStats()
 		row := append(append(svcCols, "", "", "", "", ""), counters(&st)...)
 		rows = append(rows, row)
 		for j := range s.Dests {
 			d := &s.Dests[j].Destination
-			var n ipvs.DestCounters // Read sets them
-			if s.Dests[j].Counters != nil {
-				n = *s.Dests[j].Counters
-			}
+			n := s.Dests[j].KernelCounters()
 			u := func(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 			row := []string{"", "", "", "", rules.DestKeyOf(d).String(), rules.MethodName(d.FwdMethod),
 				strconv.Itoa(int(int32(d.Weight))), u(n.ActiveConns), u(n.InactConns)}

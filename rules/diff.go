@@ -100,11 +100,7 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 	p, _ := diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
 		buf = buf[:0]
 		for _, d := range current.Services[i].Dests {
-			e := ipvs.DestinationEntry{Destination: d.Destination}
-			if d.Counters != nil {
-				e.DestCounters = *d.Counters
-			}
-			buf = append(buf, e)
+			buf = append(buf, ipvs.DestinationEntry{Destination: d.Destination, DestCounters: d.KernelCounters()})
 		}
 		return buf, nil
 	}, desired, o)

@@ -56,6 +56,24 @@ type Dest struct {
 	Counters *ipvs.DestCounters
 }
 
+// KernelStats are the service's counters as Read found them; zero in a
+// desired set.
+func (s *Service) KernelStats() ipvs.Stats {
+	if s.Stats == nil {
+		return ipvs.Stats{}
+	}
+	return *s.Stats
+}
+
+// KernelCounters are the destination's counters as Read found them; zero
+// in a desired set.
+func (d *Dest) KernelCounters() ipvs.DestCounters {
+	if d.Counters == nil {
+		return ipvs.DestCounters{}
+	}
+	return *d.Counters
+}
+
 // SourceOf is where d, one of s's destinations, was written.
 func (s *Service) SourceOf(d *Dest) Source { return Source{File: s.Source.File, Line: int(d.Line)} }
 

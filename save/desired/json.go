@@ -148,10 +148,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		js.Persistence = &JSONPersistence{Timeout: svc.Timeout, Netmask: netmaskText(svc)}
 	}
 	if c.Stats || c.Rate {
-		var st ipvs.Stats // a desired set's are zero
-		if s.Stats != nil {
-			st = *s.Stats
-		}
+		st := s.KernelStats()
 		js.Stats = jsonStats(&st, c.Rate)
 	}
 	for i := range s.Dests {
@@ -168,10 +165,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 				jd.Tunnel.Checksum = csumNames[d.TunFlags]
 			}
 		}
-		var counters ipvs.DestCounters // a desired set's are zero
-		if n := s.Dests[i].Counters; n != nil {
-			counters = *n
-		}
+		counters := s.Dests[i].KernelCounters()
 		if c.Conns {
 			a, in, p := counters.ActiveConns, counters.InactConns, counters.PersistConns
 			jd.ActiveConns, jd.InactiveConns, jd.PersistentConns = &a, &in, &p
