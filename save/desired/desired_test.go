@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -77,6 +79,9 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"-A -t 10.0.0.1:80\n-E -t 10.0.0.1:80 -s rr\n", "f:2: only -A (add service) and -a (add server) lines describe a rule set, not edit-service"},
 		{"-A -t 10.0.0.1:0\n", "f:1: Zero port specified for non-persistent service"},
 		{"-A -t 10.0.0.1:80\xff\n", "f:1: not valid UTF-8"},
+		{"# caf\xe9\n", "f:1: not valid UTF-8"},
+		{"# café\n-A -t 10.0.0.1:80\x00 -s rr\n", "f:2: NUL byte in the line"},
+		{"-A -t 10.0.0.1:80\n\x00\n", "f:2: NUL byte in the line"},
 		{"{\"version\": 2, \"services\": []}", "f:1: JSON: version 2"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n\"persistence\": {\"timeout\": 0}, \"destinations\": []}]}", "f:2: invalid timeout value `0' specified"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"example.com\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": []}]}", "f:2: service 1: address \"example.com\": not an IP address"},
@@ -165,4 +170,51 @@ func mustJSON(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestReadGroupsLikeAMap: for random files whose destination lines come
+// anywhere after their service's line, the reader (with its shortcuts for
+// lines that come together) gives each service the destinations a plain
+// map from service key to lines gives, in file order.
+func TestReadGroupsLikeAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 300 {
+		var lines []string
+		want := map[string][]string{} // service address -> destination addresses
+		var order []string
+		for range rng.IntN(12) {
+			if len(order) == 0 || rng.IntN(3) == 0 {
+				vip := fmt.Sprintf("10.0.%d.%d:80", rng.IntN(2), len(order)+1)
+				order = append(order, vip)
+				lines = append(lines, "-A -t "+vip+" -s rr")
+				continue
+			}
+			for range 1 + rng.IntN(5) {
+				vip := order[len(order)-1]
+				if rng.IntN(3) == 0 {
+					vip = order[rng.IntN(len(order))]
+				}
+				rs := fmt.Sprintf("192.168.%d.%d", len(want[vip]), rng.IntN(250)+1)
+				want[vip] = append(want[vip], rs)
+				lines = append(lines, "-a -t "+vip+" -r "+rs+" -g")
+			}
+		}
+		text := strings.Join(lines, "\n")
+		set, err := ReadText("random", []byte(text), nil)
+		if err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, text)
+		}
+		if len(set.Services) != len(order) {
+			t.Fatalf("round %d: %d services, want %d", round, len(set.Services), len(order))
+		}
+		for i, s := range set.Services {
+			var got []string
+			for _, d := range s.Dests {
+				got = append(got, d.Addr.String())
+			}
+			if vip := netip.AddrPortFrom(s.Addr, s.Port).String(); vip != order[i] || !slices.Equal(got, want[vip]) {
+				t.Fatalf("round %d: service %d is %s with %v, want %s with %v\n%s", round, i, vip, got, order[i], want[order[i]], text)
+			}
+		}
+	}
 }

@@ -121,13 +121,16 @@ func newReader(name string, res *names.Resolver) *reader {
 // textLine reads the next line of rules text (without its newline).
 func (r *reader) textLine(line []byte) error {
 	r.lineNo++
-	if bytes.IndexByte(line, 0) >= 0 {
-		return r.errorf(r.lineNo, "NUL byte in the line")
+	var seen byte
+	r.fields, seen = splitFields(r.fields[:0], line)
+	if seen&(hasNUL|hasNonASCII) != 0 { // checked only then: most lines are ASCII
+		if bytes.IndexByte(line, 0) >= 0 {
+			return r.errorf(r.lineNo, "NUL byte in the line")
+		}
+		if !utf8.Valid(line) {
+			return r.errorf(r.lineNo, "not valid UTF-8")
+		}
 	}
-	if !utf8.Valid(line) {
-		return r.errorf(r.lineNo, "not valid UTF-8")
-	}
-	r.fields = splitFields(r.fields[:0], line)
 	if len(r.fields) == 0 || r.fields[0][0] == '#' {
 		return nil
 	}
@@ -233,28 +236,50 @@ func firstDuplicate(set *rules.Set) error {
 	return nil
 }
 
-// splitFields cuts a line into words at blanks (space, tab, CR), dropping
-// "ipvsadm" words as ipvsadm -R's reader does.
-func splitFields(fields [][]byte, line []byte) [][]byte {
-	for len(line) > 0 {
-		i := 0
-		for i < len(line) && isBlank(line[i]) {
+// splitFields cuts a line into words at blanks (space, tab, CR, VT, FF),
+// dropping "ipvsadm" words as ipvsadm -R's reader does. It also says, as
+// the union of byteClass flags, whether the line holds a NUL byte or a
+// byte above ASCII: the one pass over the line serves both.
+func splitFields(fields [][]byte, line []byte) ([][]byte, byte) {
+	var seen byte
+	for i := 0; i < len(line); {
+		for i < len(line) && byteClass[line[i]]&blank != 0 {
 			i++
 		}
-		line = line[i:]
-		j := 0
-		for j < len(line) && !isBlank(line[j]) {
-			j++
+		start := i
+		for i < len(line) {
+			c := byteClass[line[i]]
+			if c&blank != 0 {
+				break
+			}
+			seen |= c
+			i++
 		}
-		if j > 0 && string(line[:j]) != "ipvsadm" {
-			fields = append(fields, line[:j])
+		if w := line[start:i]; len(w) > 0 && string(w) != "ipvsadm" {
+			fields = append(fields, w)
 		}
-		line = line[j:]
 	}
-	return fields
+	return fields, seen
 }
 
-func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+// Flags of byteClass.
+const (
+	blank       = 1 << iota // a word separator
+	hasNUL                  // the NUL byte
+	hasNonASCII             // a byte of a multi-byte UTF-8 sequence, or not UTF-8
+)
+
+// byteClass classifies each byte for splitFields.
+var byteClass = func() (t [256]byte) {
+	for _, c := range []byte(" \t\r\v\f") {
+		t[c] = blank
+	}
+	t[0] = hasNUL
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = hasNonASCII
+	}
+	return t
+}()
 
 // reader collects one file's rules.
 type reader struct {
@@ -309,6 +334,9 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 		if r.index != nil {
 			r.index[k] = i
 		}
+		// Its destinations come next in a saved file: found without the
+		// index, which is then never made.
+		r.tail, r.tailKey = i, k
 	case ipvsadm.CmdAddServer:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
@@ -328,7 +356,9 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 			s.Dests = append(s.Dests, d)
 			break
 		}
-		r.tail, r.tailKey = i, k
+		if i != r.tail {
+			r.tail, r.tailKey = i, k
+		}
 		if len(r.arena) == cap(r.arena) {
 			// A new chunk; the service's run so far moves along, so that
 			// its destinations stay together.
