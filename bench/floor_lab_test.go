@@ -231,8 +231,10 @@ func (c *rawConn) request(cmd uint8, flags uint16) error {
 
 // floorList is what listing (and saving) the table takes: GET_INFO, a
 // GET_SERVICE dump, and a GET_DEST dump per service naming it by the
-// identity attributes the service dump returned.
-func (c *rawConn) floorList() error {
+// identity attributes the service dump returned, sent over dests (c
+// itself, or a second socket with page-sized buffers, as ipvs.Open has:
+// the kernel then builds cheaper datagrams, see ipvs.openDumpSocket).
+func (c *rawConn) floorList(dests *rawConn) error {
 	if err := c.request(cmdGetInfo, 0); err != nil {
 		return err
 	}
@@ -257,10 +259,10 @@ func (c *rawConn) floorList() error {
 		return err
 	}
 	for _, id := range ids {
-		c.begin(c.family, nlmFRequest|nlmFAck|nlmFDump, cmdGetDest, 1)
-		c.attr(attrService|nested, id)
-		c.end()
-		if err := c.exchange(true, nil); err != nil {
+		dests.begin(dests.family, nlmFRequest|nlmFAck|nlmFDump, cmdGetDest, 1)
+		dests.attr(attrService|nested, id)
+		dests.end()
+		if err := dests.exchange(true, nil); err != nil {
 			return err
 		}
 	}
@@ -384,16 +386,18 @@ const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 // floorChild runs the operation named by the environment: "list" (or
 // "save"), "zero", "flush", or "restore:<layout>:<services>:<dests>" (the table is built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
-// sets the receive buffer size.
+// sets the receive buffer size and makes a listing use that one socket
+// only (without it, destination dumps go over a second socket with
+// page-sized buffers, as ipvs.Open does).
 func floorChild(spec string) int {
-	bufSize := 32 << 10
+	bufSize, oneSocket := 32<<10, false
 	if i := strings.LastIndex(spec, ":buf="); i >= 0 {
 		n, err := strconv.Atoi(spec[i+5:])
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
-		bufSize, spec = n, spec[:i]
+		bufSize, spec, oneSocket = n, spec[:i], true
 	}
 	c, err := openRaw(bufSize)
 	if err != nil {
@@ -401,11 +405,19 @@ func floorChild(spec string) int {
 		return 1
 	}
 	defer c.close()
+	dests := c
+	if !oneSocket {
+		if dests, err = openRaw(min(os.Getpagesize(), 8192)); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		defer dests.close()
+	}
 	var run func() error
 	switch spec {
 	case "list", "save":
 		// Saving asks the kernel exactly what listing asks.
-		run = c.floorList
+		run = func() error { return c.floorList(dests) }
 	case "zero":
 		run = func() error { return c.request(cmdZero, 0) }
 	case "flush":

@@ -10,7 +10,7 @@ import (
 	"github.com/lvskit/lvskit/ipvsadm"
 )
 
-// One source of truth: the parser's option table (ipvsadm.Options) and its
+// One source of truth: the parser's option table (ipvsadm.OptionTable) and its
 // command/option matrix (ipvsadm.Allowed) decide which options exist and
 // which command accepts which. These tests fail when the manual page, the
 // -h text or any completion names an option the parser does not have, or
@@ -21,7 +21,7 @@ import (
 func parserOptions(t *testing.T) []string {
 	t.Helper()
 	var all []string
-	for _, o := range ipvsadm.Options {
+	for _, o := range ipvsadm.OptionTable {
 		all = append(all, spellings(o)...)
 	}
 	slices.Sort(all)
@@ -125,7 +125,7 @@ func TestHelpTextNamesExactlyTheParserOptions(t *testing.T) {
 	diff(t, "ipvsadm -h", helpOptions(ipvsadm.Usage("ipvsadm")), want)
 
 	// The table's own flags agree with the exceptions.
-	for _, o := range ipvsadm.Options {
+	for _, o := range ipvsadm.OptionTable {
 		hidden := !o.Documented
 		if hidden != slices.Contains(notInHelp, "--"+o.Long) {
 			t.Errorf("--%s: Documented=%v disagrees with the known -h exceptions", o.Long, o.Documented)
@@ -140,7 +140,7 @@ func TestHelpTextNamesExactlyTheParserOptions(t *testing.T) {
 
 // commandLine is how a test line starts for command c.
 func commandLine(c ipvsadm.Command) string {
-	for _, o := range ipvsadm.Options {
+	for _, o := range ipvsadm.OptionTable {
 		if o.Command != c {
 			continue
 		}
@@ -164,7 +164,7 @@ func commandLine(c ipvsadm.Command) string {
 // accepted with every command"), only with -L.
 func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
 	var want []string
-	for _, o := range ipvsadm.Options {
+	for _, o := range ipvsadm.OptionTable {
 		if o.Command != ipvsadm.NoCommand {
 			continue
 		}
@@ -191,7 +191,7 @@ func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
 // each command exactly what the matrix allows (and -6 after -f).
 func TestCompletionsOfferExactlyTheParserOptions(t *testing.T) {
 	var commands []string
-	for _, o := range ipvsadm.Options {
+	for _, o := range ipvsadm.OptionTable {
 		if o.Command != ipvsadm.NoCommand {
 			commands = append(commands, spellings(o)...)
 		}

@@ -51,3 +51,18 @@ func OpenTransportForTest(t Transport, port uint32) (*Conn, error) {
 	}
 	return c, nil
 }
+
+// OpenTransportsForTest is OpenTransportForTest with a second transport
+// for destination dumps, as Open has a second socket; answers on both come
+// addressed to port.
+func OpenTransportsForTest(t, dumps Transport, port uint32) (*Conn, error) {
+	c := &Conn{sock: testTransport{t}, port: port, dumps: testTransport{dumps}, dumpsPort: port}
+	if err := c.start(ipvsGenlName); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SmallDumpLimit is how many datagrams a destination dump may take on the
+// second transport.
+const SmallDumpLimit = smallDumpLimit

@@ -61,7 +61,7 @@ var faults = []fault{
 	{"ENOBUFS", func(k *fakeKernel) { k.enobufs = 1 }, false},
 	{"no answer (timeout)", func(k *fakeKernel) { k.silent = true }, false},
 	{"swallowed answer (EINTR)", func(k *fakeKernel) {
-		for _, c := range []ipvs.Command{ipvs.CmdNewService, ipvs.CmdGetService, ipvs.CmdGetDest} {
+		for _, c := range []ipvs.Op{ipvs.CmdNewService, ipvs.CmdGetService, ipvs.CmdGetDest} {
 			k.swallow[c] = true
 			k.silent = true // dumps: nothing answers either
 		}

@@ -248,35 +248,37 @@ type Daemon struct {
 	TTL       uint8
 }
 
-// Command is a request's kind; the values are the kernel's IPVS_CMD_* numbers.
-type Command uint8
+// Op is a request's kind, the operation an OpError names; the values are
+// the kernel's IPVS_CMD_* numbers (ipvsadm.Command is ipvsadm's own
+// command-line command, a different thing).
+type Op uint8
 
 // The commands a Request can carry.
 const (
-	CmdNewService Command = 1
-	CmdSetService Command = 2
-	CmdDelService Command = 3
-	CmdNewDest    Command = 5
-	CmdSetDest    Command = 6
-	CmdDelDest    Command = 7
-	CmdNewDaemon  Command = 9
-	CmdDelDaemon  Command = 10
-	CmdSetConfig  Command = 12
-	CmdZero       Command = 16
-	CmdFlush      Command = 17
+	CmdNewService Op = 1
+	CmdSetService Op = 2
+	CmdDelService Op = 3
+	CmdNewDest    Op = 5
+	CmdSetDest    Op = 6
+	CmdDelDest    Op = 7
+	CmdNewDaemon  Op = 9
+	CmdDelDaemon  Op = 10
+	CmdSetConfig  Op = 12
+	CmdZero       Op = 16
+	CmdFlush      Op = 17
 )
 
 // The commands behind the Client's read methods. Exec does not accept them;
 // they name the operation in an OpError (and in ipvstest.Fake.FailNext).
 const (
-	CmdGetService Command = 4  // Services, Service
-	CmdGetDest    Command = 8  // Destinations
-	CmdGetDaemon  Command = 11 // Daemons
-	CmdGetConfig  Command = 13 // Timeouts
-	CmdGetInfo    Command = 15 // Info
+	CmdGetService Op = 4  // Services, Service
+	CmdGetDest    Op = 8  // Destinations
+	CmdGetDaemon  Op = 11 // Daemons
+	CmdGetConfig  Op = 13 // Timeouts
+	CmdGetInfo    Op = 15 // Info
 )
 
-var commandNames = [...]string{
+var opNames = [...]string{
 	CmdNewService: "NEW_SERVICE",
 	CmdSetService: "SET_SERVICE",
 	CmdDelService: "DEL_SERVICE",
@@ -296,18 +298,18 @@ var commandNames = [...]string{
 	CmdFlush:      "FLUSH",
 }
 
-// String returns the kernel's name for the command without the IPVS_CMD_
+// String returns the kernel's name for the operation without the IPVS_CMD_
 // prefix, e.g. "NEW_SERVICE".
-func (c Command) String() string {
-	if int(c) < len(commandNames) && commandNames[c] != "" {
-		return commandNames[c]
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
 	}
-	return "IPVS_CMD_" + strconv.Itoa(int(c))
+	return "IPVS_CMD_" + strconv.Itoa(int(o))
 }
 
-// Writes reports whether Exec accepts the command (it changes the tables).
-func (c Command) Writes() bool {
-	switch c {
+// Writes reports whether Exec accepts the operation (it changes the tables).
+func (o Op) Writes() bool {
+	switch o {
 	case CmdNewService, CmdSetService, CmdDelService, CmdNewDest, CmdSetDest,
 		CmdDelDest, CmdNewDaemon, CmdDelDaemon, CmdSetConfig, CmdZero, CmdFlush:
 		return true
@@ -319,7 +321,7 @@ func (c Command) Writes() bool {
 // failed and why. Err is a unix.Errno when the kernel (or the fake, acting as
 // the kernel) refused the request, so callers test it with errors.Is.
 type OpError struct {
-	Op  Command
+	Op  Op
 	Err error
 }
 
@@ -340,7 +342,7 @@ func (e *OpError) Unwrap() error { return e.Err }
 // for an all-zero service is ipvsadm's (libipvs's) rule, so its caller passes
 // a nil Service then.
 type Request struct {
-	Cmd      Command
+	Cmd      Op
 	Service  *Service
 	Dest     *Destination
 	Daemon   *Daemon
@@ -419,14 +421,15 @@ type Dumper interface {
 
 // SkipStats asks c to leave the 64-bit Stats out of its listings (skip
 // false: read them again), when it can (Conn can; the fake always
-// reports them). It returns a function that undoes the setting.
+// reports them). It returns a function that restores the setting c had
+// before, so calls nest.
 func SkipStats(c Reader, skip bool) (undo func()) {
-	s, ok := c.(interface{ SkipStats(bool) })
+	s, ok := c.(interface{ SkipStats(bool) bool })
 	if !ok {
 		return func() {}
 	}
-	s.SkipStats(skip)
-	return func() { s.SkipStats(!skip) }
+	was := s.SkipStats(skip)
+	return func() { s.SkipStats(was) }
 }
 
 // DumpServices calls fn with each of c's services in dump order, through

@@ -36,11 +36,11 @@ type fakeKernel struct {
 	queue    [][]byte
 
 	// Fault injection.
-	silent    bool                   // never answer anything (a hung kernel)
-	swallow   map[ipvs.Command]bool  // process, but answer nothing (EINTR)
-	strangers bool                   // add messages for other ports and stale sequences
-	enobufs   int                    // when > 0: fail Recv with ENOBUFS once this many datagrams are queued
-	failCmd   map[ipvs.Command]error // answer this errno without processing (EPERM for GET_INFO...)
+	silent    bool              // never answer anything (a hung kernel)
+	swallow   map[ipvs.Op]bool  // process, but answer nothing (EINTR)
+	strangers bool              // add messages for other ports and stale sequences
+	enobufs   int               // when > 0: fail Recv with ENOBUFS once this many datagrams are queued
+	failCmd   map[ipvs.Op]error // answer this errno without processing (EPERM for GET_INFO...)
 	// mangle, when set, rewrites each answer datagram as Recv hands it
 	// out (garbled, truncated, renumbered answers).
 	mangle   func(d []byte) []byte
@@ -49,7 +49,7 @@ type fakeKernel struct {
 }
 
 func newFakeKernel(opts ...ipvstest.Option) *fakeKernel {
-	return &fakeKernel{fake: ipvstest.New(opts...), perDump: 3, swallow: map[ipvs.Command]bool{}, failCmd: map[ipvs.Command]error{}}
+	return &fakeKernel{fake: ipvstest.New(opts...), perDump: 3, swallow: map[ipvs.Op]bool{}, failCmd: map[ipvs.Op]error{}}
 }
 
 func (k *fakeKernel) Close() error { return nil }
@@ -123,7 +123,7 @@ func (k *fakeKernel) message(m []byte) {
 		k.queue = append(k.queue, w.finish())
 		k.ack(h, 0)
 	case h.typ == testFamilyID:
-		k.ipvs(h, ipvs.Command(m[16]), parseAttrs(m[20:]))
+		k.ipvs(h, ipvs.Op(m[16]), parseAttrs(m[20:]))
 	default:
 		k.ack(h, unix.EOPNOTSUPP)
 	}
@@ -146,7 +146,7 @@ func ackMsg(h hdr, port uint32, errno unix.Errno) []byte {
 	return b
 }
 
-func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Command, top attrMap) {
+func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Op, top attrMap) {
 	if err, ok := k.failCmd[cmd]; ok {
 		k.ack(h, err.(unix.Errno))
 		return

@@ -29,6 +29,13 @@ type Conn struct {
 	// noStats leaves Stats zero in listings (see SkipStats).
 	noStats bool
 
+	// dumps, when not nil, carries destination dumps: a second socket
+	// with page-sized receive buffers (see openDumpSocket), port dumpsPort.
+	// Set to nil for good when a service outgrows it (more than
+	// smallDumpLimit datagrams): its dumps then go over sock.
+	dumps     transport
+	dumpsPort uint32
+
 	// Exec's one-request pipeline, kept to spare allocations.
 	single   pipeline
 	onResult func(error)
@@ -127,8 +134,11 @@ func (c *Conn) Service(key Service) (ServiceEntry, error) {
 // SkipStats makes later listings leave the 64-bit Stats zero (skip false:
 // read them again). The connection counts are still read. Decoding the
 // counters is a third of a destination's decoding, and saving, planning
-// and most listings never look at them.
-func (c *Conn) SkipStats(skip bool) { c.noStats = skip }
+// and most listings never look at them. It returns the previous setting.
+func (c *Conn) SkipStats(skip bool) (was bool) {
+	was, c.noStats = c.noStats, skip
+	return was
+}
 
 // Destinations lists a service's destinations with a GET_DEST dump. The
 // request names the service by family and fwmark or protocol, address and
@@ -145,6 +155,12 @@ func (c *Conn) Destinations(svc Service) ([]DestinationEntry, error) {
 
 // AppendDestinations appends svc's destinations to dst with one GET_DEST
 // dump and returns the extended slice (dst unchanged on error).
+//
+// The dump goes over the Conn's second socket while services stay small
+// (see openDumpSocket). A service that outgrows it is read again over the
+// main socket, and so is every later one: the kernel resumes a dump by
+// skipping the entries it already sent, so small datagrams would make a
+// service of many thousands of destinations cost quadratic time.
 func (c *Conn) AppendDestinations(dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
 	n := len(dst)
 	build := func(m *builder) {
@@ -152,18 +168,39 @@ func (c *Conn) AppendDestinations(dst []DestinationEntry, svc *Service) ([]Desti
 		m.serviceIdentity(svc)
 		m.endNest(nest)
 	}
-	err := c.query(CmdGetDest, nlmFDump, build, func(a *attrs) error {
+	decode := func(a *attrs) error {
 		dst = append(dst, DestinationEntry{})
 		if !decodeDest(a[cmdAttrDest], svc.Family, &dst[len(dst)-1], !c.noStats) {
 			return errMalformed
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if c.dumps != nil {
+		err := c.queryOn(c.dumps, c.dumpsPort, smallDumpLimit, CmdGetDest, nlmFDump, build, decode)
+		if !errors.Is(err, errOutgrew) {
+			if err != nil {
+				return dst[:n], err
+			}
+			return dst, nil
+		}
+		// Its dump is abandoned in the middle: the socket goes with it.
+		c.dumps.close()
+		c.dumps = nil
+		dst = dst[:n]
+	}
+	if err := c.query(CmdGetDest, nlmFDump, build, decode); err != nil {
 		return dst[:n], err
 	}
 	return dst, nil
 }
+
+// smallDumpLimit is how many datagrams a destination dump may take over
+// the second socket before the service counts as large: about 500
+// destinations of 4 KiB datagrams.
+const smallDumpLimit = 64
+
+// errOutgrew ends a dump that took more datagrams than its limit.
+var errOutgrew = errors.New("dump larger than its limit")
 
 // Timeouts reads the tcp, tcpfin and udp timeouts with GET_CONFIG.
 func (c *Conn) Timeouts() (Timeouts, error) {
@@ -232,6 +269,10 @@ func (c *Conn) Close() error {
 	}
 	err := c.sock.close()
 	c.sock = nil
+	if c.dumps != nil {
+		c.dumps.close()
+		c.dumps = nil
+	}
 	if c.err == nil {
 		c.err = unix.EBADF
 	}
@@ -250,7 +291,7 @@ func (c *Conn) nextSeq() uint32 {
 }
 
 // broken reports whether the connection can no longer be used.
-func (c *Conn) broken(op Command) error {
+func (c *Conn) broken(op Op) error {
 	if c.err != nil {
 		return &OpError{Op: op, Err: c.err}
 	}
@@ -267,7 +308,14 @@ func (c *Conn) fail(err error) {
 
 // query sends one IPVS read request (a dump when flags has nlmFDump) and
 // hands the top-level attributes of every reply message to each.
-func (c *Conn) query(op Command, flags uint16, build func(*builder), each func(*attrs) error) error {
+func (c *Conn) query(op Op, flags uint16, build func(*builder), each func(*attrs) error) error {
+	return c.queryOn(c.sock, c.port, 0, op, flags, build, each)
+}
+
+// queryOn is query over transport t, whose answers come addressed to
+// port; with limit > 0 it ends with errOutgrew after limit datagrams
+// without reading the rest (t is then out of step and must be closed).
+func (c *Conn) queryOn(t transport, port uint32, limit int, op Op, flags uint16, build func(*builder), each func(*attrs) error) error {
 	if err := c.broken(op); err != nil {
 		return err
 	}
@@ -279,7 +327,7 @@ func (c *Conn) query(op Command, flags uint16, build func(*builder), each func(*
 		build(m)
 	}
 	m.end()
-	return c.roundTrip(op, seq, c.family, flags&nlmFDump != 0, m.b, func(payload []byte) error {
+	return c.roundTrip(t, port, limit, op, seq, c.family, flags&nlmFDump != 0, m.b, func(payload []byte) error {
 		a := &c.attrs
 		if len(payload) < genlHdrLen || !a.parse(payload[genlHdrLen:]) {
 			return errMalformed
@@ -288,21 +336,26 @@ func (c *Conn) query(op Command, flags uint16, build func(*builder), each func(*
 	})
 }
 
-// roundTrip sends msg (sequence number seq) and reads answers until the
-// request is complete: NLMSG_DONE for a dump, the acknowledgement otherwise.
-// Messages of type want go to onReply. A kernel error comes back as an
-// *OpError wrapping the unix.Errno.
-func (c *Conn) roundTrip(op Command, seq uint32, want uint16, dump bool, msg []byte, onReply func([]byte) error) error {
-	if err := c.sock.send(msg); err != nil {
+// roundTrip sends msg (sequence number seq) over t and reads answers
+// until the request is complete: NLMSG_DONE for a dump, the
+// acknowledgement otherwise. Messages of type want go to onReply. A kernel
+// error comes back as an *OpError wrapping the unix.Errno. With limit > 0,
+// more than limit datagrams end it with errOutgrew (see queryOn).
+func (c *Conn) roundTrip(t transport, port uint32, limit int, op Op, seq uint32, want uint16, dump bool, msg []byte, onReply func([]byte) error) error {
+	if err := t.send(msg); err != nil {
 		c.fail(err)
 		return &OpError{Op: op, Err: err}
 	}
 	var replyErr error
+	received := 0
 	for {
-		dgrams, err := c.sock.recv(recvQuery)
+		dgrams, err := t.recv(recvQuery)
 		if err != nil {
 			c.fail(err)
 			return &OpError{Op: op, Err: err}
+		}
+		if received += len(dgrams); limit > 0 && received > limit {
+			return errOutgrew
 		}
 		for _, d := range dgrams {
 			for len(d) > 0 {
@@ -312,7 +365,7 @@ func (c *Conn) roundTrip(op Command, seq uint32, want uint16, dump bool, msg []b
 					return &OpError{Op: op, Err: errMalformed}
 				}
 				d = rest
-				if h.pid != c.port {
+				if h.pid != port {
 					continue // not addressed to this socket
 				}
 				if h.seq != seq {
@@ -414,7 +467,7 @@ func (c *Conn) resolveFamily(name string) error {
 	m.str(ctrlAttrName, name)
 	m.end()
 	var id uint16
-	err := c.roundTrip(CmdGetInfo, seq, genlIDCtrl, false, m.b, func(payload []byte) error {
+	err := c.roundTrip(c.sock, c.port, 0, CmdGetInfo, seq, genlIDCtrl, false, m.b, func(payload []byte) error {
 		var a attrs
 		if len(payload) < genlHdrLen || !a.parse(payload[genlHdrLen:]) || len(a[ctrlAttrID]) < 2 {
 			return errMalformed
@@ -472,7 +525,7 @@ type pipeline struct {
 	head   int       // index of the oldest unanswered request in ring
 	n      int       // number of unanswered requests (and barriers)
 	unsent int       // the last unsent requests are encoded in c.tx
-	lastOp Command   // names the operation in a transport error
+	lastOp Op        // names the operation in a transport error
 	err    error
 	// ackEach asks for an acknowledgement of every request instead of
 	// quiet requests followed by a barrier.
@@ -481,7 +534,7 @@ type pipeline struct {
 
 type pending struct {
 	seq     uint32
-	op      Command
+	op      Op
 	done    func(error)
 	barrier bool // a NOOP sent only to learn that the requests before it ended
 	// quiet requests were sent without NLM_F_ACK: the kernel answers them
@@ -503,7 +556,7 @@ const nlmsgNoop = 1
 // sync daemon whose thread has not run yet returns exactly that (the
 // thread is stopped all the same). A NOOP barrier after such a request
 // makes the missing answer visible instead of a wait until the timeout.
-func mayGoUnanswered(op Command) bool {
+func mayGoUnanswered(op Op) bool {
 	return op == CmdDelDaemon || op == CmdNewDaemon
 }
 
@@ -563,7 +616,7 @@ func (p *pipeline) Submit(req Request, done func(error)) error {
 // pushBarrier queues a NLMSG_NOOP with NLM_F_ACK. The kernel handles a
 // socket's messages in order and acknowledges the NOOP without doing
 // anything, so its answer means every earlier request has been handled.
-func (p *pipeline) pushBarrier(op Command) {
+func (p *pipeline) pushBarrier(op Op) {
 	c := p.c
 	seq := c.nextSeq()
 	c.tx.begin(nlmsgNoop, nlmFRequest|nlmFAck, seq, 0, 0)
@@ -593,7 +646,7 @@ func (p *pipeline) pop(result error) {
 
 // enqueueLocal answers a request Exec does not accept with EINVAL once
 // every earlier request has been answered, keeping answers in order.
-func (p *pipeline) enqueueLocal(op Command, done func(error)) error {
+func (p *pipeline) enqueueLocal(op Op, done func(error)) error {
 	if err := p.Flush(); err != nil {
 		return err
 	}

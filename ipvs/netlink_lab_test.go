@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"net"
@@ -426,7 +427,7 @@ func TestFakeMatchesKernelStepByStep(t *testing.T) {
 			r = ipvs.Request{Cmd: ipvs.CmdZero, Service: &s}
 		case k < 18:
 			dm := ipvs.Daemon{State: ipvs.DaemonState(1 + rng.IntN(2)), Interface: []string{"lo", "eth0"}[rng.IntN(2)], SyncID: uint32(rng.IntN(3))}
-			r = ipvs.Request{Cmd: []ipvs.Command{ipvs.CmdNewDaemon, ipvs.CmdDelDaemon}[rng.IntN(2)], Daemon: &dm}
+			r = ipvs.Request{Cmd: []ipvs.Op{ipvs.CmdNewDaemon, ipvs.CmdDelDaemon}[rng.IntN(2)], Daemon: &dm}
 		case k < 19:
 			r = ipvs.Request{Cmd: ipvs.CmdSetConfig, Timeouts: &ipvs.Timeouts{TCP: uint32(rng.IntN(3)), UDP: uint32(rng.IntN(2) * 9000000)}}
 		default:
@@ -577,5 +578,55 @@ func fill(b testing.TB, c ipvs.Client, n, k, window int) {
 	}
 	if failed > 0 {
 		b.Fatalf("%d requests failed", failed)
+	}
+}
+
+// TestLargeServiceListsWhole: on the kernel, destination dumps start on
+// Open's second socket (page-sized datagrams) and a service too large
+// for it is read again over the main one, as is every later service. A
+// table of small, large and small services lists whole, each service's
+// destinations exactly those added, and as Debian's ipvsadm lists them.
+func TestLargeServiceListsWhole(t *testing.T) {
+	c := openInNetns(t)
+	sizes := []int{10, 2000, 10, 1}
+	p := c.Pipeline(256)
+	var svcs []ipvs.Service
+	want := map[int]map[netip.Addr]bool{}
+	for i, n := range sizes {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 1, 0, byte(i + 1)}), Port: 80, Scheduler: "wlc", Netmask: 0xffffffff}
+		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
+		want[i] = map[netip.Addr]bool{}
+		for j := range n {
+			a := netip.AddrFrom4([4]byte{192, 168, byte(j >> 8), byte(j)})
+			d := ipvs.Destination{Family: ipvs.AFInet, Addr: a, Port: 80, Weight: 1, FwdMethod: ipvs.FwdMasq}
+			p.Submit(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}, nil)
+			want[i][a] = true
+		}
+		svcs = append(svcs, s)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i, s := range svcs {
+		ds, err := c.Destinations(s)
+		if err != nil {
+			t.Fatalf("service %d: %v", i, err)
+		}
+		got := map[netip.Addr]bool{}
+		for _, d := range ds {
+			got[d.Addr] = true
+		}
+		if len(ds) != sizes[i] || len(got) != sizes[i] || !maps.Equal(got, want[i]) {
+			t.Fatalf("service %d: %d destinations (%d distinct), want the %d added", i, len(ds), len(got), sizes[i])
+		}
+		total += len(ds)
+	}
+	res := labtest.Run(t, "", labtest.RefIpvsadm, "-Sn")
+	if res.Code != 0 {
+		t.Fatalf("%s -Sn: %+v", labtest.RefIpvsadm, res)
+	}
+	if n := strings.Count(res.Stdout, "\n-a "); n != total {
+		t.Errorf("Debian's ipvsadm lists %d destinations, we listed %d", n, total)
 	}
 }

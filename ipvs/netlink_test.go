@@ -287,7 +287,9 @@ func TestDecodePrefersStats64(t *testing.T) {
 		t.Errorf("destinations: %+v, %v; want %+v", dests, err, d)
 	}
 	// Without the 64-bit counters: Stats zero, the connection counts kept.
+	// Settings nest: an inner call's undo restores the outer setting.
 	undo := ipvs.SkipStats(c, true)
+	ipvs.SkipStats(c, true)()
 	counters.Stats = ipvs.Stats{}
 	svcs, err = c.Services()
 	if err != nil || len(svcs) != 1 || svcs[0].Stats != (ipvs.Stats{}) || svcs[0].Service != s {
@@ -381,5 +383,97 @@ func TestDumpServicesStopsCallingAfterAnError(t *testing.T) {
 	svcs, err := c.AppendServices(nil)
 	if err != nil || len(svcs) != 7 {
 		t.Fatalf("AppendServices after the stopped dump: %d services, %v", len(svcs), err)
+	}
+}
+
+// dumpView is a second transport to the same in-memory kernel, as Open's
+// second socket is to the same namespace: it counts its requests, and
+// closing it drops what it had not read.
+type dumpView struct {
+	k      *fakeKernel
+	sends  int
+	closed bool
+}
+
+func (v *dumpView) Send(b []byte) error {
+	if v.closed {
+		return unix.EBADF
+	}
+	v.sends++
+	return v.k.Send(b)
+}
+
+func (v *dumpView) Recv(max int) ([][]byte, error) {
+	if v.closed {
+		return nil, unix.EBADF
+	}
+	return v.k.Recv(max)
+}
+
+func (v *dumpView) Close() error { v.closed, v.k.queue = true, nil; return nil }
+
+func TestConformanceWithDumpSocket(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) ipvs.Client {
+		k := newFakeKernel()
+		k.perDump = 1
+		c, err := ipvs.OpenTransportsForTest(k, &dumpView{k: k}, testPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	})
+}
+
+// TestLargeServiceLeavesDumpSocket: destination dumps go over the second
+// transport until one takes more than SmallDumpLimit datagrams; that one
+// is abandoned, the transport closed, and the service read again over the
+// main one, as is every later service. Every listing is complete.
+func TestLargeServiceLeavesDumpSocket(t *testing.T) {
+	k := newFakeKernel()
+	k.perDump = 1
+	view := &dumpView{k: k}
+	c, err := ipvs.OpenTransportsForTest(k, view, testPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sizes := []int{10, ipvs.SmallDumpLimit + 5, 3}
+	var svcs []ipvs.Service
+	for i, n := range sizes {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+		if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+		for j := range n {
+			d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, 168, byte(j >> 8), byte(j)}), Port: 80, Weight: 1}
+			if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svcs = append(svcs, s)
+	}
+	wantSends := []int{1, 2, 2} // the large one is tried once on the view, never again
+	for i, s := range svcs {
+		ds, err := c.Destinations(s)
+		if err != nil {
+			t.Fatalf("service %d: %v", i, err)
+		}
+		if len(ds) != sizes[i] {
+			t.Errorf("service %d: %d destinations, want %d", i, len(ds), sizes[i])
+		}
+		if want, _ := k.fake.Destinations(s); len(want) != len(ds) || (len(ds) > 0 && want[0].Addr != ds[0].Addr) {
+			t.Errorf("service %d: the listing differs from the kernel's", i)
+		}
+		if view.sends != wantSends[i] {
+			t.Errorf("after service %d: %d dumps over the second transport, want %d", i, view.sends, wantSends[i])
+		}
+	}
+	if !view.closed {
+		t.Error("the second transport stayed open after a dump outgrew it")
+	}
+	// The main transport is still in step.
+	if _, err := c.Services(); err != nil {
+		t.Errorf("listing services afterwards: %v", err)
 	}
 }

@@ -202,7 +202,7 @@ func TestMatrixEverySpelling(t *testing.T) {
 		"fwmark-service": "7",
 	}
 	for c, cmd := range m.commands {
-		for _, spec := range Options {
+		for _, spec := range OptionTable {
 			if spec.Option == NoOption {
 				continue
 			}

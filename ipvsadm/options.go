@@ -163,10 +163,10 @@ type OptionSpec struct {
 	ShortUndocumented bool
 }
 
-// Options is ipvsadm 1.31's option table, in ipvsadm's order. Every long
+// OptionTable is ipvsadm 1.31's option table, in ipvsadm's order. Every long
 // name and short letter is unique, so popt's first-match search finds the
 // same entry whatever the order.
-var Options = []OptionSpec{
+var OptionTable = []OptionSpec{
 	{Long: "add-service", Short: "A", Command: CmdAddService, Option: NoOption, Help: "add virtual service with options", Documented: true},
 	{Long: "edit-service", Short: "E", Command: CmdEditService, Option: NoOption, Help: "edit virtual service with options", Documented: true},
 	{Long: "delete-service", Short: "D", Command: CmdDeleteService, Option: NoOption, Help: "delete virtual service", Documented: true},
@@ -310,9 +310,9 @@ func tunnelAllowed(t ipvs.TunType, o Option) Allowance {
 // findLong returns the option whose long name is name (exactly; popt does
 // not accept abbreviations).
 func findLong(name string) *OptionSpec {
-	for i := range Options {
-		if Options[i].Long == name {
-			return &Options[i]
+	for i := range OptionTable {
+		if OptionTable[i].Long == name {
+			return &OptionTable[i]
 		}
 	}
 	return nil
@@ -323,9 +323,9 @@ func findShort(c byte) *OptionSpec {
 	if c == 0 {
 		return nil
 	}
-	for i := range Options {
-		if strings.IndexByte(Options[i].Short, c) >= 0 {
-			return &Options[i]
+	for i := range OptionTable {
+		if strings.IndexByte(OptionTable[i].Short, c) >= 0 {
+			return &OptionTable[i]
 		}
 	}
 	return nil
@@ -339,7 +339,7 @@ func OptionsFor(c Command) []OptionSpec {
 		return nil
 	}
 	var out []OptionSpec
-	for _, o := range Options {
+	for _, o := range OptionTable {
 		if o.Command != NoCommand {
 			continue
 		}

@@ -9,7 +9,7 @@ func TestOptionTable(t *testing.T) {
 	longs, shorts := map[string]bool{}, map[rune]bool{}
 	bits := map[Option]bool{}
 	commands := map[Command]bool{}
-	for _, o := range Options {
+	for _, o := range OptionTable {
 		if longs[o.Long] {
 			t.Errorf("--%s twice", o.Long)
 		}

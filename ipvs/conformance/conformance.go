@@ -119,7 +119,7 @@ func with[T any](v T, f func(*T)) T {
 	return v
 }
 
-func req(cmd ipvs.Command, s *ipvs.Service, d *ipvs.Destination) ipvs.Request {
+func req(cmd ipvs.Op, s *ipvs.Service, d *ipvs.Destination) ipvs.Request {
 	return ipvs.Request{Cmd: cmd, Service: s, Dest: d}
 }
 
@@ -770,7 +770,7 @@ func mustStop(t *testing.T, c ipvs.Client, d ipvs.Daemon) {
 	}
 }
 
-func daemonReq(cmd ipvs.Command, d ipvs.Daemon) ipvs.Request {
+func daemonReq(cmd ipvs.Op, d ipvs.Daemon) ipvs.Request {
 	return ipvs.Request{Cmd: cmd, Daemon: &d}
 }
 
@@ -874,7 +874,7 @@ func testDaemonMixed(t *testing.T, c ipvs.Client) {
 
 func testExecRejectsReads(t *testing.T, c ipvs.Client) {
 	s := svc(ipvs.ProtoTCP, "10.0.0.1", 80)
-	for _, cmd := range []ipvs.Command{ipvs.CmdGetService, ipvs.CmdGetDest, ipvs.CmdGetDaemon, ipvs.CmdGetConfig, ipvs.CmdGetInfo, 0, 200} {
+	for _, cmd := range []ipvs.Op{ipvs.CmdGetService, ipvs.CmdGetDest, ipvs.CmdGetDaemon, ipvs.CmdGetConfig, ipvs.CmdGetInfo, 0, 200} {
 		expectErrno(t, c, unix.EINVAL, req(cmd, &s, nil))
 	}
 	expectServices(t, c)

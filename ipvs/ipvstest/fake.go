@@ -122,7 +122,7 @@ type Fake struct {
 	master     *ipvs.Daemon
 	backup     *ipvs.Daemon
 	mixedDests int // destinations whose family differs from their service's
-	failures   map[ipvs.Command][]error
+	failures   map[ipvs.Op][]error
 	closed     bool
 }
 
@@ -152,7 +152,7 @@ func New(opts ...Option) *Fake {
 		ifaces:     map[string]int{"lo": loopbackMTU},
 		hz:         defaultHZ,
 		timeouts:   ipvs.Timeouts{TCP: defaultTCP, TCPFin: defaultTCPFin, UDP: defaultUDP},
-		failures:   map[ipvs.Command][]error{},
+		failures:   map[ipvs.Op][]error{},
 		byKey:      map[serviceKey]*service{},
 	}
 	for _, o := range opts {
@@ -165,11 +165,11 @@ func New(opts ...Option) *Fake {
 // unix.Errno) instead of running; calls queue up. Read operations use
 // ipvs.CmdGetService (Services and Service), CmdGetDest, CmdGetDaemon,
 // CmdGetConfig and CmdGetInfo.
-func (f *Fake) FailNext(op ipvs.Command, err error) {
+func (f *Fake) FailNext(op ipvs.Op, err error) {
 	f.failures[op] = append(f.failures[op], err)
 }
 
-func (f *Fake) injected(op ipvs.Command) error {
+func (f *Fake) injected(op ipvs.Op) error {
 	if f.closed {
 		return &ipvs.OpError{Op: op, Err: unix.EBADF}
 	}
