@@ -132,7 +132,7 @@ fuzz:
 ## keep-alive clients through VS/NAT), 1,000 SIGKILLs of lvsprep
 ## (soak-lvsprep) and every fuzz target for 10 minutes. Hours, not minutes.
 soak: deps build labrun
-	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit|TestRestoreKilled|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./rules ./e2e
+	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit.*|TestRestoreKilledLeavesPrefix|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./ipvsadm/wrappers ./e2e
 	$(MAKE) soak-lvsprep
 	$(MAKE) fuzz FUZZTIME=10m
 
