@@ -24,7 +24,7 @@ func TestEchoServerAndClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ln := listen(t)
-	go ServeEcho(ctx, "rs1", ln)
+	go ServeEcho(ctx, "rs1", nil, ln)
 	addr := ln.Addr().String()
 
 	tally := GetN(addr, 3)

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,21 +37,85 @@ func echoHandler(name string) http.Handler {
 	})
 }
 
-// ServeEcho serves the echo answer on every listener until ctx ends.
-func ServeEcho(ctx context.Context, name string, lns ...net.Listener) error {
+// ServeEcho serves the echo answer on every listener until ctx ends. Each
+// connection the server closes before its client did is reported on
+// closes (when not nil) with the read error that ended it: a load test
+// can then tell the server's closes from the network's.
+func ServeEcho(ctx context.Context, name string, closes io.Writer, lns ...net.Listener) error {
 	srv := &http.Server{Handler: echoHandler(name), ReadHeaderTimeout: 10 * time.Second}
+	var stopping atomic.Bool
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
+		if closes != nil {
+			ln = closeWatch{Listener: ln, name: name, w: closes, stopping: &stopping}
+		}
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	select {
 	case <-ctx.Done():
+		stopping.Store(true)
 		srv.Close()
 		return nil
 	case err := <-errc:
+		stopping.Store(true)
 		srv.Close()
 		return err
 	}
+}
+
+// closeWatch is a listener whose connections report a close by the server
+// that did not follow the client's own close (an EOF read).
+type closeWatch struct {
+	net.Listener
+	name     string
+	w        io.Writer
+	stopping *atomic.Bool
+}
+
+func (l closeWatch) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, l: l, accepted: time.Now()}, nil
+}
+
+type watchedConn struct {
+	net.Conn
+	l          closeWatch
+	accepted   time.Time
+	peerClosed atomic.Bool
+	lastErr    atomic.Pointer[string]
+	reads      atomic.Int64
+	once       sync.Once
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.reads.Add(1)
+	switch {
+	case err == io.EOF:
+		c.peerClosed.Store(true)
+	case err != nil:
+		e := err.Error()
+		c.lastErr.Store(&e)
+	}
+	return n, err
+}
+
+func (c *watchedConn) Close() error {
+	c.once.Do(func() {
+		if c.peerClosed.Load() || c.l.stopping.Load() {
+			return
+		}
+		last := "none"
+		if e := c.lastErr.Load(); e != nil {
+			last = *e
+		}
+		fmt.Fprintf(c.l.w, "echo %s: closed the connection from %s first, %v after accepting it, %d reads; last read error: %s\n",
+			c.l.name, c.RemoteAddr(), time.Since(c.accepted).Round(time.Millisecond), c.reads.Load(), last)
+	})
+	return c.Conn.Close()
 }
 
 // parseAnswer reads "NAME local=A remote=B".

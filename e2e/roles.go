@@ -37,14 +37,14 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //
 // RunRole runs one and returns its exit status.
 func RunRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if err := runRole(role, args, stdin, stdout); err != nil {
+	if err := runRole(role, args, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "e2e %s: %v\n", role, err)
 		return 1
 	}
 	return 0
 }
 
-func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) error {
+func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	enc := json.NewEncoder(stdout)
@@ -59,7 +59,7 @@ func runRole(role string, args []string, stdin io.Reader, stdout io.Writer) erro
 			lns = append(lns, ln)
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeEcho(ctx, args[0], lns...)
+		return ServeEcho(ctx, args[0], stderr, lns...)
 	case role == "get" && len(args) == 2:
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
