@@ -47,6 +47,11 @@ const (
 	ecmpDirAS  = 65001 // every director's
 	// Opening a connection and its first answer may take this long.
 	ecmpOpenTimeout = 30 * time.Second
+	// A UDP probe's wait for each answer (three tries a flow).
+	ecmpUDPTimeout = 2 * time.Second
+	// Source ports of the UDP probes: each director loss probes its own
+	// 1,000 flows twice, so no entry of an earlier loss pins a flow.
+	ecmpUDPBase = 20000
 	// Each connection sends a line every 0.25-0.75 s.
 	ecmpInterval = 500 * time.Millisecond
 	// Sessions of the drain runs last 5-15 s, then their slot opens a new
@@ -89,6 +94,8 @@ type ecmpLab struct {
 	runs int
 	// openErrors sums the flow clients' failed opens by reason.
 	openErrors map[string]int
+	// udpRuns counts the UDP probes' port ranges, as runs does the flows'.
+	udpRuns int
 }
 
 type birdProc struct {
@@ -114,9 +121,11 @@ func directorBird(d string) string {
 // the given real servers in that order.
 func ecmpRules(sched string, servers ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "-A -t %s -s %s\n", ecmpVIPPort, sched)
-	for _, s := range servers {
-		fmt.Fprintf(&b, "-a -t %s -r %s:%s -g -w 1\n", ecmpVIPPort, ecmpAddr[s], ecmpPort)
+	for _, proto := range []string{"-t", "-u"} { // the same port over TCP and UDP
+		fmt.Fprintf(&b, "-A %s %s -s %s\n", proto, ecmpVIPPort, sched)
+		for _, s := range servers {
+			fmt.Fprintf(&b, "-a %s %s -r %s:%s -g -w 1\n", proto, ecmpVIPPort, ecmpAddr[s], ecmpPort)
+		}
 	}
 	return b.String()
 }
@@ -164,6 +173,9 @@ func newECMPLab(t *testing.T) *ecmpLab {
 	for _, r := range append(slices.Clone(ecmpRSs), "rs5") {
 		n.lvsprep(r, "realserver", "dr", "--vip", ecmpVIP, "--dev", "eth0")
 		n.start(r, "flowd", r, ":"+ecmpPort)
+		// UDP answers come from the VIP (bound to it, on lo): a DR
+		// reply from another address would not match the client's flow.
+		n.start(r, "udpecho", r, ecmpVIPPort)
 	}
 	// Each director: the profile, the rules, a check of both, and only
 	// then BIRD, so no SYN reaches a director before its service exists.
@@ -481,6 +493,10 @@ type lossRow struct {
 	busy                   float64 // the VM's CPU, share busy while the flows ran with nothing lost
 	withdrawMS, watchMS    int64   // from birdc down; from the link down
 	reasons, brokenServers string
+	// UDP flows probed before the loss and again once the route is
+	// withdrawn: answered both times by different real servers, by the
+	// same or different ones, unanswered after the loss.
+	udpMoved, udpBoth, udpFailed int
 }
 
 func (r lossRow) lost() int { return r.broken + r.silent }
@@ -505,6 +521,11 @@ func (l *ecmpLab) directorLoss(setup string, watch time.Duration, opened func())
 	if base.Broken != 0 || base.Pending != 0 || base.AtMark != ecmpFlows {
 		l.t.Errorf("%s: before the loss %d of %d connections open, %d broke, %d silent: %+v", setup, base.AtMark, ecmpFlows, base.Broken, base.Pending, base)
 	}
+	// UDP flows have no connection to break: what a loss does to them is
+	// whether the same flows reach the same real servers afterwards.
+	udpBase := ecmpUDPBase + 1000*(l.udpRuns%12)
+	l.udpRuns++
+	udpBefore := l.probeUDP(udpBase)
 	// Breaks count from the mark, before BIRD stops: the router's
 	// withdrawal moves flows between the other directors too. dir3 still
 	// forwards until its link goes down; recovery counts from then.
@@ -520,6 +541,11 @@ func (l *ecmpLab) directorLoss(setup string, watch time.Duration, opened func())
 	row.atMark, row.broken, row.silent = r.AtMark, r.Broken, r.Pending
 	row.recoveryMS, row.maxGapMS = r.RecoveryMS, r.MaxGapMS
 	row.reasons, row.brokenServers = sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer)
+	udpAfter := l.probeUDP(udpBase)
+	row.udpMoved, row.udpBoth = Moved(udpBefore, udpAfter)
+	row.udpFailed = udpAfter.Failed
+	l.t.Logf("%s: UDP: %d of %d flows answered by another real server after the loss, %d unanswered (first: %s); before: %d unanswered, %s",
+		setup, row.udpMoved, row.udpBoth, udpAfter.Failed, udpAfter.First, udpBefore.Failed, sortedCounts(udpBefore.ByServer))
 	l.t.Logf("%s: %d of %d broken (%s; by real server %s), %d silent until the end (%.1f s after the link went down), all flowing again %d ms after the link went down (max gap %d ms), route withdrawn %d ms after birdc down; nothing lost: %d ms, max gap %d ms, VM CPU %.0f %% busy; first error %q",
 		setup, r.Broken, r.AtMark, row.reasons, row.brokenServers, r.Pending, float64(row.watchMS)/1000, r.RecoveryMS, r.MaxGapMS, row.withdrawMS, row.baseRecMS, row.baseGapMS, 100*row.busy, r.FirstError)
 	l.dir3Back()
@@ -540,32 +566,50 @@ func (l *ecmpLab) dir3Back() {
 func (l *ecmpLab) probeVia(d string) ProbeResult {
 	l.t.Helper()
 	l.must("probe", ipCmd, "route", "replace", ecmpVIP+"/32", "via", ecmpAddr[d])
+	r := l.runProbe("probe", "probe", ecmpBase)
+	if r.Failed != 0 {
+		l.t.Fatalf("probe through %s: %d of %d failed, first: %s", d, r.Failed, ecmpFlows, r.First)
+	}
+	return r
+}
+
+// probeUDP sends a datagram on each of ecmpFlows UDP flows from the
+// router (where the clients are) through its ECMP route, from source
+// ports base.., and says which real server answered each.
+func (l *ecmpLab) probeUDP(base int) ProbeResult {
+	l.t.Helper()
+	return l.runProbe("router", "uprobe", base)
+}
+
+// runProbe runs a probe role (probe or uprobe) in host's namespace.
+func (l *ecmpLab) runProbe(host, role string, base int) ProbeResult {
+	l.t.Helper()
 	var r ProbeResult
 	start := time.Now()
 	self, err := os.Executable()
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(ecmpBase), ecmpOpenTimeout.String())
-	cmd.Env = append(os.Environ(), RoleEnv+"=probe")
+	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpOpenTimeout.String())
+	if role == "uprobe" {
+		cmd.Args[4] = ecmpUDPTimeout.String()
+	}
+	cmd.Env = append(os.Environ(), RoleEnv+"="+role)
 	cmd.Stderr = os.Stderr
 	var out []byte
-	l.in("probe", func() {
+	l.in(host, func() {
 		// Killed with the network should the test stop early.
 		timer := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
 		out, err = cmd.Output()
 		timer.Stop()
 	})
 	if err != nil {
-		l.t.Fatalf("probe through %s: %v", d, err)
+		l.t.Fatalf("%s from %s: %v", role, host, err)
 	}
 	if err := json.Unmarshal(out, &r); err != nil {
-		l.t.Fatalf("probe through %s: %v in %q", d, err, out)
+		l.t.Fatalf("%s from %s: %v in %q", role, host, err, out)
 	}
-	l.t.Logf("probe through %s: %d flows in %.1f s", d, ecmpFlows, time.Since(start).Seconds())
-	if r.Failed != 0 {
-		l.t.Fatalf("probe through %s: %d of %d failed, first: %s", d, r.Failed, ecmpFlows, r.First)
-	}
+	l.t.Logf("%s from %s: %d flows in %.1f s", role, host, ecmpFlows, time.Since(start).Seconds())
 	return r
 }
 
@@ -745,6 +789,9 @@ func TestECMP(t *testing.T) {
 		if row.lost() != 0 || row.atMark != ecmpFlows {
 			t.Errorf("mh + sloppy_tcp: %d of %d connections broke, %d silent; want 0 of %d", row.broken, row.atMark, row.silent, ecmpFlows)
 		}
+		if row.udpMoved != 0 || row.udpFailed != 0 || row.udpBoth != ecmpFlows {
+			t.Errorf("mh: %d of %d UDP flows moved to another real server, %d unanswered; want 0 of %d", row.udpMoved, row.udpBoth, row.udpFailed, ecmpFlows)
+		}
 		l.applyAll(ecmpRules("wrr", ecmpRSs...))
 		losses = append(losses, l.directorLoss("wrr + sloppy_tcp (control)", ecmpControlWatch, nil))
 		l.applyAll(full)
@@ -758,6 +805,9 @@ func TestECMP(t *testing.T) {
 		figures = append(figures, figure{"one of 3 directors stops (BIRD down, then link down)",
 			fmt.Sprintf("%d of %d broken", row.lost(), row.atMark),
 			fmt.Sprintf("wrr: %d of %d broken; no sloppy_tcp: %d of %d broken", losses[2].lost(), losses[2].atMark, losses[3].lost(), losses[3].atMark)})
+		figures = append(figures, figure{"UDP flows across the director loss (mh)",
+			fmt.Sprintf("%d of %d answered by another real server, %d unanswered", row.udpMoved, row.udpBoth, row.udpFailed),
+			fmt.Sprintf("wrr: %d of %d moved, %d unanswered", losses[2].udpMoved, losses[2].udpBoth, losses[2].udpFailed)})
 		figures = append(figures, figure{"time from the loss until all connections flow again",
 			fmt.Sprintf("%.2f s (route withdrawn after %.2f s, longest stall %.2f s)", float64(row.recoveryMS)/1000, float64(row.withdrawMS)/1000, float64(row.maxGapMS)/1000),
 			fmt.Sprintf("%.2f s with nothing lost (send interval; longest gap %.2f s)", float64(row.baseRecMS)/1000, float64(row.baseGapMS)/1000)})
@@ -768,10 +818,11 @@ func TestECMP(t *testing.T) {
 
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "director loss (3 -> 2)\tbroken\tof which silent\tby reason\tall flowing again\tlongest stall\troute withdrawn\twatched\tnothing lost: flowing / longest gap / VM CPU")
+	fmt.Fprintln(w, "director loss (3 -> 2)\tbroken\tof which silent\tby reason\tall flowing again\tlongest stall\troute withdrawn\twatched\tnothing lost: flowing / longest gap / VM CPU\tUDP flows: other real server / unanswered")
 	for _, r := range losses {
-		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%.2f s\t%.2f s\t%.2f s\t%.1f s\t%.2f s / %.2f s / %.0f %%\n", r.setup, r.lost(), r.atMark, r.silent, r.reasons,
-			float64(r.recoveryMS)/1000, float64(r.maxGapMS)/1000, float64(r.withdrawMS)/1000, float64(r.watchMS)/1000, float64(r.baseRecMS)/1000, float64(r.baseGapMS)/1000, 100*r.busy)
+		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%.2f s\t%.2f s\t%.2f s\t%.1f s\t%.2f s / %.2f s / %.0f %%\t%d of %d / %d\n", r.setup, r.lost(), r.atMark, r.silent, r.reasons,
+			float64(r.recoveryMS)/1000, float64(r.maxGapMS)/1000, float64(r.withdrawMS)/1000, float64(r.watchMS)/1000, float64(r.baseRecMS)/1000, float64(r.baseGapMS)/1000, 100*r.busy,
+			r.udpMoved, r.udpBoth, r.udpFailed)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "real server rs4 leaves\tbroken\tof which silent\tby reason\ton rs4 at the start\tgone after")

@@ -546,6 +546,21 @@ type ProbeResult struct {
 // one line, and closes them with a reset so the same flows can be probed
 // again at once.
 func Probe(addr string, n, base int, timeout time.Duration) ProbeResult {
+	return probeEach(n, base, func(port int) (string, error) {
+		c, err := dialFrom(addr, port, timeout)
+		if err != nil {
+			return "", err
+		}
+		defer closeReset(c)
+		c.SetDeadline(time.Now().Add(timeout))
+		server, _, err := exchange(c, bufio.NewReader(c), 0, nil)
+		return server, err
+	})
+}
+
+// probeEach runs one(port) for the n ports from base, 32 at a time, and
+// sums up which real server answered each flow.
+func probeEach(n, base int, one func(port int) (string, error)) ProbeResult {
 	res := ProbeResult{Servers: make([]string, n), ByServer: map[string]int{}}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -556,19 +571,13 @@ func Probe(addr string, n, base int, timeout time.Duration) ProbeResult {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, err := dialFrom(addr, base+i, timeout)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			defer closeReset(c)
-			c.SetDeadline(time.Now().Add(timeout))
-			res.Servers[i], _, errs[i] = exchange(c, bufio.NewReader(c), 0, nil)
+			res.Servers[i], errs[i] = one(base + i)
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
+			res.Servers[i] = ""
 			res.Failed++
 			if res.First == "" {
 				res.First = fmt.Sprintf("port %d: %v", base+i, err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -147,5 +148,33 @@ func TestModuloMovesMostFlows(t *testing.T) {
 func TestSortedCounts(t *testing.T) {
 	if got := sortedCounts(map[string]int{"rs2": 3, "rs1": 1}); got != "rs1=1 rs2=3" {
 		t.Errorf("sortedCounts = %q", got)
+	}
+}
+
+// TestProbeUDPSameFlowsTwice: the UDP probe gets every flow answered and
+// names the server; a flow nobody answers fails after its tries.
+func TestProbeUDPSameFlowsTwice(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ServeUDPEcho(ctx, "rs2", pc)
+	a := ProbeUDP(pc.LocalAddr().String(), 30, 21800, 2*time.Second)
+	b := ProbeUDP(pc.LocalAddr().String(), 30, 21800, 2*time.Second)
+	if a.Failed != 0 || b.Failed != 0 || a.ByServer["rs2"] != 30 {
+		t.Fatalf("probes: %+v / %+v", a, b)
+	}
+	if moved, both := Moved(a, b); moved != 0 || both != 30 {
+		t.Errorf("Moved = %d of %d, want 0 of 30", moved, both)
+	}
+	silent, err := net.ListenPacket("udp4", "127.0.0.1:0") // bound, never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	if c := ProbeUDP(silent.LocalAddr().String(), 2, 21850, 50*time.Millisecond); c.Failed != 2 || c.Servers[0] != "" {
+		t.Errorf("a silent server: %+v", c)
 	}
 }

@@ -34,6 +34,9 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	probe ADDR N BASEPORT TIMEOUT
 //	                         one line on each of N new connections from fixed
 //	                         ports; prints a ProbeResult as JSON
+//	uprobe ADDR N BASEPORT TIMEOUT
+//	                         one datagram on each of N UDP flows from fixed
+//	                         ports (three tries); prints a ProbeResult as JSON
 //
 // RunRole runs one and returns its exit status.
 func RunRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -99,12 +102,15 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		return flowsLoop(cfg, bufio.NewScanner(stdin), enc)
-	case role == "probe" && len(args) == 4:
+	case (role == "probe" || role == "uprobe") && len(args) == 4:
 		n, err1 := strconv.Atoi(args[1])
 		base, err2 := strconv.Atoi(args[2])
 		timeout, err3 := time.ParseDuration(args[3])
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return err
+		}
+		if role == "uprobe" {
+			return enc.Encode(ProbeUDP(args[0], n, base, timeout))
 		}
 		return enc.Encode(Probe(args[0], n, base, timeout))
 	case role == "ftpget" && len(args) == 1:

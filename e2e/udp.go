@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -85,3 +87,25 @@ func (f *UDPFlow) Ping() (UDPAnswer, error) {
 
 // Close closes the flow's socket.
 func (f *UDPFlow) Close() error { return f.conn.Close() }
+
+// ProbeUDP sends a datagram on each of n UDP flows to addr, from local
+// ports base..base+n-1, and says which real server answered each (three
+// tries a flow, timeout each). As with Probe for TCP, the same ports
+// probed twice are the same flows to IPVS: two probes tell which flows
+// changed real server.
+func ProbeUDP(addr string, n, base int, timeout time.Duration) ProbeResult {
+	return probeEach(n, base, func(port int) (string, error) {
+		f, err := DialUDPFlow(":"+strconv.Itoa(port), addr, timeout)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		for range 3 {
+			a, err := f.Ping()
+			if err != nil || a.Server != "" {
+				return a.Server, err
+			}
+		}
+		return "", fmt.Errorf("no answer to 3 datagrams within %v each", timeout)
+	})
+}
