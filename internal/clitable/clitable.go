@@ -25,6 +25,11 @@ func Write(w io.Writer, header []string, rows [][]string) error {
 	if plain(header, rows) {
 		return writePlain(w, header, rows)
 	}
+	return writeTablewriter(w, header, rows)
+}
+
+// writeTablewriter renders the table with tablewriter in the house style.
+func writeTablewriter(w io.Writer, header []string, rows [][]string) error {
 	t := tablewriter.NewTable(w,
 		tablewriter.WithSymbols(tw.NewSymbols(tw.StyleASCII)),
 		tablewriter.WithHeaderAutoFormat(tw.Off),

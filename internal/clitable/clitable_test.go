@@ -6,27 +6,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // tablewriterOutput is what tablewriter alone renders.
 func tablewriterOutput(t *testing.T, header []string, rows [][]string) string {
 	t.Helper()
 	var b bytes.Buffer
-	tab := tablewriter.NewTable(&b,
-		tablewriter.WithSymbols(tw.NewSymbols(tw.StyleASCII)),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-	)
-	tab.Header(header)
-	if err := tab.Bulk(rows); err != nil {
-		t.Fatal(err)
-	}
-	if err := tab.Render(); err != nil {
+	if err := writeTablewriter(&b, header, rows); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
