@@ -98,8 +98,6 @@ type Counters struct {
 	Rate  bool // estimated rates
 }
 
-var protocolNames = map[ipvs.Protocol]string{ipvs.ProtoTCP: "tcp", ipvs.ProtoUDP: "udp", ipvs.ProtoSCTP: "sctp"}
-var methodNames = map[ipvs.FwdMethod]string{ipvs.FwdMasq: "masq", ipvs.FwdRoute: "route", ipvs.FwdTunnel: "tunnel", ipvs.FwdLocal: "local"}
 var csumNames = map[uint16]string{ipvs.TunFlagNoCsum: "nocsum", ipvs.TunFlagCsum: "csum", ipvs.TunFlagRemCsum: "remcsum"}
 
 // ToDocument converts a set (in its order) to the JSON document.
@@ -135,10 +133,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 	if svc.FWMark != 0 {
 		js.FWMark = svc.FWMark
 	} else {
-		js.Protocol = protocolNames[svc.Protocol]
-		if js.Protocol == "" {
-			js.Protocol = strconv.Itoa(int(svc.Protocol))
-		}
+		js.Protocol = svc.Protocol.String() // tcp, udp, sctp: all a kernel service can be
 		js.Address = svc.Addr.String()
 		port := svc.Port
 		js.Port = &port
@@ -153,7 +148,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 	}
 	for i := range s.Dests {
 		d := &s.Dests[i].Destination
-		jd := JSONDestination{Address: d.Addr.String(), Port: d.Port, Method: methodNames[d.FwdMethod&7],
+		jd := JSONDestination{Address: d.Addr.String(), Port: d.Port, Method: d.FwdMethod.String(),
 			Weight: int64(int32(d.Weight)), UpperThreshold: d.UThreshold, LowerThreshold: d.LThreshold}
 		if d.FwdMethod&7 == ipvs.FwdTunnel {
 			name, _ := list.TunTypeName(d.TunType)
