@@ -566,7 +566,7 @@ func (l *ecmpLab) dir3Back() {
 func (l *ecmpLab) probeVia(d string) ProbeResult {
 	l.t.Helper()
 	l.must("probe", ipCmd, "route", "replace", ecmpVIP+"/32", "via", ecmpAddr[d])
-	r := l.runProbe("probe", "probe", ecmpBase)
+	r := l.runProbe("probe", "probe", ecmpBase, ecmpOpenTimeout)
 	if r.Failed != 0 {
 		l.t.Fatalf("probe through %s: %d of %d failed, first: %s", d, r.Failed, ecmpFlows, r.First)
 	}
@@ -578,11 +578,12 @@ func (l *ecmpLab) probeVia(d string) ProbeResult {
 // ports base.., and says which real server answered each.
 func (l *ecmpLab) probeUDP(base int) ProbeResult {
 	l.t.Helper()
-	return l.runProbe("router", "uprobe", base)
+	return l.runProbe("router", "uprobe", base, ecmpUDPTimeout)
 }
 
-// runProbe runs a probe role (probe or uprobe) in host's namespace.
-func (l *ecmpLab) runProbe(host, role string, base int) ProbeResult {
+// runProbe runs a probe role (probe or uprobe) in host's namespace, each
+// flow waiting at most timeout for its answer.
+func (l *ecmpLab) runProbe(host, role string, base int, timeout time.Duration) ProbeResult {
 	l.t.Helper()
 	var r ProbeResult
 	start := time.Now()
@@ -590,10 +591,7 @@ func (l *ecmpLab) runProbe(host, role string, base int) ProbeResult {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpOpenTimeout.String())
-	if role == "uprobe" {
-		cmd.Args[4] = ecmpUDPTimeout.String()
-	}
+	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), timeout.String())
 	cmd.Env = append(os.Environ(), RoleEnv+"="+role)
 	cmd.Stderr = os.Stderr
 	var out []byte
