@@ -7,6 +7,7 @@ require (
 	github.com/coreos/go-iptables v0.8.0
 	github.com/moby/ipvs v1.1.0
 	github.com/olekukonko/tablewriter v1.1.5
+	github.com/rogpeppe/go-internal v1.16.0
 	github.com/vishvananda/netlink v1.3.1
 	golang.org/x/sys v0.50.0
 	gonum.org/v1/plot v0.17.0
@@ -71,7 +72,6 @@ require (
 	github.com/olekukonko/errors v1.2.0 // indirect
 	github.com/olekukonko/ll v0.1.6 // indirect
 	github.com/pjbgf/sha1cd v0.3.2 // indirect
-	github.com/rogpeppe/go-internal v1.16.0 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/sergi/go-diff v1.3.2-0.20230802210424-5b0b94c5c0d3 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect

@@ -212,6 +212,34 @@ func (f *Fake) SetDestinationCounters(svc ipvs.Service, d ipvs.Destination, n ip
 	return nil
 }
 
+// SetServiceOrder puts the services identified by keys first, in that
+// order, and the others after them in their order. The kernel dumps
+// services in the order of its hash buckets, which depends on the network
+// namespace's address and so cannot be derived; a test that replays a
+// recorded listing gives the order the listing shows. A key no service has
+// is an error.
+func (f *Fake) SetServiceOrder(keys []ipvs.Service) error {
+	ordered := make([]*service, 0, len(f.services))
+	placed := make(map[*service]bool, len(keys))
+	for i := range keys {
+		s := f.find(keyOf(&keys[i]))
+		if s == nil {
+			return &ipvs.OpError{Op: ipvs.CmdGetService, Err: unix.ESRCH}
+		}
+		if !placed[s] {
+			placed[s] = true
+			ordered = append(ordered, s)
+		}
+	}
+	for _, s := range f.services {
+		if !placed[s] {
+			ordered = append(ordered, s)
+		}
+	}
+	f.services = ordered
+	return nil
+}
+
 // Info reports the configured version and connection table size.
 func (f *Fake) Info() (ipvs.Info, error) {
 	if err := f.injected(ipvs.CmdGetInfo); err != nil {

@@ -1,7 +1,15 @@
-// Package listtest rebuilds IPVS tables from ipvsadm's own output so tests
-// can replay the golden transcripts: it reads numeric listings (any format)
-// and -S -n rules back into services and destinations, keeps them in a given
-// (kernel) order, and serves them through a read-only ipvs.Client.
+// Package listtest holds what tests need beyond the fake kernel
+// (ipvs/ipvstest): a Table read back from ipvsadm's own numeric listings
+// (any format) and -S -n rules, and read-only doubles serving tables no
+// request could build.
+//
+// The transcript replays use the Table for what a recording VM had and the
+// fake cannot produce: the counters and rates traffic left, and the order
+// the kernel's hash buckets dump services in. Client serves a Table with
+// any values, including ones the fake (like the kernel) refuses to set, such
+// as unknown forwarding methods or tunnel types a newer kernel might
+// report; Generated (generated.go) serves large synthetic tables without
+// holding them.
 //
 // Facts gathered from several outputs are merged; two outputs that disagree
 // about a value are reported as an error, so a test cannot silently compare

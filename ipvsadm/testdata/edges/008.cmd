@@ -1,1 +1,0 @@
-POSIXLY_CORRECT=1 ipvsadm -L foo --bogus

@@ -1,1 +1,0 @@
-POSIXLY_CORRECT= ipvsadm -L foo --bogus

@@ -1,1 +1,0 @@
-ipvsadm -A -f 1 -6 -M 64x -p; ipvsadm -Ln

@@ -1,1 +1,0 @@
-ipvsadm -Z -t [::]:0; echo rc=$?

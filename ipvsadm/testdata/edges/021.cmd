@@ -1,1 +1,0 @@
-ipvsadm -hq | head -2

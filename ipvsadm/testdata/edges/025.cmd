@@ -1,1 +1,0 @@
-ipvsadm --set 0 0 0 extra

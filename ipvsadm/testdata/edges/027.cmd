@@ -1,1 +1,0 @@
-ipvsadm -L -6 -f 1

@@ -1,1 +1,0 @@
-ipvsadm -A -f 1 -6 -6 -p; ipvsadm -Ln

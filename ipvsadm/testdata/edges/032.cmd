@@ -1,1 +1,0 @@
-ipvsadm -A -t localhost:http -p; ipvsadm -L

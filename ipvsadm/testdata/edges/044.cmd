@@ -1,1 +1,0 @@
-ipvsadm --stop-daemon backup --syncid 300

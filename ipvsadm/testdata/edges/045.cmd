@@ -1,1 +1,0 @@
-ipvsadm -L --daemon --syncid 3 -n

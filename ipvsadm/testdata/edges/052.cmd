@@ -1,1 +1,0 @@
-ipvsadm -A -t 1.2.3.4.:80; ipvsadm -Ln

@@ -1,1 +1,0 @@
-ipvsadm -A -t vip1.:80; ipvsadm -Ln

@@ -1,1 +1,0 @@
-ipvsadm -A -t VIP1:80; ipvsadm -Ln

@@ -1,1 +1,0 @@
-ipvsadm -a -t 10.0.0.1:80 -r rs6 -m

@@ -1,1 +1,0 @@
-ipvsadm -Lc --persistent-conn -n

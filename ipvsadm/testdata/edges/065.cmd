@@ -1,1 +1,0 @@
-ipvsadm --start-daemon master --mcast-group ff02::1%lo

@@ -1,1 +1,0 @@
-ipvsadm --stop-daemon master --mcast-interface=lo

@@ -1,1 +1,0 @@
-printf '%s\n' '-S -n' '-h' | ipvsadm -R | tail -2

@@ -1,1 +1,0 @@
-ipvsadm -R < /dev/null extra

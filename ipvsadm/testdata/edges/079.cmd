@@ -1,1 +1,0 @@
-ipvsadm -l -c -c
