@@ -476,32 +476,19 @@ func addrAttr(b []byte, family Family) netip.Addr {
 	return netip.AddrFrom4([4]byte(b[:4]))
 }
 
+// decodeStats decodes a STATS or STATS64 nest's payload into s; a
+// malformed nest leaves s as it was.
 func decodeStats(b []byte, s *Stats) {
 	var st Stats
+	field := [statsAttrMax + 1]*uint64{
+		statsAttrConns: &st.Conns, statsAttrInPkts: &st.InPkts, statsAttrOutPkts: &st.OutPkts,
+		statsAttrInBytes: &st.InBytes, statsAttrOutBytes: &st.OutBytes, statsAttrCPS: &st.CPS,
+		statsAttrInPPS: &st.InPPS, statsAttrOutPPS: &st.OutPPS, statsAttrInBPS: &st.InBPS, statsAttrOutBPS: &st.OutBPS,
+	}
 	it := attrIter{b: b}
 	for it.next() {
-		v := uintAttr(it.val)
-		switch it.typ {
-		case statsAttrConns:
-			st.Conns = v
-		case statsAttrInPkts:
-			st.InPkts = v
-		case statsAttrOutPkts:
-			st.OutPkts = v
-		case statsAttrInBytes:
-			st.InBytes = v
-		case statsAttrOutBytes:
-			st.OutBytes = v
-		case statsAttrCPS:
-			st.CPS = v
-		case statsAttrInPPS:
-			st.InPPS = v
-		case statsAttrOutPPS:
-			st.OutPPS = v
-		case statsAttrInBPS:
-			st.InBPS = v
-		case statsAttrOutBPS:
-			st.OutBPS = v
+		if int(it.typ) < len(field) && field[it.typ] != nil {
+			*field[it.typ] = uintAttr(it.val)
 		}
 	}
 	if !it.bad {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/list"
 	"github.com/lvskit/lvskit/names"
 )
 
@@ -128,20 +129,6 @@ func inetPton4(s string) (netip.Addr, bool) {
 	return a, true
 }
 
-// protoName is the /etc/services protocol for an IP protocol number, or ""
-// when ipvsadm would not look names up for it.
-func protoName(proto ipvs.Protocol) string {
-	switch proto {
-	case ipvs.ProtoTCP:
-		return "tcp"
-	case ipvs.ProtoUDP:
-		return "udp"
-	case ipvs.ProtoSCTP:
-		return "sctp"
-	}
-	return ""
-}
-
 // hostAddress is a parsed -t/-u/--sctp-service/-r argument.
 type hostAddress struct {
 	family  ipvs.Family
@@ -205,7 +192,7 @@ func parseHostAddress(s string, proto ipvs.Protocol, r *names.Resolver) (hostAdd
 }
 
 func lookupPort(name string, proto ipvs.Protocol, r *names.Resolver) (uint16, bool) {
-	pn := protoName(proto)
+	pn := list.TextOf(proto).Services
 	if pn == "" || r == nil {
 		return 0, false
 	}

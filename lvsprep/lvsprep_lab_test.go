@@ -3,8 +3,6 @@
 package lvsprep
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,22 +103,15 @@ func TestLabRefusalsChangeNothing(t *testing.T) {
 	}
 }
 
-// labtestCommand runs lvsprep as uid (0 through labtest.Run).
+// labtestCommand runs lvsprep as uid.
 func labtestCommand(t *testing.T, uid uint32, args []string) labtest.Result {
 	t.Helper()
-	if uid == 0 {
-		return labtest.Run(t, "", lvsprepBin, args...)
-	}
-	var out, errb bytes.Buffer
 	cmd := exec.Command(lvsprepBin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
-	err := cmd.Run()
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		t.Fatal(err)
+	cmd.Args[0] = filepath.Base(lvsprepBin)
+	if uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
 	}
-	return labtest.Result{Stdout: out.String(), Stderr: errb.String(), Code: cmd.ProcessState.ExitCode()}
+	return labtest.RunCmd(t, cmd)
 }
 
 func TestLabRealServerNATRestoresRoutesWithTheirAttributes(t *testing.T) {

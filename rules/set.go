@@ -19,7 +19,6 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/list"
-	"github.com/lvskit/lvskit/save"
 )
 
 // Set is a rule set: the services of one director with their destinations.
@@ -125,7 +124,7 @@ func (k ServiceKey) String() string {
 		}
 		return s
 	}
-	return save.ProtocolOption(k.Protocol) + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
+	return list.TextOf(k.Protocol).Option + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
 }
 
 // DestKey identifies a destination within its service.

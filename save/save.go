@@ -111,30 +111,11 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 // plus " -6", or the protocol option and the address:port text.
 func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 	if svc.FWMark != 0 {
-		b = append(b, "-f "...)
-		b = strconv.AppendInt(b, int64(int32(svc.FWMark)), 10)
-		if svc.Family == ipvs.AFInet6 {
-			b = append(b, " -6"...)
-		}
-		return b
+		return list.AppendFWMark(b, svc, "-f ", " -6")
 	}
-	b = append(b, ProtocolOption(svc.Protocol)...)
+	b = append(b, list.TextOf(svc.Protocol).Option...)
 	b = append(b, ' ')
 	return list.AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
-}
-
-// ProtocolOption is the rule option that names a service of protocol proto;
-// ipvsadm writes the unusable "--xxx-service" for protocols it does not know.
-func ProtocolOption(proto ipvs.Protocol) string {
-	switch proto {
-	case ipvs.ProtoTCP:
-		return "-t"
-	case ipvs.ProtoUDP:
-		return "-u"
-	case ipvs.ProtoSCTP:
-		return "--sctp-service"
-	}
-	return "--xxx-service"
 }
 
 // fwdSwitch is the -S option for a forwarding method (local counts as -g).

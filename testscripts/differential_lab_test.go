@@ -4,7 +4,6 @@ package testscripts
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -158,45 +156,14 @@ func startIn(ns *os.File, cmd *exec.Cmd) error {
 	return startErr
 }
 
-// run runs cmd in namespace ns with stdin as its standard input and returns
-// what it left behind; a process killed by a signal reports 128+signal, as
-// a shell does.
+// run runs cmd in namespace ns with stdin as its standard input.
 func run(t *testing.T, ns *os.File, cmd *exec.Cmd, stdin string) labtest.Result {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	// A process group, so that a timeout kills the children of sh too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startIn(ns, cmd); err != nil {
-		t.Fatalf("start %q: %v", cmd.Args, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(commandTimeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
-		t.Fatalf("%q: still running after %v; killed (stdout %q, stderr %q)", cmd.Args, commandTimeout, stdout.String(), stderr.String())
-	}
-	res := labtest.Result{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Code = 128 + int(ws.Signal())
-		} else {
-			res.Code = exitErr.ExitCode()
-		}
-	default:
-		t.Fatalf("%q: %v", cmd.Args, err)
-	}
-	return res
+	return labtest.RunCmd(t, cmd, labtest.RunOptions{
+		Stdin:   stdin,
+		Timeout: commandTimeout,
+		Start:   func(cmd *exec.Cmd) error { return startIn(ns, cmd) },
+	})
 }
 
 // compareResults describes how ours differs from the reference, or returns

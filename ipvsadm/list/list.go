@@ -313,39 +313,32 @@ func (p *printer) title() {
 	p.w.WriteString(t)
 }
 
+// AppendFWMark appends an fwmark service's designator as ipvsadm writes
+// it: mark, the mark as a signed number, then ipv6 for an IPv6 service.
+func AppendFWMark(b []byte, svc *ipvs.Service, mark, ipv6 string) []byte {
+	b = append(b, mark...)
+	b = strconv.AppendInt(b, int64(int32(svc.FWMark)), 10)
+	if svc.Family == ipvs.AFInet6 {
+		b = append(b, ipv6...)
+	}
+	return b
+}
+
 // AppendServiceName appends the listing's service designator: "FWM  <mark>"
 // (signed, plus " IPv6") or "<proto> <addr:port>" with the protocol padded
 // to four columns, cut to 33 characters unless the service is IPv6.
 func AppendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
 	if svc.FWMark != 0 {
-		b = append(b, "FWM  "...)
-		b = strconv.AppendInt(b, int64(int32(svc.FWMark)), 10)
-		if svc.Family == ipvs.AFInet6 {
-			b = append(b, " IPv6"...)
-		}
-		return b
+		return AppendFWMark(b, svc, "FWM  ", " IPv6")
 	}
 	start := len(b)
-	b = appendPadded(b, ProtocolName(svc.Protocol), 4)
+	b = appendPadded(b, TextOf(svc.Protocol).Column, 4)
 	b = append(b, ' ')
 	b = AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
 	if svc.Family != ipvs.AFInet6 && len(b)-start > serviceNameCut {
 		b = b[:start+serviceNameCut]
 	}
 	return b
-}
-
-// ProtocolName is the listing's protocol column text.
-func ProtocolName(proto ipvs.Protocol) string {
-	switch proto {
-	case ipvs.ProtoTCP:
-		return "TCP"
-	case ipvs.ProtoUDP:
-		return "UDP"
-	case ipvs.ProtoSCTP:
-		return "SCTP"
-	}
-	return "?"
 }
 
 // serviceEntry writes a service line and its destination lines.
@@ -403,23 +396,13 @@ func (p *printer) destination(svc *ipvs.Service, d *ipvs.DestinationEntry) {
 	case Stats, Rate:
 		b = appendStats(b, &d.Stats, o.Format, o.Exact, true)
 	case Thresholds:
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.UThreshold), 10)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.LThreshold), 10)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.InactConns), 10)
+		b = appendColumn(b, uint64(d.UThreshold), 10)
+		b = appendColumn(b, uint64(d.LThreshold), 10)
+		b = appendConns(b, d)
 	case PersistConn:
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.Weight), 9)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.PersistConns), 11)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.InactConns), 10)
+		b = appendColumn(b, uint64(d.Weight), 9)
+		b = appendColumn(b, uint64(d.PersistConns), 11)
+		b = appendConns(b, d)
 	default:
 		b = append(b, ' ')
 		b = appendPadded(b, FwdName(d.FwdMethod), 7)
@@ -431,13 +414,22 @@ func (p *printer) destination(svc *ipvs.Service, d *ipvs.DestinationEntry) {
 		}
 		b = append(b, ' ')
 		b = appendIntLeft(b, int64(int32(d.Weight)), 6)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.ActiveConns), 10)
-		b = append(b, ' ')
-		b = appendUintLeft(b, uint64(d.InactConns), 10)
+		b = appendConns(b, d)
 	}
 	b = append(b, '\n')
 	p.emit(b)
+}
+
+// appendColumn appends a space and v left-justified in width columns.
+func appendColumn(b []byte, v uint64, width int) []byte {
+	return appendUintLeft(append(b, ' '), v, width)
+}
+
+// appendConns appends the ActiveConn and InActConn columns every
+// destination line but --stats and --rate ends with.
+func appendConns(b []byte, d *ipvs.DestinationEntry) []byte {
+	b = appendColumn(b, uint64(d.ActiveConns), 10)
+	return appendColumn(b, uint64(d.InactConns), 10)
 }
 
 // appendStats appends the five --stats or --rate columns. For destinations

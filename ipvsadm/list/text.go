@@ -48,18 +48,29 @@ func addr16(addr netip.Addr) [16]byte {
 	return b
 }
 
-// protoServiceName is the /etc/services protocol column for an IP protocol,
-// or "" when ipvsadm never looks names up for it.
-func protoServiceName(proto ipvs.Protocol) string {
+// ProtocolText is how ipvsadm writes an IP protocol.
+type ProtocolText struct {
+	// Column is the listing's protocol column ("TCP"; "?" when unknown).
+	Column string
+	// Services is the /etc/services protocol ("tcp"), "" when ipvsadm
+	// never looks names up for it.
+	Services string
+	// Option is the rule option naming a service ("-t"); ipvsadm writes
+	// the unusable "--xxx-service" for protocols it does not know.
+	Option string
+}
+
+// TextOf is the one place the protocols ipvsadm knows are named.
+func TextOf(proto ipvs.Protocol) ProtocolText {
 	switch proto {
 	case ipvs.ProtoTCP:
-		return "tcp"
+		return ProtocolText{"TCP", "tcp", "-t"}
 	case ipvs.ProtoUDP:
-		return "udp"
+		return ProtocolText{"UDP", "udp", "-u"}
 	case ipvs.ProtoSCTP:
-		return "sctp"
+		return ProtocolText{"SCTP", "sctp", "--sctp-service"}
 	}
-	return ""
+	return ProtocolText{"?", "", "--xxx-service"}
 }
 
 // AppendAddrPort appends ipvsadm's address:port text (addrport_to_anyname)
@@ -96,7 +107,7 @@ func AppendAddrPort(b []byte, family ipvs.Family, addr netip.Addr, port uint16, 
 	b = append(b, ':')
 	portNamed := false
 	if !o.Numeric {
-		if p := protoServiceName(proto); p != "" {
+		if p := TextOf(proto).Services; p != "" {
 			if name, ok := o.resolver().ServiceName(port, p); ok {
 				b = append(b, name...)
 				portNamed = true

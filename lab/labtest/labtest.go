@@ -141,7 +141,7 @@ func Run(t testing.TB, stdin string, path string, args ...string) Result {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = filepath.Base(path)
-	return run(t, cmd, stdin, RunTimeout)
+	return RunCmd(t, cmd, RunOptions{Stdin: stdin})
 }
 
 // LongRunTimeout bounds every command started by RunClean: the reference
@@ -156,7 +156,7 @@ func RunClean(t testing.TB, stdin string, path string, args ...string) Result {
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = filepath.Base(path)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	return run(t, cmd, stdin, LongRunTimeout)
+	return RunCmd(t, cmd, RunOptions{Stdin: stdin, Timeout: LongRunTimeout})
 }
 
 // Sh runs script with /bin/sh -c (dash in the lab) in the calling
@@ -167,23 +167,55 @@ func Sh(t testing.TB, script string, env ...string) Result {
 	t.Helper()
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = append(os.Environ(), env...)
-	return run(t, cmd, "", RunTimeout)
+	return RunCmd(t, cmd)
 }
 
-func run(t testing.TB, cmd *exec.Cmd, stdin string, timeout time.Duration) Result {
+// RunOptions are how RunCmd runs a command.
+type RunOptions struct {
+	// Stdin is the standard input; empty means /dev/null.
+	Stdin string
+	// Timeout bounds the run (RunTimeout if zero): the command's process
+	// group is killed and the test fails.
+	Timeout time.Duration
+	// Start starts the command (cmd.Start if nil), e.g. from a thread in
+	// another network namespace.
+	Start func(*exec.Cmd) error
+}
+
+// RunCmd runs cmd, which the caller has set up (environment, credentials),
+// in a process group of its own, and returns what it printed and its
+// status. A process killed by a signal reports 128+signal, as a shell does.
+// Failures to start and timeouts fail the test; a non-zero status is only
+// reported in Result.Code. At most one RunOptions is used.
+func RunCmd(t testing.TB, cmd *exec.Cmd, opts ...RunOptions) Result {
 	t.Helper()
+	var o RunOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.Timeout == 0 {
+		o.Timeout = RunTimeout
+	}
+	if o.Start == nil {
+		o.Start = (*exec.Cmd).Start
+	}
 	var stdout, stderr bytes.Buffer
-	cmd.Stdin = strings.NewReader(stdin)
+	if o.Stdin != "" {
+		cmd.Stdin = strings.NewReader(o.Stdin)
+	}
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	// Kill the whole process group on timeout: scripts start children.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	if err := o.Start(cmd); err != nil {
+		t.Fatalf("start %q: %v", cmd.Args, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
 	var err error
 	select {
@@ -191,8 +223,8 @@ func run(t testing.TB, cmd *exec.Cmd, stdin string, timeout time.Duration) Resul
 	case <-ctx.Done():
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		t.Fatalf("%s %q: still running after %v; killed (stdout %q, stderr %q)",
-			cmd.Path, cmd.Args[1:], timeout, stdout.String(), stderr.String())
+		t.Fatalf("%q: still running after %v; killed (stdout %q, stderr %q)",
+			cmd.Args, o.Timeout, stdout.String(), stderr.String())
 	}
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
 	var exitErr *exec.ExitError
@@ -206,7 +238,7 @@ func run(t testing.TB, cmd *exec.Cmd, stdin string, timeout time.Duration) Resul
 			res.Code = exitErr.ExitCode()
 		}
 	default:
-		t.Fatalf("%s %q: %v", cmd.Path, cmd.Args[1:], err)
+		t.Fatalf("%q: %v", cmd.Args, err)
 	}
 	return res
 }
