@@ -433,7 +433,7 @@ func destFields(old, new *ipvs.Destination) []Field {
 
 // MethodName names a forwarding method as the JSON document does: masq,
 // local, tunnel, route.
-func MethodName(fwd ipvs.FwdMethod) string { return strings.ToLower(list.FwdName(fwd)) }
+func MethodName(fwd ipvs.FwdMethod) string { return strings.ToLower(list.FwdTextOf(fwd).Column) }
 
 // planWarnings says where a change or a drain will not do what users
 // expect.

@@ -85,7 +85,7 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 	b = append(b, " -r "...)
 	b = list.AppendAddrPort(b, d.Family, d.Addr, d.Port, svc.Protocol, wr.o)
 	b = append(b, ' ')
-	b = append(b, fwdSwitch(d.FwdMethod)...)
+	b = append(b, list.FwdTextOf(d.FwdMethod).Option...)
 	b = append(b, " -w "...)
 	b = strconv.AppendInt(b, int64(int32(d.Weight)), 10)
 	if d.FwdMethod&7 == ipvs.FwdTunnel {
@@ -116,19 +116,6 @@ func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 	b = append(b, list.TextOf(svc.Protocol).Option...)
 	b = append(b, ' ')
 	return list.AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
-}
-
-// fwdSwitch is the -S option for a forwarding method (local counts as -g).
-func fwdSwitch(fwd ipvs.FwdMethod) string {
-	switch fwd & 7 {
-	case ipvs.FwdMasq:
-		return "-m"
-	case ipvs.FwdTunnel:
-		return "-i"
-	case ipvs.FwdLocal, ipvs.FwdRoute:
-		return "-g"
-	}
-	return "(null)"
 }
 
 // tunCsumOption is the -S option for tunnel checksum flags.

@@ -405,7 +405,7 @@ func (p *printer) destination(svc *ipvs.Service, d *ipvs.DestinationEntry) {
 		b = appendConns(b, d)
 	default:
 		b = append(b, ' ')
-		b = appendPadded(b, FwdName(d.FwdMethod), 7)
+		b = appendPadded(b, FwdTextOf(d.FwdMethod).Column, 7)
 		if o.Format == TunInfo {
 			b = append(b, ' ')
 			start := len(b)

@@ -263,20 +263,28 @@ func AppendPersistence(b []byte, svc *ipvs.Service, keyword string) []byte {
 	return b
 }
 
-// FwdName is the listing's name of a forwarding method; methods without a
-// name print as glibc prints a NULL string.
-func FwdName(fwd ipvs.FwdMethod) string {
+// FwdText is how ipvsadm writes a forwarding method.
+type FwdText struct {
+	// Column is the listing's Forward column ("Masq").
+	Column string
+	// Option is the rule option (-S); local counts as -g.
+	Option string
+}
+
+// FwdTextOf is the one place forwarding methods are named; methods
+// without a name print as glibc prints a NULL string.
+func FwdTextOf(fwd ipvs.FwdMethod) FwdText {
 	switch fwd & 7 {
 	case ipvs.FwdMasq:
-		return "Masq"
+		return FwdText{"Masq", "-m"}
 	case ipvs.FwdLocal:
-		return "Local"
+		return FwdText{"Local", "-g"}
 	case ipvs.FwdTunnel:
-		return "Tunnel"
+		return FwdText{"Tunnel", "-i"}
 	case ipvs.FwdRoute:
-		return "Route"
+		return FwdText{"Route", "-g"}
 	}
-	return "(null)"
+	return FwdText{"(null)", "(null)"}
 }
 
 // TunTypeName is a tunnel type's name as -S and --tun-info write it.

@@ -1,7 +1,7 @@
 // Package listtest holds what tests need beyond the fake kernel
 // (ipvs/ipvstest): a Table read back from ipvsadm's own numeric listings
-// (any format) and -S -n rules, and read-only doubles serving tables no
-// request could build.
+// (any format), and read-only doubles serving tables no request could
+// build.
 //
 // The transcript replays use the Table for what a recording VM had and the
 // fake cannot produce: the counters and rates traffic left, and the order
@@ -75,8 +75,8 @@ const (
 )
 
 // Add merges everything text says about the table. text may hold several
-// numeric listings (with or without header, any format) and -S -n rule
-// lines; lines of the form "rc=N" (from "echo rc=$?") are ignored.
+// numeric listings (with or without header, any format); lines of the form
+// "rc=N" (from "echo rc=$?") are ignored.
 func (t *Table) Add(text string) error {
 	f := fmtNone
 	var cur *Entry
@@ -103,9 +103,6 @@ func (t *Table) Add(text string) error {
 				break
 			}
 			err = t.destLine(cur, f, line)
-		case strings.HasPrefix(line, "-A ") || strings.HasPrefix(line, "-a "):
-			err = t.rule(line)
-			cur = nil
 		default:
 			if f == fmtNone {
 				err = fmt.Errorf("service line outside a listing")
@@ -500,7 +497,6 @@ func (t *Table) destLine(e *Entry, f format, line string) error {
 var (
 	tunTypes  = map[string]ipvs.TunType{"ipip": ipvs.TunIPIP, "gue": ipvs.TunGUE, "gre": ipvs.TunGRE}
 	csumTexts = map[string]uint16{"-c": ipvs.TunFlagNoCsum, "+c": ipvs.TunFlagCsum, "r+c": ipvs.TunFlagRemCsum}
-	csumOpts  = map[string]uint16{"--tun-nocsum": ipvs.TunFlagNoCsum, "--tun-csum": ipvs.TunFlagCsum, "--tun-remcsum": ipvs.TunFlagRemCsum}
 )
 
 // tunInfo reads a --tun-info column: n/a, ipip, gue:<port>:<csum>, gre:<csum>.
@@ -529,188 +525,6 @@ func (t *Table) tunInfo(k string, d *ipvs.Destination, text string) error {
 		return fmt.Errorf("bad tunnel info %q", text)
 	}
 	return t.fact(k+"tun", fmt.Sprint(d.TunType, d.TunPort, d.TunFlags))
-}
-
-// ruleService parses the service part of a rule ("-t a:p", "-f 2 -6").
-func ruleService(args []string) (ipvs.Service, []string, error) {
-	var s ipvs.Service
-	if len(args) < 2 {
-		return s, nil, fmt.Errorf("short rule")
-	}
-	if args[0] == "-f" {
-		fields := []string{"FWM", args[1]}
-		rest := args[2:]
-		if len(rest) > 0 && rest[0] == "-6" {
-			fields = append(fields, "IPv6")
-			rest = rest[1:]
-		}
-		s, _, err := serviceDesignator(fields)
-		return s, rest, err
-	}
-	opts := map[string]string{"-t": "TCP", "-u": "UDP", "--sctp-service": "SCTP"}
-	p, ok := opts[args[0]]
-	if !ok {
-		return s, nil, fmt.Errorf("unknown service option %q", args[0])
-	}
-	s, _, err := serviceDesignator([]string{p, args[1]})
-	return s, args[2:], err
-}
-
-// rule merges one -S -n line.
-func (t *Table) rule(line string) error {
-	args := strings.Fields(line)
-	id, rest, err := ruleService(args[1:])
-	if err != nil {
-		return err
-	}
-	e := t.entry(id)
-	k := e.key + "/"
-	if args[0] == "-A" {
-		s := &e.Svc
-		var flags uint32
-		for len(rest) > 0 {
-			opt := rest[0]
-			val := ""
-			if len(rest) > 1 {
-				val = rest[1]
-			}
-			switch opt {
-			case "-s":
-				s.Scheduler = val
-				err = t.fact(k+"sched", val)
-			case "-p":
-				flags |= ipvs.FlagPersistent
-				var v uint64
-				v, err = strconv.ParseUint(val, 10, 32)
-				s.Timeout = uint32(v)
-				if err == nil {
-					err = t.fact(k+"timeout", val)
-				}
-			case "-M":
-				s.Netmask, err = parseMask(s.Family, val)
-				if err == nil {
-					err = t.fact(k+"mask", val)
-				}
-			case "--pe":
-				s.PEName = val
-				err = t.fact(k+"pe", val)
-			case "-o":
-				flags |= ipvs.FlagOnePacket
-				rest = rest[1:]
-				continue
-			case "-b":
-				if val == "" || strings.HasPrefix(val, "-") {
-					val = ""
-				}
-				var bits uint32
-				bits, err = schedFlagBits(val)
-				flags |= bits
-				if val == "" {
-					rest = rest[1:]
-					continue
-				}
-			default:
-				return fmt.Errorf("unknown rule option %q", opt)
-			}
-			if err != nil {
-				return err
-			}
-			rest = rest[2:]
-		}
-		s.Flags = flags
-		return t.fact(k+"flags", strconv.FormatUint(uint64(flags), 10))
-	}
-	if len(rest) < 2 || rest[0] != "-r" {
-		return fmt.Errorf("no -r")
-	}
-	addr, port, err := parseAddrPort(rest[1])
-	if err != nil {
-		return err
-	}
-	d := e.dest(addr, port)
-	dk := k + rest[1] + "/"
-	rest = rest[2:]
-	for len(rest) > 0 {
-		switch rest[0] {
-		case "-m":
-			d.FwdMethod = ipvs.FwdMasq
-			err = t.fact(dk+"fwd", "Masq")
-		case "-g":
-			d.FwdMethod = ipvs.FwdRoute
-			err = t.fact(dk+"fwd", "Route")
-		case "-i":
-			d.FwdMethod = ipvs.FwdTunnel
-			err = t.fact(dk+"fwd", "Tunnel")
-		case "-w", "--tun-type", "--tun-port":
-			if len(rest) < 2 {
-				return fmt.Errorf("%s without value", rest[0])
-			}
-			switch rest[0] {
-			case "-w":
-				var v int64
-				v, err = strconv.ParseInt(rest[1], 10, 64)
-				d.Weight = uint32(v)
-				if err == nil {
-					err = t.fact(dk+"weight", rest[1])
-				}
-			case "--tun-type":
-				d.TunType = tunTypes[rest[1]]
-			case "--tun-port":
-				var v uint64
-				v, err = strconv.ParseUint(rest[1], 10, 16)
-				d.TunPort = uint16(v)
-			}
-			rest = rest[1:]
-		default:
-			f, ok := csumOpts[rest[0]]
-			if !ok {
-				return fmt.Errorf("unknown rule option %q", rest[0])
-			}
-			d.TunFlags = f
-		}
-		if err != nil {
-			return err
-		}
-		rest = rest[1:]
-	}
-	return nil
-}
-
-// OrderLike puts services and destinations in the order a listing shows
-// them (normally a --nosort listing, i.e. the kernel's order). Entries the
-// listing does not show keep their relative order after the others.
-func (t *Table) OrderLike(listing string) error {
-	other := New()
-	if err := other.Add(listing); err != nil {
-		return err
-	}
-	rank := map[string]int{}
-	for i, e := range other.Services {
-		rank[e.key] = i
-		for j, d := range e.Dests {
-			rank[e.key+"/"+addrPortKey(d.Addr, d.Port)] = j
-		}
-	}
-	reorder(t.Services, func(e *Entry) string { return e.key }, rank)
-	for _, e := range t.Services {
-		reorder(e.Dests, func(d *ipvs.DestinationEntry) string { return e.key + "/" + addrPortKey(d.Addr, d.Port) }, rank)
-	}
-	return nil
-}
-
-func reorder[T any](s []T, key func(T) string, rank map[string]int) {
-	pos := func(x T) int {
-		if r, ok := rank[key(x)]; ok {
-			return r
-		}
-		return len(s) + 1<<20
-	}
-	// Insertion sort keeps unranked elements in their relative order.
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && pos(s[j]) < pos(s[j-1]); j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // Client serves a Table as an ipvs.Reader.
