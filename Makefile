@@ -131,8 +131,9 @@ fuzz:
 ## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
 ## keep-alive clients through VS/NAT), 1,000 SIGKILLs of lvsprep
 ## (soak-lvsprep) and every fuzz target for 10 minutes. Hours, not minutes.
+## The guest gets 3 GiB: -R holds a 100 MiB line as ipvsadm 1.31 does.
 soak: deps build labrun
-	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -run '^(TestUnit.*|TestRestoreKilledLeavesPrefix|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./ipvsadm/wrappers ./e2e
+	LVSKIT_SOAK=1 $(LABRUN) -tests -vms 1 -mem 3072 -run '^(TestUnit.*|TestRestoreKilledLeavesPrefix|TestConcurrentRestores|TestSaveWhileEditing|TestRestorePeakMemory|TestVSNATUnderLoad)$$' -test-timeout 300m -timeout 320m ./ipvsadm/wrappers ./e2e
 	$(MAKE) soak-lvsprep
 	$(MAKE) fuzz FUZZTIME=10m
 

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -681,12 +682,19 @@ func restoreManyDestinations(t *testing.T) {
 func restoreLongLine(t *testing.T) {
 	labtest.Netns(t)
 	// ipvsadm -R holds a line and its argument vector (as 1.31 does): at
-	// 100 MiB that is more than the lab's 1 GiB, so -R gets 16 MiB at
-	// both sizes; the wrapper refuses lines over 1 MiB as it reads them.
+	// 100 MiB that takes more than make lab's 1 GiB guest, so the soak size
+	// runs in a bigger one (make soak: labrun -mem 3072); the wrapper
+	// refuses lines over 1 MiB as it reads them.
+	mib := size(16, 100)
+	if mib > 16 {
+		if total := memTotalMiB(t); total < 2560 {
+			t.Fatalf("a %d MiB line for -R needs a guest of 3 GiB, this one has %d MiB: run labrun with -mem 3072", mib, total)
+		}
+	}
 	for _, run := range []struct {
 		mib  int
 		prog []string
-	}{{16, []string{"ipvsadm", "-R"}}, {size(16, 100), []string{"ipvsadm-restore"}}} {
+	}{{mib, []string{"ipvsadm", "-R"}}, {mib, []string{"ipvsadm-restore"}}} {
 		in := writeInput(t, func(w *bufio.Writer) {
 			w.WriteString("-A -t 10.0.0.1:80 ")
 			mib := bytes.Repeat([]byte("x"), 1<<20)
@@ -701,4 +709,24 @@ func restoreLongLine(t *testing.T) {
 			t.Errorf("ipvsadm-restore of a %d MiB line: status %d, stderr %q; want a refusal", run.mib, st, msg)
 		}
 	}
+}
+
+// memTotalMiB is the guest's memory as /proc/meminfo reports it.
+func memTotalMiB(t *testing.T) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				t.Fatalf("MemTotal %q: %v", rest, err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatal("no MemTotal in /proc/meminfo")
+	return 0
 }

@@ -70,6 +70,7 @@ type options struct {
 	testTimeout time.Duration
 	bootTimeout time.Duration
 	slowBoot    time.Duration
+	memoryMiB   int
 	verbose     bool
 	kernelLog   string
 }
@@ -89,6 +90,7 @@ func mainErr() int {
 	fs.DurationVar(&o.testTimeout, "test-timeout", 10*time.Minute, "limit for each test binary (-test.timeout)")
 	fs.DurationVar(&o.bootTimeout, "boot-timeout", 180*time.Second, "limit for a boot to reach the guest's /init (retried once)")
 	fs.DurationVar(&o.slowBoot, "slow-boot", 90*time.Second, "a boot that took longer to reach /init ends the run: host too slow")
+	fs.IntVar(&o.memoryMiB, "mem", 1024, "guest memory in `MiB` (the soak's 100 MiB restore line needs more than the default)")
 	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
 	fs.Usage = func() {
@@ -96,6 +98,10 @@ func mainErr() int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		return exitUsage
+	}
+	if o.memoryMiB < 256 {
+		fmt.Fprintf(os.Stderr, "labrun: -mem %d: a guest needs at least 256 MiB\n", o.memoryMiB)
 		return exitUsage
 	}
 	dashdash := len(os.Args) > 1 && fs.NArg() < len(os.Args)-1 && os.Args[len(os.Args)-fs.NArg()-1] == "--"
@@ -147,6 +153,7 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 	}
 	lab.BootTimeout = o.bootTimeout
 	lab.SlowBoot = o.slowBoot
+	lab.MemoryMiB = o.memoryMiB
 	lab.KernelLog = o.kernelLog
 	lab.Verbose = o.verbose
 	if o.verbose {
