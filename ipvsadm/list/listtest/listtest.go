@@ -1,15 +1,14 @@
-// Package listtest holds what tests need beyond the fake kernel
+// Package listtest holds what listing tests need beside the fake kernel
 // (ipvs/ipvstest): a Table read back from ipvsadm's own numeric listings
-// (any format), and read-only doubles serving tables no request could
-// build.
+// (any format), and read-only doubles serving tables as written down.
 //
 // The transcript replays use the Table for what a recording VM had and the
 // fake cannot produce: the counters and rates traffic left, and the order
-// the kernel's hash buckets dump services in. Client serves a Table with
-// any values, including ones the fake (like the kernel) refuses to set, such
-// as unknown forwarding methods or tunnel types a newer kernel might
-// report; Generated (generated.go) serves large synthetic tables without
-// holding them.
+// the kernel's hash buckets dump services in. Client serves a Table a
+// test wrote down directly, services and destinations in the order given
+// and with any counters, without building it through requests;
+// Generated (generated.go) serves large synthetic tables without holding
+// them.
 //
 // Facts gathered from several outputs are merged; two outputs that disagree
 // about a value are reported as an error, so a test cannot silently compare
