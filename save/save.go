@@ -97,10 +97,10 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 				b = append(b, " --tun-port "...)
 				b = strconv.AppendUint(b, uint64(d.TunPort), 10)
 				b = append(b, ' ')
-				b = append(b, tunCsumOption(d.TunFlags)...)
+				b = append(b, list.TunCsumTextOf(d.TunFlags).Option...)
 			case ipvs.TunGRE:
 				b = append(b, ' ')
-				b = append(b, tunCsumOption(d.TunFlags)...)
+				b = append(b, list.TunCsumTextOf(d.TunFlags).Option...)
 			}
 		}
 	}
@@ -118,15 +118,3 @@ func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 	return list.AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
 }
 
-// tunCsumOption is the -S option for tunnel checksum flags.
-func tunCsumOption(flags uint16) string {
-	switch flags {
-	case ipvs.TunFlagNoCsum:
-		return "--tun-nocsum"
-	case ipvs.TunFlagCsum:
-		return "--tun-csum"
-	case ipvs.TunFlagRemCsum:
-		return "--tun-remcsum"
-	}
-	return "(null)"
-}

@@ -300,17 +300,26 @@ func TunTypeName(t ipvs.TunType) (string, bool) {
 	return "", false
 }
 
-// tunCsumText is the --tun-info checksum text for tunnel flags.
-func tunCsumText(flags uint16) string {
+// TunCsumText is how ipvsadm writes a tunnel's checksum flags.
+type TunCsumText struct {
+	// Info is the --tun-info column's part ("-c").
+	Info string
+	// Option is the rule option ("--tun-nocsum").
+	Option string
+}
+
+// TunCsumTextOf is the one place checksum flags are named; other values
+// print as glibc prints a NULL string.
+func TunCsumTextOf(flags uint16) TunCsumText {
 	switch flags {
 	case ipvs.TunFlagNoCsum:
-		return "-c"
+		return TunCsumText{"-c", "--tun-nocsum"}
 	case ipvs.TunFlagCsum:
-		return "+c"
+		return TunCsumText{"+c", "--tun-csum"}
 	case ipvs.TunFlagRemCsum:
-		return "r+c"
+		return TunCsumText{"r+c", "--tun-remcsum"}
 	}
-	return "(null)"
+	return TunCsumText{"(null)", "(null)"}
 }
 
 // appendTunInfo appends the --tun-info column text: n/a for non-tunnel
@@ -328,10 +337,10 @@ func appendTunInfo(b []byte, d *ipvs.Destination) []byte {
 		b = append(b, ':')
 		b = strconv.AppendUint(b, uint64(d.TunPort), 10)
 		b = append(b, ':')
-		b = append(b, tunCsumText(d.TunFlags)...)
+		b = append(b, TunCsumTextOf(d.TunFlags).Info...)
 	case ipvs.TunGRE:
 		b = append(b, ':')
-		b = append(b, tunCsumText(d.TunFlags)...)
+		b = append(b, TunCsumTextOf(d.TunFlags).Info...)
 	}
 	if len(b)-start > 15 {
 		b = b[:start+15]
