@@ -117,4 +117,3 @@ func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 	b = append(b, ' ')
 	return list.AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
 }
-
