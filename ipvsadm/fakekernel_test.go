@@ -122,7 +122,13 @@ func lines(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strings.Fields(string(data)), nil
+	var out []string
+	for l := range strings.Lines(string(data)) {
+		if l = strings.TrimSuffix(l, "\n"); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // readListings reads the table recorded listings show.
