@@ -9,7 +9,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz soak soak-lvsprep
+.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
@@ -46,8 +46,9 @@ build:
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-## test: everything: static checks, host unit tests, then the kernel lab
-test: deps check unit lab
+## test: everything: static checks, host unit tests, a short fuzz pass,
+## then the kernel lab
+test: deps check unit fuzz-short lab
 
 ## unit: host-side tests (no kernel IPVS needed)
 unit:
@@ -118,6 +119,10 @@ FUZZMINTIME ?= 2s
 FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
 	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./ipvsadm:FuzzRestoreReader \
 	./ipvsadm/wrappers:FuzzRestoreScriptRefusal ./ipvsadm:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
+## fuzz-short: the short pass make test (so CI) runs: every target for 5 s
+fuzz-short:
+	$(MAKE) fuzz FUZZTIME=5s
+
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; fn=$${t#*:}; \
