@@ -64,11 +64,11 @@ type ProtocolText struct {
 func TextOf(proto ipvs.Protocol) ProtocolText {
 	switch proto {
 	case ipvs.ProtoTCP:
-		return ProtocolText{"TCP", "tcp", "-t"}
+		return ProtocolText{"TCP", ipvs.ProtoTCP.String(), "-t"}
 	case ipvs.ProtoUDP:
-		return ProtocolText{"UDP", "udp", "-u"}
+		return ProtocolText{"UDP", ipvs.ProtoUDP.String(), "-u"}
 	case ipvs.ProtoSCTP:
-		return ProtocolText{"SCTP", "sctp", "--sctp-service"}
+		return ProtocolText{"SCTP", ipvs.ProtoSCTP.String(), "--sctp-service"}
 	}
 	return ProtocolText{"?", "", "--xxx-service"}
 }
@@ -287,15 +287,12 @@ func FwdTextOf(fwd ipvs.FwdMethod) FwdText {
 	return FwdText{"(null)", "(null)"}
 }
 
-// TunTypeName is a tunnel type's name as -S and --tun-info write it.
+// TunTypeName is a tunnel type's name as -S and --tun-info write it
+// (ipvs.TunType's); false for a type ipvsadm 1.31 does not know.
 func TunTypeName(t ipvs.TunType) (string, bool) {
 	switch t {
-	case ipvs.TunIPIP:
-		return "ipip", true
-	case ipvs.TunGUE:
-		return "gue", true
-	case ipvs.TunGRE:
-		return "gre", true
+	case ipvs.TunIPIP, ipvs.TunGUE, ipvs.TunGRE:
+		return t.String(), true
 	}
 	return "", false
 }
