@@ -5,6 +5,7 @@ package rules
 // lvsctl applies them.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -111,21 +112,55 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // one service's destinations at a time, not the whole table: at 10,000
 // services × 10 the kernel's side of a plan is a list of services and one
 // reused buffer.
+//
+// The kernel resumes a service dump by position, so a service added or
+// deleted during the read can make it skip or repeat another; a skipped
+// service that the desired set lacks would never be deleted. DiffKernel
+// reads the services again after the plan and keeps the plan only when
+// both reads list the same services, at most readRounds times.
 func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	defer ipvs.SkipStats(c, true)() // a plan reads no traffic counters
-	var svcs []ipvs.Service
-	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
-		svcs = append(svcs, s.Service)
-		return nil
-	}); err != nil {
+	svcs, err := readServices(c, nil)
+	if err != nil {
 		return nil, err
 	}
 	var buf []ipvs.DestinationEntry
-	return diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
-		var err error
-		buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
-		return buf, err
-	}, desired, o)
+	for range readRounds {
+		p, err := diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
+			var err error
+			buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
+			return buf, err
+		}, desired, o)
+		if err != nil {
+			return nil, err
+		}
+		again, err := readServices(c, nil)
+		if err != nil {
+			return nil, err
+		}
+		if slices.EqualFunc(svcs, again, func(a, b ipvs.Service) bool { return KeyOf(&a) == KeyOf(&b) }) {
+			return p, nil
+		}
+		svcs = again
+	}
+	return nil, ErrTableChanging
+}
+
+// readRounds bounds DiffKernel's reads of a table that keeps changing.
+const readRounds = 3
+
+// ErrTableChanging is DiffKernel's answer when no two consecutive reads
+// of the kernel's services agreed: another program kept adding or
+// deleting services.
+var ErrTableChanging = errors.New("the kernel's services changed during each of 3 reads; nothing was planned (another program keeps adding or deleting services)")
+
+// readServices appends the kernel's services to svcs.
+func readServices(c ipvs.Reader, svcs []ipvs.Service) ([]ipvs.Service, error) {
+	err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
+		svcs = append(svcs, s.Service)
+		return nil
+	})
+	return svcs, err
 }
 
 // diff is Diff over the kernel's services and a function returning the

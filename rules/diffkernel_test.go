@@ -1,0 +1,82 @@
+package rules_test
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// churning is the fake as a reader whose first changes service dumps each
+// see a service added and another deleted in the middle, as the kernel's
+// resumed dumps do when another program edits the table.
+type churning struct {
+	*ipvstest.Fake
+	changes int // dumps still to disturb
+	next    byte
+}
+
+func (c *churning) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
+	n := 0
+	return c.Fake.DumpServices(func(s *ipvs.ServiceEntry) error {
+		if n++; n == 2 && c.changes > 0 {
+			c.changes--
+			c.next++
+			add := tcp(200, c.next)
+			del := tcp(200, c.next-1)
+			if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &add}); err != nil {
+				return err
+			}
+			_ = c.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &del})
+		}
+		return fn(s)
+	})
+}
+
+func tcp(a, b byte) ipvs.Service {
+	return ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, a, b}),
+		Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+}
+
+func TestDiffKernelRereadsAChangingTable(t *testing.T) {
+	f := ipvstest.New()
+	for i := byte(1); i <= 4; i++ {
+		s := tcp(0, i)
+		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	desired := &rules.Set{}
+	for i := byte(1); i <= 4; i++ {
+		desired.Services = append(desired.Services, rules.Service{Service: tcp(0, i)})
+	}
+
+	// Two disturbed reads, then quiet: the plan comes from the third
+	// read, and it deletes exactly the one service the churn left.
+	c := &churning{Fake: f, changes: 2}
+	p, err := rules.DiffKernel(c, desired, rules.DiffOptions{})
+	if err != nil {
+		t.Fatalf("DiffKernel: %v", err)
+	}
+	if c.changes != 0 {
+		t.Fatalf("%d disturbed reads left: the plan did not wait for a quiet read", c.changes)
+	}
+	dels := 0
+	for _, ch := range p.Changes {
+		if ch.Action == rules.DeleteService {
+			dels++
+		}
+	}
+	if dels != 1 || len(p.Changes) != 1 {
+		t.Errorf("plan after the churn: %d changes, %d service deletions; want the one service the churn left deleted: %+v", len(p.Changes), dels, p.Changes)
+	}
+
+	// A table that changes during every read gets no plan.
+	c = &churning{Fake: f, changes: 100, next: c.next}
+	if _, err := rules.DiffKernel(c, desired, rules.DiffOptions{}); !errors.Is(err, rules.ErrTableChanging) {
+		t.Errorf("DiffKernel of a table changing during every read: %v, want ErrTableChanging", err)
+	}
+}
