@@ -36,6 +36,10 @@ type Conn struct {
 	dumps     transport
 	dumpsPort uint32
 
+	// replyDatagrams counts the datagrams of the last request that carried
+	// answers (see ReplyDatagrams).
+	replyDatagrams int
+
 	// Exec's one-request pipeline, kept to spare allocations.
 	single   pipeline
 	onResult func(error)
@@ -348,6 +352,7 @@ func (c *Conn) roundTrip(t transport, port uint32, limit int, op Op, seq uint32,
 	}
 	var replyErr error
 	received := 0
+	c.replyDatagrams = 0
 	for {
 		dgrams, err := t.recv(recvQuery)
 		if err != nil {
@@ -358,6 +363,7 @@ func (c *Conn) roundTrip(t transport, port uint32, limit int, op Op, seq uint32,
 			return errOutgrew
 		}
 		for _, d := range dgrams {
+			answered := false
 			for len(d) > 0 {
 				h, payload, rest, ok := nextMessage(d)
 				if !ok {
@@ -400,6 +406,10 @@ func (c *Conn) roundTrip(t transport, port uint32, limit int, op Op, seq uint32,
 					}
 					return nil
 				case want:
+					if !answered {
+						answered = true
+						c.replyDatagrams++
+					}
 					if replyErr == nil {
 						replyErr = onReply(payload)
 					}
@@ -408,6 +418,13 @@ func (c *Conn) roundTrip(t transport, port uint32, limit int, op Op, seq uint32,
 		}
 	}
 }
+
+// ReplyDatagrams reports how many datagrams carried the answers to the
+// last request. The kernel fills each datagram of a dump under its lock
+// and resumes the next one by position, so a dump whose answers came in
+// one datagram is a snapshot, and one in several may have skipped or
+// repeated an entry that another program added or deleted in between.
+func (c *Conn) ReplyDatagrams() int { return c.replyDatagrams }
 
 // errOutOfStep reports an answer to a request this connection never sent.
 var errOutOfStep = errors.New("netlink answer out of sequence")

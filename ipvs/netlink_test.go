@@ -477,3 +477,32 @@ func TestLargeServiceLeavesDumpSocket(t *testing.T) {
 		t.Errorf("listing services afterwards: %v", err)
 	}
 }
+
+// TestReplyDatagramsCountsAnswers: a dump answered in one datagram counts
+// 1 (a snapshot); one spread over several counts each that carried
+// answers, not the NLMSG_DONE after them.
+func TestReplyDatagramsCountsAnswers(t *testing.T) {
+	k := newFakeKernel()
+	c, err := ipvs.OpenTransportForTest(k, testPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, 0, 1}), Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
+	if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+		t.Fatal(err)
+	}
+	for j, want := range []int{1, 1, 1, 2, 2, 2, 3} { // after j+1 destinations, 3 per datagram
+		d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, 168, 0, byte(j + 1)}), Port: 80, Weight: 1}
+		if err := c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}); err != nil {
+			t.Fatal(err)
+		}
+		ds, err := c.Destinations(s)
+		if err != nil || len(ds) != j+1 {
+			t.Fatalf("%d destinations: got %d, %v", j+1, len(ds), err)
+		}
+		if got := c.ReplyDatagrams(); got != want {
+			t.Errorf("%d destinations, 3 a datagram: ReplyDatagrams %d, want %d", j+1, got, want)
+		}
+	}
+}

@@ -113,24 +113,42 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // services × 10 the kernel's side of a plan is a list of services and one
 // reused buffer.
 //
-// The kernel resumes a service dump by position, so a service added or
-// deleted during the read can make it skip or repeat another; a skipped
-// service that the desired set lacks would never be deleted. DiffKernel
-// reads the services again after the plan and keeps the plan only when
-// both reads list the same services, at most readRounds times.
+// The kernel resumes a dump by position, so a service or real server
+// added or deleted during the read can make it skip or repeat another; a
+// skipped one that the desired set lacks would never be deleted.
+// DiffKernel reads the services again after the plan and keeps the plan
+// only when both reads list the same services, and reads a service's
+// destinations again whenever they came in more than one datagram, until
+// two reads agree; at most readRounds times each, then ErrTableChanging.
 func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	defer ipvs.SkipStats(c, true)() // a plan reads no traffic counters
 	svcs, err := readServices(c, nil)
 	if err != nil {
 		return nil, err
 	}
-	var buf []ipvs.DestinationEntry
+	var buf, check []ipvs.DestinationEntry
+	destsOf := func(i int) ([]ipvs.DestinationEntry, error) {
+		var err error
+		buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
+		// A service whose destinations came in several datagrams is read
+		// again until two reads agree, for the same reason as the
+		// services (see ipvs.Conn.ReplyDatagrams).
+		for round := 1; err == nil && severalDatagrams(c); round++ {
+			if check, err = ipvs.AppendDestinations(c, check[:0], &svcs[i]); err != nil {
+				break
+			}
+			if slices.EqualFunc(buf, check, sameDest) {
+				break
+			}
+			if round == readRounds {
+				return nil, ErrTableChanging
+			}
+			buf, check = check, buf
+		}
+		return buf, err
+	}
 	for range readRounds {
-		p, err := diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
-			var err error
-			buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
-			return buf, err
-		}, desired, o)
+		p, err := diff(svcs, destsOf, desired, o)
 		if err != nil {
 			return nil, err
 		}
@@ -146,13 +164,26 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	return nil, ErrTableChanging
 }
 
+// severalDatagrams reports whether c's last answer took more than one
+// datagram; readers that cannot tell (the fake) answer at once.
+func severalDatagrams(c ipvs.Reader) bool {
+	r, ok := c.(interface{ ReplyDatagrams() int })
+	return ok && r.ReplyDatagrams() > 1
+}
+
+// sameDest compares destinations by identity: what a skipped or repeated
+// entry changes.
+func sameDest(a, b ipvs.DestinationEntry) bool {
+	return a.Family == b.Family && a.Addr == b.Addr && a.Port == b.Port
+}
+
 // readRounds bounds DiffKernel's reads of a table that keeps changing.
 const readRounds = 3
 
 // ErrTableChanging is DiffKernel's answer when no two consecutive reads
-// of the kernel's services agreed: another program kept adding or
-// deleting services.
-var ErrTableChanging = errors.New("the kernel's services changed during each of 3 reads; nothing was planned (another program keeps adding or deleting services)")
+// of the kernel's services, or of one service's destinations, agreed:
+// another program kept adding or deleting them.
+var ErrTableChanging = errors.New("the kernel's table changed during each of 3 reads; nothing was planned (another program keeps adding or deleting services or real servers)")
 
 // readServices appends the kernel's services to svcs.
 func readServices(c ipvs.Reader, svcs []ipvs.Service) ([]ipvs.Service, error) {

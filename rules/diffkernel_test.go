@@ -80,3 +80,56 @@ func TestDiffKernelRereadsAChangingTable(t *testing.T) {
 		t.Errorf("DiffKernel of a table changing during every read: %v, want ErrTableChanging", err)
 	}
 }
+
+// churningDests is the fake as a reader whose destination dumps come in
+// several datagrams, with a real server added after each of the first
+// reads, as another program might between two datagrams.
+type churningDests struct {
+	*ipvstest.Fake
+	changes int
+	next    byte
+}
+
+func (c *churningDests) ReplyDatagrams() int { return 2 }
+
+func (c *churningDests) AppendDestinations(dst []ipvs.DestinationEntry, svc *ipvs.Service) ([]ipvs.DestinationEntry, error) {
+	dst, err := c.Fake.AppendDestinations(dst, svc)
+	if err == nil && c.changes > 0 {
+		c.changes--
+		c.next++
+		d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, 168, 9, c.next}), Port: 80, Weight: 1}
+		err = c.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: svc, Dest: &d})
+	}
+	return dst, err
+}
+
+func TestDiffKernelRereadsChangingDestinations(t *testing.T) {
+	f := ipvstest.New()
+	s := tcp(0, 1)
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+		t.Fatal(err)
+	}
+	desired := &rules.Set{Services: []rules.Service{{Service: s}}}
+
+	// Two reads disturbed: the third agrees with the fourth, and the plan
+	// deletes both servers the churn added.
+	c := &churningDests{Fake: f, changes: 2}
+	p, err := rules.DiffKernel(c, desired, rules.DiffOptions{})
+	if err != nil {
+		t.Fatalf("DiffKernel: %v", err)
+	}
+	if len(p.Changes) != 2 {
+		t.Errorf("plan: %d changes, want the 2 servers the churn added deleted: %+v", len(p.Changes), p.Changes)
+	}
+	for _, ch := range p.Changes {
+		if ch.Action != rules.DeleteDest {
+			t.Errorf("unexpected change %+v", ch)
+		}
+	}
+
+	// Destinations that change during every read get no plan.
+	c = &churningDests{Fake: f, changes: 100, next: c.next}
+	if _, err := rules.DiffKernel(c, desired, rules.DiffOptions{}); !errors.Is(err, rules.ErrTableChanging) {
+		t.Errorf("DiffKernel of destinations changing during every read: %v, want ErrTableChanging", err)
+	}
+}
