@@ -116,16 +116,18 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // The kernel resumes a dump by position, so a service or real server
 // added or deleted during the read can make it skip or repeat another; a
 // skipped one that the desired set lacks would never be deleted.
-// DiffKernel reads the services again after the plan and keeps the plan
-// only when both reads list the same services, and reads a service's
-// destinations again whenever they came in more than one datagram, until
-// two reads agree; at most readRounds times each, then ErrTableChanging.
+// A read answered in one datagram is a snapshot. Otherwise DiffKernel
+// reads the services again after the plan and keeps the plan only when
+// both reads list the same services, and reads a service's destinations
+// again until two reads agree; at most readRounds times each, then
+// ErrTableChanging.
 func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	defer ipvs.SkipStats(c, true)() // a plan reads no traffic counters
 	svcs, err := readServices(c, nil)
 	if err != nil {
 		return nil, err
 	}
+	snapshot := !severalDatagrams(c)
 	var buf, check []ipvs.DestinationEntry
 	destsOf := func(i int) ([]ipvs.DestinationEntry, error) {
 		var err error
@@ -152,6 +154,9 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if snapshot {
+			return p, nil
+		}
 		again, err := readServices(c, nil)
 		if err != nil {
 			return nil, err
@@ -159,7 +164,7 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 		if slices.EqualFunc(svcs, again, func(a, b ipvs.Service) bool { return KeyOf(&a) == KeyOf(&b) }) {
 			return p, nil
 		}
-		svcs = again
+		svcs, snapshot = again, !severalDatagrams(c)
 	}
 	return nil, ErrTableChanging
 }

@@ -12,12 +12,16 @@ import (
 
 // churning is the fake as a reader whose first changes service dumps each
 // see a service added and another deleted in the middle, as the kernel's
-// resumed dumps do when another program edits the table.
+// resumed dumps of a large table do when another program edits it.
 type churning struct {
 	*ipvstest.Fake
 	changes int // dumps still to disturb
 	next    byte
 }
+
+// ReplyDatagrams says every answer came in several datagrams, as a
+// large table's does: one read is then no snapshot.
+func (c *churning) ReplyDatagrams() int { return 2 }
 
 func (c *churning) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
 	n := 0
@@ -132,4 +136,33 @@ func TestDiffKernelRereadsChangingDestinations(t *testing.T) {
 	if _, err := rules.DiffKernel(c, desired, rules.DiffOptions{}); !errors.Is(err, rules.ErrTableChanging) {
 		t.Errorf("DiffKernel of destinations changing during every read: %v, want ErrTableChanging", err)
 	}
+}
+
+// A read the reader answered in one datagram is a snapshot: the plan
+// comes from it without a second read.
+func TestDiffKernelTrustsOneDatagram(t *testing.T) {
+	f := ipvstest.New()
+	s := tcp(0, 1)
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+		t.Fatal(err)
+	}
+	r := &countingReader{Fake: f}
+	if _, err := rules.DiffKernel(r, &rules.Set{}, rules.DiffOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.serviceReads != 1 {
+		t.Errorf("%d reads of the services; a one-datagram answer needs 1", r.serviceReads)
+	}
+}
+
+type countingReader struct {
+	*ipvstest.Fake
+	serviceReads int
+}
+
+func (r *countingReader) ReplyDatagrams() int { return 1 }
+
+func (r *countingReader) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
+	r.serviceReads++
+	return r.Fake.DumpServices(fn)
 }
