@@ -67,13 +67,13 @@ func TestPlanWhileEditing(t *testing.T) {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; ; i++ {
-			// Bursts of 40 changes, then a quiet 300 ms: plans made in
+			// Bursts of 40 changes, then a quiet second: plans made in
 			// the quiet succeed, plans overlapping a burst must notice.
 			if i%40 == 0 && i > 0 {
 				select {
 				case <-stop:
 					return
-				case <-time.After(300 * time.Millisecond):
+				case <-time.After(time.Second):
 				}
 			}
 			select {
