@@ -5,7 +5,6 @@ package rules
 // lvsctl applies them.
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -123,7 +122,7 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 // ErrTableChanging.
 func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	defer ipvs.SkipStats(c, true)() // a plan reads no traffic counters
-	svcs, err := readServices(c, nil)
+	svcs, err := readServices(c)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +156,7 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 		if snapshot {
 			return p, nil
 		}
-		again, err := readServices(c, nil)
+		again, err := readServices(c)
 		if err != nil {
 			return nil, err
 		}
@@ -188,10 +187,11 @@ const readRounds = 3
 // ErrTableChanging is DiffKernel's answer when no two consecutive reads
 // of the kernel's services, or of one service's destinations, agreed:
 // another program kept adding or deleting them.
-var ErrTableChanging = errors.New("the kernel's table changed during each of 3 reads; nothing was planned (another program keeps adding or deleting services or real servers)")
+var ErrTableChanging = fmt.Errorf("the kernel's table changed during each of %d reads; nothing was planned (another program keeps adding or deleting services or real servers)", readRounds)
 
-// readServices appends the kernel's services to svcs.
-func readServices(c ipvs.Reader, svcs []ipvs.Service) ([]ipvs.Service, error) {
+// readServices lists the kernel's services.
+func readServices(c ipvs.Reader) ([]ipvs.Service, error) {
+	var svcs []ipvs.Service
 	err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error {
 		svcs = append(svcs, s.Service)
 		return nil
