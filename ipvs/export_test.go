@@ -66,3 +66,33 @@ func OpenTransportsForTest(t, dumps Transport, port uint32) (*Conn, error) {
 // SmallDumpLimit is how many datagrams a destination dump may take on the
 // second transport.
 const SmallDumpLimit = smallDumpLimit
+
+// LegacyTransport is what a host test puts in place of the kernel's
+// getsockopt interface (see appendDestsLegacy).
+type LegacyTransport interface {
+	Getsockopt(opt int, buf []byte) error
+}
+
+type testLegacy struct{ t LegacyTransport }
+
+func (x testLegacy) getsockopt(opt int, b []byte) error { return x.t.Getsockopt(opt, b) }
+func (x testLegacy) close() error                       { return nil }
+
+// UseLegacyForTest gives c the legacy interface l; nil takes it away, as
+// a kernel that refuses it does.
+func UseLegacyForTest(c *Conn, l LegacyTransport) {
+	c.legacy = nil
+	if l != nil {
+		c.legacy = testLegacy{l}
+	}
+}
+
+// LegacyReadsForTest reports how many services' destinations c has read
+// with the legacy interface, and whether c still uses it.
+func LegacyReadsForTest(c *Conn) (reads int, enabled bool) { return c.legacyReads, c.legacy != nil }
+
+// The legacy requests a LegacyTransport answers.
+const (
+	SoGetService = soGetService
+	SoGetDests   = soGetDests
+)

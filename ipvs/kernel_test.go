@@ -43,9 +43,13 @@ type fakeKernel struct {
 	failCmd   map[ipvs.Op]error // answer this errno without processing (EPERM for GET_INFO...)
 	// mangle, when set, rewrites each answer datagram as Recv hands it
 	// out (garbled, truncated, renumbered answers).
-	mangle   func(d []byte) []byte
-	requests int
-	lastSeq  uint32
+	mangle func(d []byte) []byte
+	// legacyErr fails every legacy request; beforeLegacyDests and
+	// afterLegacyDests run around a legacy destinations answer.
+	legacyErr                           unix.Errno
+	beforeLegacyDests, afterLegacyDests func()
+	requests                            int
+	lastSeq                             uint32
 }
 
 func newFakeKernel(opts ...ipvstest.Option) *fakeKernel {

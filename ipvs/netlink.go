@@ -36,6 +36,14 @@ type Conn struct {
 	dumps     transport
 	dumpsPort uint32
 
+	// legacy, when not nil, reads IPv4 services' destinations with the
+	// kernel's getsockopt interface while SkipStats is on (see
+	// appendDestsLegacy); legacyBuf is its reused argument and answer
+	// buffer, legacyReads counts the services it read.
+	legacy      legacyTransport
+	legacyBuf   []byte
+	legacyReads int
+
 	// replyDatagrams counts the datagrams of the last request that carried
 	// answers (see ReplyDatagrams).
 	replyDatagrams int
@@ -158,7 +166,11 @@ func (c *Conn) Destinations(svc Service) ([]DestinationEntry, error) {
 }
 
 // AppendDestinations appends svc's destinations to dst with one GET_DEST
-// dump and returns the extended slice (dst unchanged on error).
+// dump and returns the extended slice (dst unchanged on error). While
+// SkipStats is on, an IPv4 service's destinations are read with the
+// kernel's getsockopt interface instead when its answer is complete (see
+// appendDestsLegacy): they are the same, except that tunnel settings of
+// destinations that are not tunnelled read as zero.
 //
 // The dump goes over the Conn's second socket while services stay small
 // (see openDumpSocket). A service that outgrows it is read again over the
@@ -166,6 +178,12 @@ func (c *Conn) Destinations(svc Service) ([]DestinationEntry, error) {
 // skipping the entries it already sent, so small datagrams would make a
 // service of many thousands of destinations cost quadratic time.
 func (c *Conn) AppendDestinations(dst []DestinationEntry, svc *Service) ([]DestinationEntry, error) {
+	if err := c.broken(CmdGetDest); err != nil {
+		return dst, err
+	}
+	if d, ok := c.appendDestsLegacy(dst, svc); ok {
+		return d, nil
+	}
 	n := len(dst)
 	build := func(m *builder) {
 		nest := m.nest(cmdAttrService)
@@ -276,6 +294,10 @@ func (c *Conn) Close() error {
 	if c.dumps != nil {
 		c.dumps.close()
 		c.dumps = nil
+	}
+	if c.legacy != nil {
+		c.legacy.close()
+		c.legacy = nil
 	}
 	if c.err == nil {
 		c.err = unix.EBADF

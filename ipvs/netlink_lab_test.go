@@ -630,3 +630,102 @@ func TestLargeServiceListsWhole(t *testing.T) {
 		t.Errorf("Debian's ipvsadm lists %d destinations, we listed %d", n, total)
 	}
 }
+
+// TestConformanceKernelLegacyReads runs the shared suite against the
+// running kernel with SkipStats on, so that IPv4 services' destinations
+// are read with the kernel's getsockopt interface wherever its answer is
+// complete (the suite's tunnels and mixed families go over netlink).
+func TestConformanceKernelLegacyReads(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) ipvs.Client {
+		c := openInNetns(t)
+		ipvs.SkipStats(c, true)
+		return c
+	})
+}
+
+// TestLegacyReadsEqualDumpsOnTheKernel: on a table of every kind of
+// service and server, each service's destinations read with the legacy
+// interface equal those of a GET_DEST dump, and exactly the services
+// whose legacy answer is complete (IPv4, no tunnelled server, no server
+// of the other family) were read that way.
+func TestLegacyReadsEqualDumpsOnTheKernel(t *testing.T) {
+	c := openInNetns(t)
+	dumps, err := ipvs.Open() // same namespace: the test's thread is in it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dumps.Close()
+	ipvs.UseLegacyForTest(dumps, nil)
+	ipvs.SkipStats(c, true)
+	ipvs.SkipStats(dumps, true)
+	v4 := func(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
+		return ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: netip.MustParseAddr(a), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
+	}
+	dest := func(a string, port uint16, fwd ipvs.FwdMethod, weight uint32) ipvs.Destination {
+		ip := netip.MustParseAddr(a)
+		fam := ipvs.AFInet
+		if ip.Is6() {
+			fam = ipvs.AFInet6
+		}
+		return ipvs.Destination{Family: fam, Addr: ip, Port: port, FwdMethod: fwd, Weight: weight}
+	}
+	thresholds := dest("192.168.1.3", 8080, ipvs.FwdMasq, 3)
+	thresholds.UThreshold, thresholds.LThreshold = 100, 50
+	gue := dest("192.168.5.1", 80, ipvs.FwdTunnel, 1)
+	gue.TunType, gue.TunPort = ipvs.TunGUE, 6080
+	persistent := v4(ipvs.ProtoUDP, "10.0.0.6", 5060)
+	persistent.Flags, persistent.Timeout = 1, 300 // IP_VS_SVC_F_PERSISTENT
+	type svcCase struct {
+		s        ipvs.Service
+		ds       []ipvs.Destination
+		viaProbe bool
+	}
+	big := svcCase{s: v4(ipvs.ProtoTCP, "10.0.0.7", 80), viaProbe: true}
+	for j := range 700 {
+		big.ds = append(big.ds, dest(fmt.Sprintf("192.168.%d.%d", 100+j/250, j%250+1), 80, ipvs.FwdRoute, uint32(j)))
+	}
+	cases := []svcCase{
+		{v4(ipvs.ProtoTCP, "10.0.0.1", 80), []ipvs.Destination{dest("192.168.1.1", 80, ipvs.FwdMasq, 1), dest("192.168.1.2", 80, ipvs.FwdRoute, 0), thresholds}, true},
+		{v4(ipvs.ProtoUDP, "10.0.0.1", 53), []ipvs.Destination{dest("192.168.2.1", 53, ipvs.FwdMasq, 2147483647)}, true},
+		{ipvs.Service{Family: ipvs.AFInet, FWMark: 7, Scheduler: "rr", Netmask: 0xffffffff}, []ipvs.Destination{dest("192.168.3.1", 0, ipvs.FwdRoute, 1)}, true},
+		{v4(ipvs.ProtoSCTP, "10.0.0.3", 5060), nil, true},
+		{persistent, []ipvs.Destination{dest("192.168.6.1", 5060, ipvs.FwdMasq, 1)}, true},
+		{v4(ipvs.ProtoTCP, "10.0.0.4", 80), []ipvs.Destination{dest("192.168.4.1", 80, ipvs.FwdMasq, 1), dest("2001:db8:4::1", 80, ipvs.FwdTunnel, 1)}, false},
+		{v4(ipvs.ProtoTCP, "10.0.0.5", 80), []ipvs.Destination{dest("192.168.5.2", 80, ipvs.FwdRoute, 1), gue}, false},
+		{ipvs.Service{Family: ipvs.AFInet6, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("2001:db8::1"), Port: 443, Scheduler: "wlc", Netmask: 128},
+			[]ipvs.Destination{dest("2001:db8:6::1", 443, ipvs.FwdMasq, 1), dest("10.9.9.9", 443, ipvs.FwdTunnel, 1)}, false},
+		{ipvs.Service{Family: ipvs.AFInet6, FWMark: 7, Scheduler: "rr", Netmask: 128}, nil, false},
+		big,
+	}
+	for _, sc := range cases {
+		mustExec(t, c, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &sc.s})
+		for i := range sc.ds {
+			mustExec(t, c, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &sc.s, Dest: &sc.ds[i]})
+		}
+	}
+	for _, sc := range cases {
+		before, _ := ipvs.LegacyReadsForTest(c)
+		got, err := ipvs.AppendDestinations(c, nil, &sc.s)
+		if err != nil {
+			t.Fatalf("%v: %v", sc.s, err)
+		}
+		want, err := ipvs.AppendDestinations(dumps, nil, &sc.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Tunnel settings of servers that are not tunnelled are the one
+		// thing the legacy interface does not report; the kernel keeps
+		// them zero for servers added without them, as all of these were.
+		if !slices.Equal(got, want) || len(got) != len(sc.ds) {
+			t.Errorf("%v: legacy read %d servers, dump %d, added %d:\n legacy %+v\n dump   %+v", sc.s, len(got), len(want), len(sc.ds), clipList(got), clipList(want))
+		}
+		after, enabled := ipvs.LegacyReadsForTest(c)
+		if read := after > before; read != sc.viaProbe || !enabled {
+			t.Errorf("%v: read with the legacy interface: %v, want %v (still enabled: %v)", sc.s, read, sc.viaProbe, enabled)
+		}
+	}
+}
+
+func clipList(ds []ipvs.DestinationEntry) []ipvs.DestinationEntry {
+	return ds[:min(len(ds), 4)]
+}

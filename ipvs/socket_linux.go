@@ -49,6 +49,11 @@ func open(family string) (*Conn, error) {
 		return nil, &OpError{Op: CmdGetInfo, Err: err}
 	}
 	c := &Conn{sock: s, port: s.port, dumps: d, dumpsPort: d.port}
+	// The legacy interface is optional: without an IPv4 socket every read
+	// goes over netlink.
+	if l, err := openLegacySocket(); err == nil {
+		c.legacy = l
+	}
 	if err := c.start(family); err != nil {
 		c.Close()
 		return nil, err
@@ -246,5 +251,42 @@ func (s *socket) close() error {
 	}
 	err := unix.Close(s.fd)
 	s.fd = -1
+	return err
+}
+
+// legacySocket is the IPv4 datagram socket the kernel's getsockopt
+// interface to IPVS is reached through (see appendDestsLegacy); like the
+// netlink sockets it belongs to the namespace it was opened in.
+type legacySocket struct{ fd int }
+
+func openLegacySocket() (*legacySocket, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &legacySocket{fd: fd}, nil
+}
+
+func (l *legacySocket) getsockopt(opt int, buf []byte) error {
+	n := uint32(len(buf))
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(l.fd), unix.IPPROTO_IP, uintptr(opt),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}
+
+func (l *legacySocket) close() error {
+	if l.fd < 0 {
+		return nil
+	}
+	err := unix.Close(l.fd)
+	l.fd = -1
 	return err
 }

@@ -479,10 +479,15 @@ func orDash(s string) string {
 }
 
 // destFields lists the settings of a destination that differ (compared
-// first, formatted only when they differ).
+// first, formatted only when they differ). Tunnel settings count only
+// where the destination is tunnelled, the only place the kernel uses
+// them (and the kernel's getsockopt interface, which ipvs.Conn reads
+// plans with, reports them zero elsewhere).
 func destFields(old, new *ipvs.Destination) []Field {
+	sameTunnel := new.FwdMethod&7 != ipvs.FwdTunnel ||
+		old.TunType == new.TunType && old.TunPort == new.TunPort && old.TunFlags == new.TunFlags
 	if old.FwdMethod&7 == new.FwdMethod&7 && old.Weight == new.Weight && old.UThreshold == new.UThreshold &&
-		old.LThreshold == new.LThreshold && old.TunType == new.TunType && old.TunPort == new.TunPort && old.TunFlags == new.TunFlags {
+		old.LThreshold == new.LThreshold && sameTunnel {
 		return nil
 	}
 	var f []Field
@@ -496,9 +501,11 @@ func destFields(old, new *ipvs.Destination) []Field {
 	add("weight", strconv.Itoa(int(int32(old.Weight))), strconv.Itoa(int(int32(new.Weight))))
 	add("u-threshold", u(old.UThreshold), u(new.UThreshold))
 	add("l-threshold", u(old.LThreshold), u(new.LThreshold))
-	add("tun-type", u(uint32(old.TunType)), u(uint32(new.TunType)))
-	add("tun-port", u(uint32(old.TunPort)), u(uint32(new.TunPort)))
-	add("tun-flags", u(uint32(old.TunFlags)), u(uint32(new.TunFlags)))
+	if old.FwdMethod&7 == ipvs.FwdTunnel || new.FwdMethod&7 == ipvs.FwdTunnel {
+		add("tun-type", u(uint32(old.TunType)), u(uint32(new.TunType)))
+		add("tun-port", u(uint32(old.TunPort)), u(uint32(new.TunPort)))
+		add("tun-flags", u(uint32(old.TunFlags)), u(uint32(new.TunFlags)))
+	}
 	return f
 }
 

@@ -166,3 +166,35 @@ func (r *countingReader) DumpServices(fn func(*ipvs.ServiceEntry) error) error {
 	r.serviceReads++
 	return r.Fake.DumpServices(fn)
 }
+
+// Tunnel settings matter only for tunnelled servers: a masquerading one
+// whose kernel entry carries tunnel settings (another program set them;
+// the kernel's getsockopt interface reports them as zero) is in sync
+// with a file without them, and a tunnelled one's settings are compared.
+func TestDiffKernelComparesTunnelSettingsOfTunnelsOnly(t *testing.T) {
+	f := ipvstest.New()
+	s := tcp(0, 1)
+	masq := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.0.1"), Port: 80, FwdMethod: ipvs.FwdMasq, Weight: 1,
+		TunType: ipvs.TunGUE, TunPort: 6080}
+	tun := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.0.2"), Port: 80, FwdMethod: ipvs.FwdTunnel, Weight: 1,
+		TunType: ipvs.TunGUE, TunPort: 6080}
+	for _, r := range []ipvs.Request{{Cmd: ipvs.CmdNewService, Service: &s}, {Cmd: ipvs.CmdNewDest, Service: &s, Dest: &masq}, {Cmd: ipvs.CmdNewDest, Service: &s, Dest: &tun}} {
+		if err := f.Exec(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantMasq, wantTun := masq, tun
+	wantMasq.TunType, wantMasq.TunPort = 0, 0
+	wantTun.TunPort = 6081
+	desired := &rules.Set{Services: []rules.Service{{Service: s, Dests: []rules.Dest{{Destination: wantMasq}, {Destination: wantTun}}}}}
+	p, err := rules.DiffKernel(f, desired, rules.DiffOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 1 || p.Changes[0].Dest == nil || p.Changes[0].Dest.Addr != tun.Addr {
+		t.Fatalf("changes %+v, want one edit of the tunnelled server", p.Changes)
+	}
+	if f := p.Changes[0].Fields; len(f) != 1 || f[0].Name != "tun-port" {
+		t.Errorf("fields %+v, want tun-port alone", f)
+	}
+}

@@ -1,0 +1,238 @@
+package ipvs_test
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/conformance"
+)
+
+// openLegacy opens a Conn over k that also has k's legacy interface, with
+// SkipStats on so that it uses it.
+func openLegacy(t *testing.T, k *fakeKernel) *ipvs.Conn {
+	t.Helper()
+	c := openFake(t, k)
+	ipvs.UseLegacyForTest(c, k)
+	ipvs.SkipStats(c, true)
+	return c
+}
+
+// TestConformanceWithLegacyReads runs the shared suite with destinations
+// read over the legacy interface wherever its answer is complete.
+func TestConformanceWithLegacyReads(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) ipvs.Client { return openLegacy(t, newFakeKernel()) })
+}
+
+// legacyTable fills k with services whose destinations the legacy
+// interface can and cannot read whole, and returns them with whether it
+// can.
+func legacyTable(t *testing.T, k *fakeKernel) map[string]bool {
+	t.Helper()
+	v4 := func(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
+		return ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: netip.MustParseAddr(a), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
+	}
+	dest := func(a string, port uint16, fwd ipvs.FwdMethod, weight uint32) ipvs.Destination {
+		ip := netip.MustParseAddr(a)
+		fam := ipvs.AFInet
+		if ip.Is6() {
+			fam = ipvs.AFInet6
+		}
+		return ipvs.Destination{Family: fam, Addr: ip, Port: port, FwdMethod: fwd, Weight: weight}
+	}
+	plain := v4(ipvs.ProtoTCP, "10.0.0.1", 80)
+	udp := v4(ipvs.ProtoUDP, "10.0.0.1", 53)
+	mark := ipvs.Service{Family: ipvs.AFInet, FWMark: 7, Scheduler: "rr", Netmask: 0xffffffff}
+	empty := v4(ipvs.ProtoSCTP, "10.0.0.3", 5060)
+	mixed := v4(ipvs.ProtoTCP, "10.0.0.4", 80)
+	tunnel := v4(ipvs.ProtoTCP, "10.0.0.5", 80)
+	six := ipvs.Service{Family: ipvs.AFInet6, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("2001:db8::1"), Port: 443, Scheduler: "wlc", Netmask: 128}
+	thresholds := dest("192.168.1.3", 8080, ipvs.FwdMasq, 3)
+	thresholds.UThreshold, thresholds.LThreshold = 100, 50
+	gue := dest("192.168.5.1", 80, ipvs.FwdTunnel, 1)
+	gue.TunType, gue.TunPort = ipvs.TunGUE, 6080
+	var reqs []ipvs.Request
+	add := func(s ipvs.Service, ds ...ipvs.Destination) {
+		reqs = append(reqs, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
+		for i := range ds {
+			reqs = append(reqs, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &ds[i]})
+		}
+	}
+	add(plain, dest("192.168.1.1", 80, ipvs.FwdMasq, 1), dest("192.168.1.2", 80, ipvs.FwdRoute, 0), thresholds)
+	add(udp, dest("192.168.2.1", 53, ipvs.FwdMasq, 2147483647))
+	add(mark, dest("192.168.3.1", 0, ipvs.FwdRoute, 1))
+	add(empty)
+	add(mixed, dest("192.168.4.1", 80, ipvs.FwdMasq, 1), dest("2001:db8:4::1", 80, ipvs.FwdTunnel, 1))
+	add(tunnel, dest("192.168.5.2", 80, ipvs.FwdRoute, 1), gue)
+	add(six, dest("2001:db8:6::1", 443, ipvs.FwdMasq, 1))
+	for _, r := range reqs {
+		if err := k.fake.Exec(r); err != nil {
+			t.Fatalf("%v: %v", r.Cmd, err)
+		}
+	}
+	if err := k.fake.SetDestinationCounters(plain, thresholds, ipvs.DestCounters{ActiveConns: 5, InactConns: 6, PersistConns: 7}); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]bool{
+		key(plain): true, key(udp): true, key(mark): true, key(empty): true,
+		key(mixed): false, key(tunnel): false, key(six): false,
+	}
+}
+
+func key(s ipvs.Service) string {
+	if s.FWMark != 0 {
+		return fmt.Sprintf("fwm %d/%v", s.FWMark, s.Family)
+	}
+	return fmt.Sprintf("%v %v:%d", s.Protocol, s.Addr, s.Port)
+}
+
+// TestLegacyReadsEqualDumps: every service reads the same over the
+// legacy interface as over netlink, and only those whose legacy answer
+// is complete were read that way (the mixed-family one is short by its
+// IPv6 server, the tunnelled one lacks its tunnel settings, IPv6 has no
+// legacy interface).
+func TestLegacyReadsEqualDumps(t *testing.T) {
+	k := newFakeKernel()
+	canRead := legacyTable(t, k)
+	viaNetlink := openFake(t, k)
+	ipvs.SkipStats(viaNetlink, true)
+	c := openLegacy(t, k)
+	svcs, err := c.Services()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(svcs) != len(canRead) {
+		t.Fatalf("%d services, want %d", len(svcs), len(canRead))
+	}
+	for _, s := range svcs {
+		before, _ := ipvs.LegacyReadsForTest(c)
+		got, err := ipvs.AppendDestinations(c, nil, &s.Service)
+		if err != nil {
+			t.Fatalf("%s: %v", key(s.Service), err)
+		}
+		want, err := ipvs.AppendDestinations(viaNetlink, nil, &s.Service)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n legacy  %+v\n netlink %+v", key(s.Service), got, want)
+		}
+		after, enabled := ipvs.LegacyReadsForTest(c)
+		if read := after > before; read != canRead[key(s.Service)] || !enabled {
+			t.Errorf("%s: read with the legacy interface: %v, want %v (still enabled: %v)", key(s.Service), read, canRead[key(s.Service)], enabled)
+		}
+		if n := c.ReplyDatagrams(); n != 1 {
+			t.Errorf("%s: ReplyDatagrams %d, want 1 (a snapshot)", key(s.Service), n)
+		}
+	}
+}
+
+// TestLegacyReadsNeedSkipStats: the legacy interface has 32-bit counters,
+// so listings that print counters never use it.
+func TestLegacyReadsNeedSkipStats(t *testing.T) {
+	k := newFakeKernel()
+	legacyTable(t, k)
+	c := openLegacy(t, k)
+	ipvs.SkipStats(c, false)
+	svcs, _ := c.Services()
+	for _, s := range svcs {
+		if _, err := ipvs.AppendDestinations(c, nil, &s.Service); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
+		t.Errorf("%d legacy reads with counters wanted", n)
+	}
+}
+
+// TestLegacyReadOfAGrowingService: a server added between the count and
+// the destinations fills the spare slot; the service is read over
+// netlink, which lists the new server too.
+func TestLegacyReadOfAGrowingService(t *testing.T) {
+	k := newFakeKernel()
+	legacyTable(t, k)
+	c := openLegacy(t, k)
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 53}
+	extra := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.2"), Port: 53, Weight: 1}
+	k.beforeLegacyDests = func() {
+		k.beforeLegacyDests = nil
+		if err := k.fake.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &extra}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ipvs.AppendDestinations(c, nil, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("got %d destinations, want both: %+v", len(got), got)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
+		t.Errorf("the grown service counted as a legacy read")
+	}
+}
+
+// TestLegacyReadOfAServiceChangingTwice: a server added before the
+// answer and another deleted after it leave the two counts equal; the
+// answer fills the spare slot, so the service is read over netlink
+// instead of as a list cut short.
+func TestLegacyReadOfAServiceChangingTwice(t *testing.T) {
+	k := newFakeKernel()
+	legacyTable(t, k)
+	c := openLegacy(t, k)
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 53}
+	first := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.1"), Port: 53}
+	extra := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.2"), Port: 53, Weight: 1}
+	exec := func(r ipvs.Request) {
+		if err := k.fake.Exec(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k.beforeLegacyDests = func() {
+		k.beforeLegacyDests = nil
+		exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &extra})
+	}
+	k.afterLegacyDests = func() {
+		k.afterLegacyDests = nil
+		exec(ipvs.Request{Cmd: ipvs.CmdDelDest, Service: &s, Dest: &first})
+	}
+	got, err := ipvs.AppendDestinations(c, nil, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Addr != extra.Addr {
+		t.Errorf("got %+v, want the one server left", got)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
+		t.Errorf("the changing service counted as a legacy read")
+	}
+}
+
+// TestLegacyRefusals: a service deleted since the dump (ESRCH) is left to
+// netlink and the legacy interface stays; any other refusal turns it off.
+func TestLegacyRefusals(t *testing.T) {
+	k := newFakeKernel()
+	legacyTable(t, k)
+	c := openLegacy(t, k)
+	gone := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.9.9.9"), Port: 80}
+	got, err := ipvs.AppendDestinations(c, nil, &gone)
+	if err != nil || len(got) != 0 {
+		t.Errorf("missing service: %v, %v; want an empty list as the dump gives", got, err)
+	}
+	if _, enabled := ipvs.LegacyReadsForTest(c); !enabled {
+		t.Errorf("ESRCH turned the legacy interface off")
+	}
+	k.legacyErr = unix.EPERM
+	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 80}
+	got, err = ipvs.AppendDestinations(c, nil, &s)
+	if err != nil || len(got) != 3 {
+		t.Errorf("after EPERM: %v, %v; want the 3 destinations over netlink", got, err)
+	}
+	if _, enabled := ipvs.LegacyReadsForTest(c); enabled {
+		t.Errorf("EPERM left the legacy interface on")
+	}
+}
