@@ -236,6 +236,10 @@ func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benc
 				got[s] = s.do(t, tables[ref], op)
 				record(cases[op], s, got[s])
 			}
+			if op == "list" || op == "save" {
+				c := cases[op]
+				c.OwnFloor = append(c.OwnFloor, floorRun(t, tables[ref], "list-getsockopt").wall.Nanoseconds())
+			}
 			if d := differ(got[ref], got[ours]); d != "" {
 				t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
 			}

@@ -234,7 +234,7 @@ func (c *rawConn) request(cmd uint8, flags uint16) error {
 // identity attributes the service dump returned, sent over dests (c
 // itself, or a second socket with page-sized buffers, as ipvs.Open has:
 // the kernel then builds cheaper datagrams, see ipvs.openDumpSocket).
-func (c *rawConn) floorList(dests *rawConn) error {
+func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 	if err := c.request(cmdGetInfo, 0); err != nil {
 		return err
 	}
@@ -259,12 +259,94 @@ func (c *rawConn) floorList(dests *rawConn) error {
 		return err
 	}
 	for _, id := range ids {
+		if legacy != nil {
+			if ok, err := legacy.dests(id); ok || err != nil {
+				continue
+			}
+		}
 		dests.begin(dests.family, nlmFRequest|nlmFAck|nlmFDump, cmdGetDest, 1)
 		dests.attr(attrService|nested, id)
 		dests.end()
 		if err := dests.exchange(true, nil); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// legacyFloor reads IPv4 services' destinations the way ipvs.Conn does
+// while SkipStats is on: with the kernel's getsockopt interface
+// (IP_VS_SO_GET_SERVICE for the count, IP_VS_SO_GET_DESTS with one spare
+// slot, the count again), nothing decoded.
+type legacyFloor struct {
+	fd  int
+	buf []byte
+}
+
+// The getsockopt requests and struct sizes (include/uapi/linux/ip_vs.h).
+const (
+	soGetService      = 64 + 1024 + 64 + 3
+	soGetDests        = 64 + 1024 + 64 + 4
+	legacyServiceSize = 104
+	legacyDestSize    = 96
+)
+
+// dests reads the destinations of the service whose identity attributes
+// are id, and reports false for a service the interface does not serve
+// (IPv6).
+func (l *legacyFloor) dests(id []byte) (bool, error) {
+	var key [16]byte // protocol, addr, port, fwmark
+	v4 := false
+	forAttrs(id, func(t uint16, v []byte) {
+		switch t {
+		case 1:
+			v4 = ne.Uint16(v) == unix.AF_INET
+		case 2:
+			copy(key[0:2], v[:2])
+		case 3:
+			copy(key[4:8], v[:4])
+		case 4:
+			copy(key[8:10], v[:2])
+		case 5:
+			copy(key[12:16], v[:4])
+		}
+	})
+	if !v4 {
+		return false, nil
+	}
+	count, err := l.count(key)
+	if err != nil {
+		return false, err
+	}
+	n := 24 + (count+1)*legacyDestSize
+	if cap(l.buf) < n {
+		l.buf = make([]byte, n)
+	}
+	b := l.buf[:n]
+	copy(b, key[:])
+	ne.PutUint32(b[16:], uint32(count+1))
+	if err := l.get(soGetDests, b); err != nil {
+		return false, err
+	}
+	_, err = l.count(key)
+	return true, err
+}
+
+func (l *legacyFloor) count(key [16]byte) (int, error) {
+	var e [legacyServiceSize]byte
+	copy(e[:], key[:])
+	if err := l.get(soGetService, e[:]); err != nil {
+		return 0, err
+	}
+	return int(ne.Uint32(e[44:])), nil
+}
+
+func (l *legacyFloor) get(opt int, b []byte) error {
+	n := uint32(len(b))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(l.fd), unix.IPPROTO_IP, uintptr(opt),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&n)), 0)
+	if errno != 0 {
+		return fmt.Errorf("getsockopt %d: %w", opt, errno)
 	}
 	return nil
 }
@@ -384,7 +466,8 @@ func addr16(a netip.Addr) []byte {
 const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 
 // floorChild runs the operation named by the environment: "list" (or
-// "save"), "zero", "flush", or "restore:<layout>:<services>:<dests>" (the table is built
+// "save"), "list-getsockopt" (the list as our client reads it), "zero",
+// "flush", or "restore:<layout>:<services>:<dests>" (the table is built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
 // sets the receive buffer size and makes a listing use that one socket
 // only (without it, destination dumps go over a second socket with
@@ -417,7 +500,17 @@ func floorChild(spec string) int {
 	switch spec {
 	case "list", "save":
 		// Saving asks the kernel exactly what listing asks.
-		run = func() error { return c.floorList(dests) }
+		run = func() error { return c.floorList(dests, nil) }
+	case "list-getsockopt":
+		// What our listing asks: IPv4 services' destinations with the
+		// kernel's getsockopt interface (see ipvs.Conn.AppendDestinations).
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			return 1
+		}
+		defer unix.Close(fd)
+		run = func() error { return c.floorList(dests, &legacyFloor{fd: fd}) }
 	case "zero":
 		run = func() error { return c.request(cmdZero, 0) }
 	case "flush":
