@@ -3,7 +3,9 @@
 // It defines the values the kernel stores (services, destinations, sync
 // daemons, timeouts), the Client interface every caller programs against, and
 // the requests a Client executes. Two implementations exist: the generic
-// netlink client in this package (Open) that talks to the running kernel, and
+// netlink client in this package (Open) that talks to the running kernel
+// (and reads IPv4 services' destinations with the kernel's older getsockopt
+// interface where that answer is complete and much cheaper), and
 // the in-memory fake in package ipvs/ipvstest. Package ipvs/conformance holds
 // the suite that proves both answer alike: same results, same errnos, same
 // order.

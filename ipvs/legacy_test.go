@@ -28,22 +28,27 @@ func TestConformanceWithLegacyReads(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) ipvs.Client { return openLegacy(t, newFakeKernel()) })
 }
 
+// v4Service is an IPv4 service as the tests add it.
+func v4Service(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
+	return ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: netip.MustParseAddr(a), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
+}
+
+// destination is a real server of the family of its address.
+func destination(a string, port uint16, fwd ipvs.FwdMethod, weight uint32) ipvs.Destination {
+	ip := netip.MustParseAddr(a)
+	fam := ipvs.AFInet
+	if ip.Is6() {
+		fam = ipvs.AFInet6
+	}
+	return ipvs.Destination{Family: fam, Addr: ip, Port: port, FwdMethod: fwd, Weight: weight}
+}
+
 // legacyTable fills k with services whose destinations the legacy
 // interface can and cannot read whole, and returns them with whether it
 // can.
 func legacyTable(t *testing.T, k *fakeKernel) map[string]bool {
 	t.Helper()
-	v4 := func(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
-		return ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: netip.MustParseAddr(a), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
-	}
-	dest := func(a string, port uint16, fwd ipvs.FwdMethod, weight uint32) ipvs.Destination {
-		ip := netip.MustParseAddr(a)
-		fam := ipvs.AFInet
-		if ip.Is6() {
-			fam = ipvs.AFInet6
-		}
-		return ipvs.Destination{Family: fam, Addr: ip, Port: port, FwdMethod: fwd, Weight: weight}
-	}
+	v4, dest := v4Service, destination
 	plain := v4(ipvs.ProtoTCP, "10.0.0.1", 80)
 	udp := v4(ipvs.ProtoUDP, "10.0.0.1", 53)
 	mark := ipvs.Service{Family: ipvs.AFInet, FWMark: 7, Scheduler: "rr", Netmask: 0xffffffff}
@@ -149,66 +154,58 @@ func TestLegacyReadsNeedSkipStats(t *testing.T) {
 	}
 }
 
-// TestLegacyReadOfAGrowingService: a server added between the count and
-// the destinations fills the spare slot; the service is read over
-// netlink, which lists the new server too.
-func TestLegacyReadOfAGrowingService(t *testing.T) {
-	k := newFakeKernel()
-	legacyTable(t, k)
-	c := openLegacy(t, k)
-	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 53}
-	extra := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.2"), Port: 53, Weight: 1}
-	k.beforeLegacyDests = func() {
-		k.beforeLegacyDests = nil
-		if err := k.fake.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &extra}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := ipvs.AppendDestinations(c, nil, &s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 2 {
-		t.Errorf("got %d destinations, want both: %+v", len(got), got)
-	}
-	if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
-		t.Errorf("the grown service counted as a legacy read")
-	}
-}
-
-// TestLegacyReadOfAServiceChangingTwice: a server added before the
-// answer and another deleted after it leave the two counts equal; the
-// answer fills the spare slot, so the service is read over netlink
-// instead of as a list cut short.
-func TestLegacyReadOfAServiceChangingTwice(t *testing.T) {
-	k := newFakeKernel()
-	legacyTable(t, k)
-	c := openLegacy(t, k)
-	s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: netip.MustParseAddr("10.0.0.1"), Port: 53}
-	first := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.1"), Port: 53}
-	extra := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.2"), Port: 53, Weight: 1}
-	exec := func(r ipvs.Request) {
-		if err := k.fake.Exec(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k.beforeLegacyDests = func() {
-		k.beforeLegacyDests = nil
-		exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &extra})
-	}
-	k.afterLegacyDests = func() {
-		k.afterLegacyDests = nil
-		exec(ipvs.Request{Cmd: ipvs.CmdDelDest, Service: &s, Dest: &first})
-	}
-	got, err := ipvs.AppendDestinations(c, nil, &s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 1 || got[0].Addr != extra.Addr {
-		t.Errorf("got %+v, want the one server left", got)
-	}
-	if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
-		t.Errorf("the changing service counted as a legacy read")
+// TestLegacyReadsOfAChangingService: a service that changes between the
+// legacy count and the answer is read over netlink, which lists it as it
+// is now. A server added before the answer shows as a second count that
+// differs; one added before and another deleted after leave the two
+// counts equal, and the answer filling the spare slot shows it instead
+// of a list cut short.
+func TestLegacyReadsOfAChangingService(t *testing.T) {
+	s := v4Service(ipvs.ProtoUDP, "10.0.0.1", 53)
+	first := destination("192.168.2.1", 53, ipvs.FwdMasq, 0)
+	extra := destination("192.168.2.2", 53, ipvs.FwdMasq, 1)
+	for _, tc := range []struct {
+		name        string
+		deleteFirst bool
+		wantServers []netip.Addr
+	}{
+		{"grows", false, []netip.Addr{extra.Addr, first.Addr}},
+		{"grows and shrinks", true, []netip.Addr{extra.Addr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newFakeKernel()
+			legacyTable(t, k)
+			c := openLegacy(t, k)
+			exec := func(r ipvs.Request) {
+				if err := k.fake.Exec(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			k.beforeLegacyDests = func() {
+				k.beforeLegacyDests = nil
+				exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &extra})
+			}
+			if tc.deleteFirst {
+				k.afterLegacyDests = func() {
+					k.afterLegacyDests = nil
+					exec(ipvs.Request{Cmd: ipvs.CmdDelDest, Service: &s, Dest: &first})
+				}
+			}
+			got, err := ipvs.AppendDestinations(c, nil, &s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var addrs []netip.Addr
+			for _, d := range got {
+				addrs = append(addrs, d.Addr)
+			}
+			if !slices.Equal(addrs, tc.wantServers) {
+				t.Errorf("servers %v, want %v", addrs, tc.wantServers)
+			}
+			if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
+				t.Errorf("the changing service counted as a legacy read")
+			}
+		})
 	}
 }
 

@@ -658,17 +658,7 @@ func TestLegacyReadsEqualDumpsOnTheKernel(t *testing.T) {
 	ipvs.UseLegacyForTest(dumps, nil)
 	ipvs.SkipStats(c, true)
 	ipvs.SkipStats(dumps, true)
-	v4 := func(proto ipvs.Protocol, a string, port uint16) ipvs.Service {
-		return ipvs.Service{Family: ipvs.AFInet, Protocol: proto, Addr: netip.MustParseAddr(a), Port: port, Scheduler: "wlc", Netmask: 0xffffffff}
-	}
-	dest := func(a string, port uint16, fwd ipvs.FwdMethod, weight uint32) ipvs.Destination {
-		ip := netip.MustParseAddr(a)
-		fam := ipvs.AFInet
-		if ip.Is6() {
-			fam = ipvs.AFInet6
-		}
-		return ipvs.Destination{Family: fam, Addr: ip, Port: port, FwdMethod: fwd, Weight: weight}
-	}
+	v4, dest := v4Service, destination
 	thresholds := dest("192.168.1.3", 8080, ipvs.FwdMasq, 3)
 	thresholds.UThreshold, thresholds.LThreshold = 100, 50
 	gue := dest("192.168.5.1", 80, ipvs.FwdTunnel, 1)
