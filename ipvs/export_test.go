@@ -93,6 +93,8 @@ func LegacyReadsForTest(c *Conn) (reads int, enabled bool) { return c.legacyRead
 
 // The legacy requests a LegacyTransport answers.
 const (
-	SoGetService = soGetService
-	SoGetDests   = soGetDests
+	SoGetInfo     = soGetInfo
+	SoGetServices = soGetServices
+	SoGetService  = soGetService
+	SoGetDests    = soGetDests
 )

@@ -48,6 +48,7 @@ type fakeKernel struct {
 	// afterLegacyDests run around a legacy destinations answer.
 	legacyErr                           unix.Errno
 	beforeLegacyDests, afterLegacyDests func()
+	beforeLegacyServices                func()
 	requests                            int
 	lastSeq                             uint32
 }

@@ -47,15 +47,23 @@ type legacyTransport interface {
 // (include/uapi/linux/ip_vs.h, x86-64 and every other 64-bit ABI the
 // kernel's struct layout rules give the same offsets).
 const (
-	soBase       = 64 + 1024 + 64 // IP_VS_BASE_CTL
-	soGetService = soBase + 3     // IP_VS_SO_GET_SERVICE
-	soGetDests   = soBase + 4     // IP_VS_SO_GET_DESTS
+	soBase        = 64 + 1024 + 64 // IP_VS_BASE_CTL
+	soGetInfo     = soBase + 1     // IP_VS_SO_GET_INFO
+	soGetServices = soBase + 2     // IP_VS_SO_GET_SERVICES
+	soGetService  = soBase + 3     // IP_VS_SO_GET_SERVICE
+	soGetDests    = soBase + 4     // IP_VS_SO_GET_DESTS
+
+	// struct ip_vs_getinfo: version, size, num_services (every family).
+	legacyInfoSize = 12
+	// struct ip_vs_get_services: num_services, the entries from 8.
+	legacyServicesHeader = 8
 
 	// struct ip_vs_service_entry: protocol u16, addr be32 at 4, port be16
 	// at 8, fwmark u32 at 12, sched_name[16], flags, timeout, netmask,
 	// num_dests u32 at 44, struct ip_vs_stats_user at 48 (56 bytes).
-	legacyServiceSize = 104
-	legacyNumDests    = 44
+	legacyServiceSize  = 104
+	legacyServiceFlags = 32
+	legacyNumDests     = 44
 	// struct ip_vs_get_dests: the service's protocol, addr, port and
 	// fwmark as above, num_dests u32 at 16, the entries from 24.
 	legacyDestsHeader = 24
@@ -67,7 +75,7 @@ const (
 )
 
 // legacyUnwritten marks an entry slot the kernel did not fill: no
-// destination has every connection flag set.
+// destination has every connection flag set, no service every flag.
 const legacyUnwritten = 0xffffffff
 
 var hostEndian = binary.NativeEndian
@@ -133,6 +141,64 @@ func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]Destin
 	c.replyDatagrams = 1 // one answer, written whole under the kernel's lock
 	c.legacyReads++
 	return dst, true
+}
+
+// SnapshotServiceKeys appends the identity (family, protocol, address and
+// port, or fwmark) of every IPv4 service to dst, in the order a
+// GET_SERVICE dump lists them, from one copy the kernel makes under its
+// IPVS mutex: a snapshot, where a dump of more than one datagram is not
+// (see ReplyDatagrams). IPv6 services are not in it (the legacy interface
+// leaves them out). It reports false, with dst unchanged, when it cannot
+// give one: no legacy interface, or a table that changed during the read
+// (the number of IPv4 services is read before and after, and one slot
+// more is offered). Callers then read the services again by other means.
+func (c *Conn) SnapshotServiceKeys(dst []Service) ([]Service, bool) {
+	if err := c.broken(CmdGetService); err != nil || c.legacy == nil {
+		return dst, false
+	}
+	count, ok := c.legacyServiceCount()
+	if !ok {
+		return dst, false
+	}
+	room := count + 1
+	b := c.legacyRoom(legacyServicesHeader + room*legacyServiceSize)
+	clear(b[:legacyServicesHeader])
+	hostEndian.PutUint32(b, uint32(room))
+	for i := range room {
+		hostEndian.PutUint32(b[legacyServicesHeader+i*legacyServiceSize+legacyServiceFlags:], legacyUnwritten)
+	}
+	if !c.legacyAsk(soGetServices, b) {
+		return dst, false
+	}
+	n := len(dst)
+	for i := range room {
+		e := b[legacyServicesHeader+i*legacyServiceSize:][:legacyServiceSize]
+		if hostEndian.Uint32(e[legacyServiceFlags:]) == legacyUnwritten {
+			break
+		}
+		s := Service{Family: AFInet, FWMark: hostEndian.Uint32(e[12:])}
+		if s.FWMark == 0 {
+			s.Protocol = Protocol(hostEndian.Uint16(e[0:]))
+			s.Addr = netip.AddrFrom4([4]byte(e[4:8]))
+			s.Port = binary.BigEndian.Uint16(e[8:])
+		}
+		dst = append(dst, s)
+	}
+	if again, ok := c.legacyServiceCount(); !ok || len(dst)-n != count || again != count {
+		return dst[:n], false
+	}
+	return dst, true
+}
+
+// legacyServiceCount returns the number of IPv4 services (the kernel
+// counts those alone for the legacy interface).
+func (c *Conn) legacyServiceCount() (int, bool) {
+	b := c.legacyRoom(legacyInfoSize)
+	clear(b)
+	if !c.legacyAsk(soGetInfo, b) {
+		return 0, false
+	}
+	return int(hostEndian.Uint32(b[8:])), true
 }
 
 // legacyCount asks for svc's service entry and returns its number of

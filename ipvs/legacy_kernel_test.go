@@ -19,6 +19,21 @@ func (k *fakeKernel) Getsockopt(opt int, b []byte) error {
 	if k.legacyErr != 0 {
 		return k.legacyErr
 	}
+	switch opt {
+	case ipvs.SoGetInfo:
+		// The kernel counts IPv4 services alone for this interface.
+		svcs, _ := k.fake.Services()
+		n := 0
+		for _, s := range svcs {
+			if s.Family == ipvs.AFInet {
+				n++
+			}
+		}
+		ne.PutUint32(b[8:], uint32(n))
+		return nil
+	case ipvs.SoGetServices:
+		return k.legacyServices(b)
+	}
 	key := ipvs.Service{Family: ipvs.AFInet, FWMark: ne.Uint32(b[12:])}
 	if key.FWMark == 0 {
 		key.Protocol = ipvs.Protocol(ne.Uint16(b[0:]))
@@ -72,6 +87,44 @@ func (k *fakeKernel) Getsockopt(opt int, b []byte) error {
 		}
 	default:
 		return unix.EINVAL
+	}
+	return nil
+}
+
+// legacyServices answers IP_VS_SO_GET_SERVICES: the IPv4 services in dump
+// order, as many as the room the caller gave.
+func (k *fakeKernel) legacyServices(b []byte) error {
+	room := int(ne.Uint32(b))
+	if len(b) != 8+room*104 {
+		return unix.EINVAL
+	}
+	if k.beforeLegacyServices != nil {
+		k.beforeLegacyServices()
+	}
+	svcs, err := k.fake.Services()
+	if err != nil {
+		return errnoOf(err)
+	}
+	n := 0
+	for _, s := range svcs {
+		if n == room {
+			break
+		}
+		if s.Family != ipvs.AFInet {
+			continue
+		}
+		e := b[8+n*104:][:104]
+		clear(e)
+		ne.PutUint16(e[0:], uint16(s.Protocol))
+		if s.Addr.Is4() {
+			a := s.Addr.As4()
+			copy(e[4:8], a[:])
+		}
+		binary.BigEndian.PutUint16(e[8:], s.Port)
+		ne.PutUint32(e[12:], s.FWMark)
+		copy(e[16:32], s.Scheduler)
+		ne.PutUint32(e[32:], s.Flags)
+		n++
 	}
 	return nil
 }

@@ -209,6 +209,43 @@ func TestLegacyReadsOfAChangingService(t *testing.T) {
 	}
 }
 
+// TestSnapshotServiceKeys: the snapshot holds the IPv4 services' keys
+// in dump order (IPv6 ones are not in it); a table that gains a service
+// during the read gives none.
+func TestSnapshotServiceKeys(t *testing.T) {
+	k := newFakeKernel()
+	legacyTable(t, k)
+	c := openLegacy(t, k)
+	svcs, err := c.Services()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range svcs {
+		if s.Family == ipvs.AFInet {
+			want = append(want, key(s.Service))
+		}
+	}
+	keys, ok := c.SnapshotServiceKeys(nil)
+	var got []string
+	for _, s := range keys {
+		got = append(got, key(s))
+	}
+	if !ok || !slices.Equal(got, want) {
+		t.Errorf("snapshot %v (%v), want %v", got, ok, want)
+	}
+	k.beforeLegacyServices = func() {
+		k.beforeLegacyServices = nil
+		s := v4Service(ipvs.ProtoTCP, "10.0.9.9", 80)
+		if err := k.fake.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if keys, ok := c.SnapshotServiceKeys(nil); ok {
+		t.Errorf("a table that grew during the read gave a snapshot: %v", keys)
+	}
+}
+
 // TestLegacyRefusals: a service deleted since the dump (ESRCH) is left to
 // netlink and the legacy interface stays; any other refusal turns it off.
 func TestLegacyRefusals(t *testing.T) {

@@ -719,3 +719,43 @@ func TestLegacyReadsEqualDumpsOnTheKernel(t *testing.T) {
 func clipList(ds []ipvs.DestinationEntry) []ipvs.DestinationEntry {
 	return ds[:min(len(ds), 4)]
 }
+
+// TestSnapshotServiceKeysOnTheKernel: on a table of IPv4 services large
+// enough that its dump takes several datagrams, the legacy snapshot lists
+// the same keys in the same order; an IPv6 service is not in it.
+func TestSnapshotServiceKeysOnTheKernel(t *testing.T) {
+	c := openInNetns(t)
+	p := c.Pipeline(256)
+	for i := range 600 {
+		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), 80)
+		if i%7 == 0 {
+			s = ipvs.Service{Family: ipvs.AFInet, FWMark: uint32(i + 1), Scheduler: "rr", Netmask: 0xffffffff}
+		}
+		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	svcs, err := c.Services()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ReplyDatagrams(); n < 2 {
+		t.Fatalf("the dump of %d services took %d datagram(s); the test needs several", len(svcs), n)
+	}
+	keys, ok := c.SnapshotServiceKeys(nil)
+	if !ok || len(keys) != len(svcs) {
+		t.Fatalf("snapshot: %d keys (%v), dump %d services", len(keys), ok, len(svcs))
+	}
+	for i := range svcs {
+		d, k := svcs[i].Service, keys[i]
+		if d.FWMark != k.FWMark || d.FWMark == 0 && (d.Protocol != k.Protocol || d.Addr != k.Addr || d.Port != k.Port) {
+			t.Fatalf("key %d: snapshot %+v, dump %+v", i, k, d)
+		}
+	}
+	six := ipvs.Service{Family: ipvs.AFInet6, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("2001:db8::1"), Port: 80, Scheduler: "wlc", Netmask: 128}
+	mustExec(t, c, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &six})
+	if keys, ok := c.SnapshotServiceKeys(nil); !ok || len(keys) != len(svcs) {
+		t.Errorf("with an IPv6 service added: a snapshot of %d keys (%v), want the %d IPv4 ones", len(keys), ok, len(svcs))
+	}
+}

@@ -198,3 +198,57 @@ func TestDiffKernelComparesTunnelSettingsOfTunnelsOnly(t *testing.T) {
 		t.Errorf("fields %+v, want tun-port alone", f)
 	}
 }
+
+// snapshotReader answers in several datagrams and takes snapshots of the
+// service keys, as ipvs.Conn does for a large table of IPv4 services.
+type snapshotReader struct {
+	countingReader
+	keys func() ([]ipvs.Service, bool)
+}
+
+func (r *snapshotReader) ReplyDatagrams() int { return 2 }
+
+func (r *snapshotReader) SnapshotServiceKeys(dst []ipvs.Service) ([]ipvs.Service, bool) {
+	keys, ok := r.keys()
+	return append(dst, keys...), ok
+}
+
+// A read in several datagrams is checked against a snapshot of the
+// service keys instead of a second read when the reader can take one; a
+// snapshot that differs, or none, means a second read.
+func TestDiffKernelChecksWithASnapshot(t *testing.T) {
+	f := ipvstest.New()
+	for i := byte(1); i <= 3; i++ {
+		s := tcp(0, i)
+		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func() ([]ipvs.Service, bool) {
+		svcs, _ := f.Services()
+		var keys []ipvs.Service
+		for _, s := range svcs {
+			keys = append(keys, s.Service)
+		}
+		return keys, true
+	}
+	for _, tc := range []struct {
+		name  string
+		keys  func() ([]ipvs.Service, bool)
+		reads int
+	}{
+		{"equal", same, 1},
+		{"one missing", func() ([]ipvs.Service, bool) { k, _ := same(); return k[1:], true }, 2},
+		{"none", func() ([]ipvs.Service, bool) { return nil, false }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &snapshotReader{countingReader: countingReader{Fake: f}, keys: tc.keys}
+			if _, err := rules.DiffKernel(r, &rules.Set{}, rules.DiffOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if r.serviceReads != tc.reads {
+				t.Errorf("%d reads of the services, want %d", r.serviceReads, tc.reads)
+			}
+		})
+	}
+}
