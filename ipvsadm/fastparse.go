@@ -8,13 +8,14 @@ import (
 
 // ParseFast parses the lines a restore is mostly made of, the ones
 // ipvsadm -S -n writes ("-A -t 10.0.0.1:80 -s wlc", "-a -t 10.0.0.1:80 -r
-// 192.168.1.2:80 -m -w 1"), without allocating: fields are the line's
-// tokens after the program name.
+// 192.168.1.2:80 -m -w 1"), without allocating for IPv4 (one small string
+// per IPv6 address): fields are the line's tokens after the program name.
 //
 // It accepts only lines whose every word is unambiguous: -A or -a first,
 // then separate words among -t, -u, -f, -s, -p, -M, -r, -w, -m, -g, -i, with
-// numeric IPv4 addresses in canonical dotted decimal, decimal numbers and
-// lower-case scheduler names. For such a line it fills *inv exactly as
+// numeric IPv4 addresses in canonical dotted decimal or bracketed IPv6
+// literals of hexadecimal digits and colons with a port (-M only for
+// IPv4 services), decimal numbers and lower-case scheduler names. For such a line it fills *inv exactly as
 // Parse would (except Argv, left nil) and returns true; the matrix and
 // semantic checks are Parse's own. Anything else, including every line
 // Parse would refuse, returns false, and the caller uses Parse, which
@@ -75,7 +76,10 @@ func ParseFast(fields [][]byte, inv *Invocation) bool {
 			if !ok {
 				return false
 			}
-			svc.Family, svc.Addr = ipvs.AFInet, a
+			svc.Family, svc.Addr = familyOf(a), a
+			if svc.Family == ipvs.AFInet6 {
+				svc.Netmask = 128
+			}
 			if hasPort {
 				svc.Port = port
 			}
@@ -102,7 +106,9 @@ func ParseFast(fields [][]byte, inv *Invocation) bool {
 				svc.Timeout = uint32(n)
 			}
 		case 'M':
-			// Addresses here are IPv4, so the mask is too.
+			if svc.Family == ipvs.AFInet6 {
+				return false // a prefix length: left to Parse
+			}
 			mask, ok := fastIPv4(value)
 			if !ok {
 				return false
@@ -114,7 +120,7 @@ func ParseFast(fields [][]byte, inv *Invocation) bool {
 			if !ok {
 				return false
 			}
-			dest.Family, dest.Addr, dest.Port = ipvs.AFInet, a, svc.Port
+			dest.Family, dest.Addr, dest.Port = familyOf(a), a, svc.Port
 			if hasPort {
 				dest.Port = port
 			}
@@ -227,8 +233,13 @@ func fastIPv4Prefix(b []byte) (netip.Addr, int, bool) {
 	return netip.AddrFrom4(out), i, true
 }
 
-// fastHostPort accepts "a.b.c.d" or "a.b.c.d:port" with a decimal port.
+// fastHostPort accepts "a.b.c.d" or "a.b.c.d:port" with a decimal port,
+// and "[ipv6]:port" (what -S -n writes for IPv6) where the brackets hold
+// hexadecimal digits and colons only.
 func fastHostPort(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
+	if len(b) > 0 && b[0] == '[' {
+		return fastIPv6Port(b)
+	}
 	a, n, ok := fastIPv4Prefix(b)
 	switch {
 	case !ok:
@@ -240,4 +251,35 @@ func fastHostPort(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
 	}
 	p, ok := fastDecimal(b[n+1:], 0, 65535)
 	return a, uint16(p), true, ok
+}
+
+// fastIPv6Port accepts "[ipv6]:port": a literal of hexadecimal digits and
+// colons (no embedded IPv4, no zone: Parse takes those), read as
+// inet_pton reads it, and a decimal port.
+func fastIPv6Port(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
+	end := 1
+	for end < len(b) && end <= 40 && (b[end] == ':' || isHexDigit(b[end])) {
+		end++
+	}
+	if end >= len(b) || b[end] != ']' || end+1 >= len(b) || b[end+1] != ':' {
+		return a, 0, false, false
+	}
+	a, ok = inetPton6(string(b[1:end]))
+	if !ok {
+		return a, 0, false, false
+	}
+	p, ok := fastDecimal(b[end+2:], 0, 65535)
+	return a, uint16(p), true, ok
+}
+
+func isHexDigit(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// familyOf is the address family of an address ParseFast read.
+func familyOf(a netip.Addr) ipvs.Family {
+	if a.Is6() {
+		return ipvs.AFInet6
+	}
+	return ipvs.AFInet
 }
