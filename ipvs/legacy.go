@@ -44,8 +44,9 @@ type legacyTransport interface {
 }
 
 // The legacy requests and the layout of their structures
-// (include/uapi/linux/ip_vs.h, x86-64 and every other 64-bit ABI the
-// kernel's struct layout rules give the same offsets).
+// (include/uapi/linux/ip_vs.h) on 64-bit ABIs, where 64-bit members are
+// 8-byte aligned; 32-bit programs do not use the interface (see
+// openLegacySocket).
 const (
 	soBase        = 64 + 1024 + 64 // IP_VS_BASE_CTL
 	soGetInfo     = soBase + 1     // IP_VS_SO_GET_INFO
@@ -53,7 +54,8 @@ const (
 	soGetService  = soBase + 3     // IP_VS_SO_GET_SERVICE
 	soGetDests    = soBase + 4     // IP_VS_SO_GET_DESTS
 
-	// struct ip_vs_getinfo: version, size, num_services (every family).
+	// struct ip_vs_getinfo: version, size, num_services (IPv4 services
+	// only: the kernel counts those alone for this interface).
 	legacyInfoSize = 12
 	// struct ip_vs_get_services: num_services, the entries from 8.
 	legacyServicesHeader = 8

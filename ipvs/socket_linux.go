@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 	"unsafe"
 
@@ -260,6 +261,10 @@ func (s *socket) close() error {
 type legacySocket struct{ fd int }
 
 func openLegacySocket() (*legacySocket, error) {
+	if strconv.IntSize != 64 {
+		// The structures' 64-bit counters are aligned differently there.
+		return nil, errors.New("ipvs: the getsockopt structures are read for 64-bit programs only")
+	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
