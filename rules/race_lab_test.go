@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,47 +48,9 @@ func TestPlanWhileEditing(t *testing.T) {
 		stableKeys[rules.KeyOf(&want.Services[i].Service)] = true
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
-			t.Error(err)
-			return
-		}
-		e, err := ipvs.Open()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer e.Close()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			// Bursts of 40 changes, then a quiet second: plans made in
-			// the quiet succeed, plans overlapping a burst must notice.
-			if i%40 == 0 && i > 0 {
-				select {
-				case <-stop:
-					return
-				case <-time.After(time.Second):
-				}
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 5, byte(i % 50), byte(i%200 + 1)}),
-				Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
-			_ = e.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc})
-			if i >= 100 {
-				old := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 5, byte((i - 100) % 50), byte((i-100)%200 + 1)}), Port: 80}
-				_ = e.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &old})
-			}
-		}
-	})
-	defer func() { close(stop); wg.Wait() }()
+	// Bursts of 40 changes, then a quiet second: plans made in the quiet
+	// succeed, plans overlapping a burst must notice.
+	defer labtest.ChurnServices(t, ns, 5*time.Millisecond, 40)()
 
 	const plans = 100
 	wrong, gaveUp, singleWrong := 0, 0, 0

@@ -469,39 +469,9 @@ func TestSaveWhileEditing(t *testing.T) {
 	ns := netnsHandle(t)
 	const stable = 400
 	restoreInput(t, services(stable, 0, 4))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			t.Error(err)
-			return
-		}
-		c, err := ipvs.Open()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close()
-		// One change every editInterval: a busy health checker, far
-		// faster than one that changes weights every few seconds.
-		tick := time.NewTicker(editInterval)
-		defer tick.Stop()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr(fmt.Sprintf("10.5.%d.%d", i%50, i%200+1)),
-				Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
-			_ = c.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &svc})
-			if i >= 100 {
-				old := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr(fmt.Sprintf("10.5.%d.%d", (i-100)%50, (i-100)%200+1)), Port: 80}
-				_ = c.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &old})
-			}
-		}
-	})
+	// One change every editInterval: a busy health checker, far faster
+	// than one that changes weights every few seconds.
+	stop := labtest.ChurnServices(t, int(ns.Fd()), editInterval, 0)
 	saves := size(50, 1000)
 	bad := map[string]int{}
 	for range saves {
@@ -538,8 +508,7 @@ func TestSaveWhileEditing(t *testing.T) {
 			}
 		}
 	}
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("%d saves each of %d services while another process adds and deletes a service every %v: ipvsadm-save wrong %d (gave up %d), ipvsadm -S (one read) wrong %d",
 		saves, stable, editInterval, bad["ipvsadm-save"], bad["ipvsadm-save gave up"], bad["ipvsadm"])
 	if bad["ipvsadm-save"] > 0 {
