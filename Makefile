@@ -114,20 +114,37 @@ bench-plot:
 ## package's testdata/fuzz (commit them). go test replays the committed
 ## corpora (testdata/fuzz) and seeds on every run. Figures in
 ## docs/reliability.md.
+## Go 1.26's coordinator can end a run bounded by time with a bare
+## "context deadline exceeded" and no failing input (golang/go#75804, fixed
+## in Go 1.27): such an end, with no input written, is reported and not
+## counted as a failure; any other failure stops the loop.
 FUZZTIME    ?= 60s
 FUZZMINTIME ?= 2s
-FUZZ_TARGETS := ./ipvsadm:FuzzParse ./ipvsadm:FuzzParseFast ./ipvs:FuzzNetlinkReplies \
-	./ipvsadm/list:FuzzConnections ./names:FuzzNameFiles ./ipvsadm:FuzzRestoreReader \
-	./ipvsadm/wrappers:FuzzRestoreScriptRefusal ./ipvsadm:FuzzSaveRoundTrip ./lvsprep:FuzzDecodeState
-## fuzz-short: the short pass make test (so CI) runs: every target for 5 s
+# package:target:executions of the short pass (about 5 s each on a 2-core host)
+FUZZ_TARGETS := ./ipvsadm:FuzzParse:40000 ./ipvsadm:FuzzParseFast:60000 \
+	./ipvs:FuzzNetlinkReplies:50000 ./ipvsadm/list:FuzzConnections:12000 \
+	./names:FuzzNameFiles:1500 ./ipvsadm:FuzzRestoreReader:25000 \
+	./ipvsadm/wrappers:FuzzRestoreScriptRefusal:35000 \
+	./ipvsadm:FuzzSaveRoundTrip:5000 ./lvsprep:FuzzDecodeState:10000
+## fuzz-short: the short pass make test (so CI) runs: every target for the
+## count of executions FUZZ_TARGETS gives it (a count has no deadline to race)
 fuzz-short:
-	$(MAKE) fuzz FUZZTIME=5s
+	$(MAKE) fuzz FUZZTIME=short
 
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t#*:}; \
-		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg || exit 1; \
+	@out=$$(mktemp); trap 'rm -f "$$out" "$$out.rc"' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; count=$${rest#*:}; \
+		ft=$(FUZZTIME); [ "$$ft" = short ] && ft=$${count}x; \
+		echo "== $$fn ($$pkg, $$ft)"; \
+		{ $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $$ft -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg 2>&1; \
+			echo $$? >"$$out.rc"; } | tee "$$out"; \
+		[ "$$(cat "$$out.rc")" = 0 ] && continue; \
+		if ! grep -q 'Failing input written' "$$out" && grep -qx '    context deadline exceeded' "$$out" && \
+			[ "$$(grep -c -e '^--- FAIL' -e '^    ' "$$out")" = 2 ]; then \
+			echo "== $$fn: the run ended on Go's fuzz deadline race (golang/go#75804) with no failing input: not a failure"; \
+			continue; fi; \
+		exit 1; \
 	done
 
 ## soak: the reliability tests at the sizes docs/reliability.md publishes
