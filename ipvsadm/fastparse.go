@@ -283,3 +283,122 @@ func familyOf(a netip.Addr) ipvs.Family {
 	}
 	return ipvs.AFInet
 }
+
+// ServerTemplate parses the destination lines of a saved service without
+// splitting them into words: such lines differ from one another only in
+// the value of -r ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then
+// 192.168.1.3:80, ...). Set makes a line ParseFast accepted the template;
+// Match then parses each line that equals it but for that value, and fills
+// the invocation exactly as ParseFast would (a property test holds it to
+// that). A reader of a large rules file spares most of its per-line work.
+type ServerTemplate struct {
+	line       []byte // the template line, without its newline (a copy)
+	start, end int    // where its -r value lies in line
+	inv        Invocation
+	ok         bool
+}
+
+// Set makes line, whose words fields are (sub-slices of line, as a
+// splitter cuts them) and which ParseFast read into inv, the template. A
+// line other than a destination's clears it.
+func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
+	t.ok = false
+	if inv.Command != CmdAddServer {
+		return
+	}
+	for k := 1; k+1 < len(fields); k++ {
+		if string(fields[k]) != "-r" {
+			continue
+		}
+		v := fields[k+1]
+		// Where v lies in line: found by address, so that a word copied
+		// elsewhere is never mistaken for part of line.
+		start := -1
+		for i := 1; len(v) > 0 && i+len(v) <= len(line); i++ {
+			if &line[i] == &v[0] {
+				start = i
+				break
+			}
+		}
+		if start < 0 {
+			return
+		}
+		t.line = append(t.line[:0], line...)
+		t.start, t.end, t.inv, t.ok = start, start+len(v), *inv, true
+		return
+	}
+}
+
+// Match parses the line at the start of buf when it ends with a newline
+// within buf and equals the template but for the value of -r: it fills
+// *inv as ParseFast fills it for that line and returns the line's length
+// (without the newline) and true. Otherwise it returns false and the
+// caller reads the line its own way.
+//
+// Why the words are right without splitting: the template's -r value is
+// one word, so blanks (or the line's end) surround it; the bytes before
+// and after it are the template's; and the new value holds only bytes of
+// an address and port, none of them a blank, NUL or non-ASCII byte for
+// any of the readers (restore's or lvsctl's). So the line's words are
+// the template's with that one replaced, and ParseFast treats the words
+// of a destination line independently but for the port.
+func (t *ServerTemplate) Match(buf []byte, inv *Invocation) (int, bool) {
+	if !t.ok || len(buf) <= t.start || string(buf[:t.start]) != string(t.line[:t.start]) {
+		return 0, false
+	}
+	// The value: an IPv4 address and port read where it starts (the
+	// bytes after them must be the template's, which start with a
+	// blank), or a bracketed IPv6 address and port up to the first byte
+	// no address holds. A value without a port is left to ParseFast: it
+	// takes the service's port as far as the words before -r named it.
+	i, ok := t.start, false
+	var a netip.Addr
+	var port uint16
+	if v := buf[t.start:]; len(v) > 0 && v[0] == '[' {
+		for i < len(buf) && hostPortByte[buf[i]] {
+			i++
+		}
+		a, port, _, ok = fastIPv6Port(buf[t.start:i])
+	} else {
+		a, port, i, ok = fastIPv4PortPrefix(v)
+		i += t.start
+	}
+	tail := t.line[t.end:]
+	end := i + len(tail)
+	if !ok || end >= len(buf) || buf[end] != '\n' || string(buf[i:end]) != string(tail) {
+		return 0, false
+	}
+	// The other words set the same fields alike; the value sets the
+	// destination's family, address and port, and the semantic check runs
+	// again (it may depend on them, and takes the port of direct routing
+	// and tunnelling from the service).
+	*inv = t.inv
+	inv.Dest.Family, inv.Dest.Addr, inv.Dest.Port = familyOf(a), a, port
+	if inv.checkSemantics() != nil {
+		return 0, false
+	}
+	return end, true
+}
+
+// fastIPv4PortPrefix reads "a.b.c.d:port" as fastHostPort does at the start
+// of b and returns how many bytes it took.
+func fastIPv4PortPrefix(b []byte) (netip.Addr, uint16, int, bool) {
+	a, n, ok := fastIPv4Prefix(b)
+	if !ok || n >= len(b) || b[n] != ':' {
+		return a, 0, 0, false
+	}
+	end := n + 1
+	for end < len(b) && b[end] >= '0' && b[end] <= '9' {
+		end++
+	}
+	p, ok := fastDecimal(b[n+1:end], 0, 65535)
+	return a, uint16(p), end, ok
+}
+
+// hostPortByte holds the bytes of fastIPv6Port's grammar.
+var hostPortByte = func() (t [256]bool) {
+	for _, c := range []byte("0123456789abcdefABCDEF:[]") {
+		t[c] = true
+	}
+	return t
+}()

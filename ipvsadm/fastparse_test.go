@@ -1,6 +1,8 @@
 package ipvsadm
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -193,4 +195,149 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(o)
 		}
 	}
+}
+
+// TestServerTemplateAgreesWithParseFast: a line that a template matches is
+// parsed exactly as ParseFast parses its words, on templates from saved
+// lines and from random lines, with values of every kind in the -r
+// position and lines around them.
+func TestServerTemplateAgreesWithParseFast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	options := []string{"-t", "-u", "-f", "-s", "-p", "-M", "-w", "-m", "-g", "-i"}
+	values := append(append([]string{}, fastWords...), fastGood["-r"]...)
+	randomValue := func() string {
+		switch rng.IntN(4) {
+		case 0:
+			return values[rng.IntN(len(values))]
+		case 1:
+			return fmt.Sprintf("%d.%d.%d.%d:%d", rng.IntN(300), rng.IntN(256), rng.IntN(256), rng.IntN(256), rng.IntN(70000))
+		case 2:
+			return fmt.Sprintf("[2001:db8::%x]:%d", rng.IntN(1<<16), rng.IntN(70000))
+		}
+		return fmt.Sprintf("10.0.%d.%d:%d", rng.IntN(256), rng.IntN(256), rng.IntN(100))
+	}
+	var tmpl ServerTemplate
+	var inv, want Invocation
+	templates, matched := 0, 0
+	for n := 0; n < 20000; n++ {
+		// A template: a saved destination line, or random words around -r.
+		var words []string
+		if rng.IntN(2) == 0 {
+			words = strings.Fields(savedLines[rng.IntN(len(savedLines))])
+		} else {
+			words = []string{"-a"}
+			for range rng.IntN(5) {
+				o := options[rng.IntN(len(options))]
+				words = append(words, o)
+				if good, ok := fastGood[o]; ok && good[0] != "" {
+					words = append(words, good[rng.IntN(len(good))])
+				}
+			}
+			at := 1 + rng.IntN(len(words))
+			words = append(words[:at], append([]string{"-r", fastGood["-r"][rng.IntN(len(fastGood["-r"]))]}, words[at:]...)...)
+		}
+		seps := []string{" ", "  ", "\t", " \r ", "\v"}
+		var b strings.Builder
+		if rng.IntN(4) == 0 {
+			b.WriteString(" ipvsadm ")
+		}
+		for i, w := range words {
+			if i > 0 {
+				b.WriteString(seps[rng.IntN(len(seps))])
+			}
+			b.WriteString(w)
+		}
+		if rng.IntN(4) == 0 {
+			b.WriteString(seps[rng.IntN(len(seps))])
+		}
+		line := []byte(b.String())
+		fields, _ := splitTestFields(line)
+		if !ParseFast(fields, &inv) {
+			continue
+		}
+		tmpl.Set(line, fields, &inv)
+		if !tmpl.ok {
+			if bytes.Contains(line, []byte(" -r ")) && inv.Command == CmdAddServer {
+				t.Fatalf("%q: no template made", line)
+			}
+			continue
+		}
+		templates++
+		value := string(line[tmpl.start:tmpl.end])
+		for range 8 {
+			nv := randomValue()
+			next := strings.Replace(string(line), " "+value, " "+nv, 1)
+			if rng.IntN(10) == 0 {
+				next = next[:rng.IntN(len(next)+1)] // cut short
+			}
+			buf := []byte(next + "\n-a -t 1.2.3.4:80 -r 5.6.7.8:80\n")
+			n, ok := tmpl.Match(buf, &inv)
+			f, _ := splitTestFields([]byte(next))
+			fastOK := ParseFast(f, &want)
+			if !ok {
+				continue
+			}
+			matched++
+			if n != len(next) {
+				t.Fatalf("template %q, line %q: Match took %d bytes", line, next, n)
+			}
+			if !fastOK {
+				t.Fatalf("template %q, line %q: Match accepted, ParseFast declined", line, next)
+			}
+			if !reflect.DeepEqual(inv, want) {
+				t.Fatalf("template %q, line %q:\nMatch     %+v\nParseFast %+v", line, next, inv, want)
+			}
+		}
+	}
+	if templates < 5000 || matched < 20000 {
+		t.Errorf("%d templates, %d lines matched: the test explores too little", templates, matched)
+	}
+}
+
+// TestServerTemplateRefuses: lines Match must leave to the caller.
+func TestServerTemplateRefuses(t *testing.T) {
+	line := []byte("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1")
+	fields, _ := splitTestFields(line)
+	var inv Invocation
+	if !ParseFast(fields, &inv) {
+		t.Fatal("ParseFast declined a saved line")
+	}
+	var tmpl ServerTemplate
+	tmpl.Set(line, fields, &inv)
+	for _, s := range []string{
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1",     // no newline in the buffer
+		"-a -t 10.0.0.2:80 -r 192.168.1.3:80 -m -w 1\n",   // another service
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 2\n",   // another weight
+		"-a -t 10.0.0.1:80 -r 192.168.1.3 -m -w 1\n",      // no port: the service's, as ParseFast decides
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80x -m -w 1\n",  // not an address
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1 \n",  // a blank more
+		"-a -t 10.0.0.1:80 -r [2001:db8::1]:80 -m -w 1\n", // another family, masquerading: refused by ParseFast too
+		"-a -t 10.0.0.1:80 -r  -m -w 1\n",
+		"-a -t 10.0.0.1:80 -r 192.168.1.300:80 -m -w 1\n",
+	} {
+		if n, ok := tmpl.Match([]byte(s), &inv); ok {
+			t.Errorf("%q: matched (%d bytes)", s, n)
+		}
+	}
+	// A word that is not part of the line makes no template.
+	copied := append([][]byte{}, fields...)
+	copied[4] = []byte("192.168.1.2:80")
+	tmpl.Set(line, copied, &inv)
+	if tmpl.ok {
+		t.Error("a template from a word outside the line")
+	}
+	if n, ok := (&ServerTemplate{}).Match([]byte(string(line)+"\n"), &inv); ok {
+		t.Errorf("an empty template matched (%d bytes)", n)
+	}
+}
+
+// splitTestFields cuts a line at blanks as lvsctl's reader does.
+func splitTestFields(line []byte) ([][]byte, bool) {
+	var fields [][]byte
+	for _, f := range bytes.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t\r\v\f", r) }) {
+		if string(f) != "ipvsadm" {
+			fields = append(fields, f)
+		}
+	}
+	return fields, true
 }

@@ -114,6 +114,8 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	var big strings.Builder
 	big.WriteString("-A -t 10.0.0.1:80 -s rr\n")
 	for i := range destChunk + 10 {
+		// With a port: most lines are read by the template of the line
+		// before (ipvsadm.ServerTemplate), across the reader's buffers.
 		fmt.Fprintf(&big, "-a -t 10.0.0.1:80 -r 10.%d.%d.%d:80 -g\n", i>>16, (i>>8)&255, i&255)
 	}
 	big.WriteString("-A -t 10.0.0.2:80\n-a -t 10.0.0.2:80 -r 10.9.9.9\n-a -t 10.0.0.1:80 -r 10.9.9.9\n-a -t 10.0.0.2:80 -r 10.9.9.8")
@@ -122,6 +124,9 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 		"rich": rich, "chunks and interleaving": big.String(), "long comment": long,
 		"json": mustJSON(t, rich), "duplicate": "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4\n-a -t 10.0.0.9:80 -r 1.2.3.4\n",
 		"bad line": "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r\n", "empty": "",
+		"duplicate after the template":   "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4:80 -m\n-a -t 10.0.0.9:80 -r 1.2.3.5:80 -m\n-a -t 10.0.0.9:80 -r 1.2.3.4:80 -m\n",
+		"bad address after the template": "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4:80 -m\n-a -t 10.0.0.9:80 -r 1.2.3.5:80 -m\n-a -t 10.0.0.9:80 -r 1.2.3.256:80 -m\n",
+		"family after the template":      "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4:80 -m\n-a -t 10.0.0.9:80 -r [2001:db8::1]:80 -m\n",
 	}
 	for name, in := range inputs {
 		want, wantErr := Read(name, []byte(in), nil)
@@ -157,6 +162,16 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	if _, err := ReadFrom("broken", iotest.ErrReader(errors.New("disk on fire")), nil); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("a read error: %v", err)
 	}
+	// Lines the template reads name their line in errors.
+	for name, want := range map[string]string{
+		"duplicate after the template":   "duplicate after the template:4: destination 1.2.3.4:80 of -t 10.0.0.9:80 given again (first at duplicate after the template:2)",
+		"bad address after the template": "bad address after the template:4:",
+		"family after the template":      "family after the template:3: Different address family is allowed only for tunneling servers",
+	} {
+		if _, err := Read(name, []byte(inputs[name]), nil); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: error %v, want %s", name, err, want)
+		}
+	}
 }
 
 func mustJSON(t *testing.T, text string) string {
@@ -174,13 +189,15 @@ func mustJSON(t *testing.T, text string) string {
 
 // TestReadGroupsLikeAMap: for random files whose destination lines come
 // anywhere after their service's line, the reader (with its shortcuts for
-// lines that come together) gives each service the destinations a plain
-// map from service key to lines gives, in file order.
+// lines that come together, and the template that reads lines alike)
+// gives each service the destinations a plain map from service key to
+// lines gives, in file order, each with its line number.
 func TestReadGroupsLikeAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 300 {
 		var lines []string
-		want := map[string][]string{} // service address -> destination addresses
+		want := map[string][]string{}  // service address -> destination addresses
+		wantLine := map[string]int32{} // service and destination address -> line
 		var order []string
 		for range rng.IntN(12) {
 			if len(order) == 0 || rng.IntN(3) == 0 {
@@ -196,6 +213,10 @@ func TestReadGroupsLikeAMap(t *testing.T) {
 				}
 				rs := fmt.Sprintf("192.168.%d.%d", len(want[vip]), rng.IntN(250)+1)
 				want[vip] = append(want[vip], rs)
+				wantLine[vip+" "+rs] = int32(len(lines) + 1)
+				if rng.IntN(2) == 0 {
+					rs += ":80" // read by the template of the line before when it is alike
+				}
 				lines = append(lines, "-a -t "+vip+" -r "+rs+" -g")
 			}
 		}
@@ -211,6 +232,9 @@ func TestReadGroupsLikeAMap(t *testing.T) {
 			var got []string
 			for _, d := range s.Dests {
 				got = append(got, d.Addr.String())
+				if l := wantLine[order[i]+" "+d.Addr.String()]; d.Line != l {
+					t.Fatalf("round %d: %s -r %s read at line %d, written at %d\n%s", round, order[i], d.Addr, d.Line, l, text)
+				}
 			}
 			if vip := netip.AddrPortFrom(s.Addr, s.Port).String(); vip != order[i] || !slices.Equal(got, want[vip]) {
 				t.Fatalf("round %d: service %d is %s with %v, want %s with %v\n%s", round, i, vip, got, order[i], want[order[i]], text)

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
@@ -55,6 +56,13 @@ func Read(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 	r := newReader(name, res)
 	for rest := data; len(rest) > 0; {
+		if n, ok := r.tmpl.Match(rest, &r.fast); ok {
+			if err := r.templateLine(); err != nil {
+				return nil, err
+			}
+			rest = rest[n+1:]
+			continue
+		}
 		line := rest
 		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
 			line, rest = rest[:i], rest[i+1:]
@@ -88,6 +96,17 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 	r := newReader(name, res)
 	var long []byte // a line longer than br's buffer, gathered
 	for {
+		// A destination line like the last one ParseFast read is parsed
+		// in place (see ipvsadm.ServerTemplate); Peek only looks.
+		if buf, _ := br.Peek(templateWindow); len(buf) > 0 {
+			if n, ok := r.tmpl.Match(buf, &r.fast); ok {
+				if err := r.templateLine(); err != nil {
+					return nil, err
+				}
+				br.Discard(n + 1)
+				continue
+			}
+		}
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			long = append(long, line...)
@@ -115,7 +134,7 @@ func newReader(name string, res *names.Resolver) *reader {
 	if res == nil {
 		res = names.NewResolver()
 	}
-	return &reader{name: name, p: &ipvsadm.Program{Resolver: res}, tail: -1}
+	return &reader{name: name, p: &ipvsadm.Program{Resolver: res}, tail: -1, tmplService: -1}
 }
 
 // textLine reads the next line of rules text (without its newline).
@@ -134,8 +153,16 @@ func (r *reader) textLine(line []byte) error {
 	if len(r.fields) == 0 || r.fields[0][0] == '#' {
 		return nil
 	}
-	return r.line(r.lineNo, r.fields)
+	fast, err := r.line(r.lineNo, r.fields)
+	if fast {
+		r.setTemplate(line)
+	}
+	return err
 }
+
+// templateWindow is how much of the input ReadFrom offers a template
+// match: more than any destination line ipvsadm -S writes.
+const templateWindow = 512
 
 // finish checks what needs the whole file and returns the set.
 func (r *reader) finish() (*rules.Set, error) {
@@ -207,6 +234,9 @@ func firstDuplicate(set *rules.Set) error {
 	}
 	for i := range set.Services {
 		s := &set.Services[i]
+		if strictlyCanonical(s.Dests) {
+			continue // no key twice; most files list destinations so
+		}
 		order = order[:0]
 		for j := range s.Dests {
 			order = append(order, int32(j))
@@ -234,6 +264,17 @@ func firstDuplicate(set *rules.Set) error {
 		return dup
 	}
 	return nil
+}
+
+// strictlyCanonical reports whether ds are in canonical order with no key
+// twice.
+func strictlyCanonical(ds []rules.Dest) bool {
+	for j := 1; j < len(ds); j++ {
+		if rules.DestKeyOf(&ds[j-1].Destination).Compare(rules.DestKeyOf(&ds[j].Destination)) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // splitFields cuts a line into words at blanks (space, tab, CR, VT, FF),
@@ -300,16 +341,24 @@ type reader struct {
 	lineNo  int      // lines of text read
 	fields  [][]byte // the current line's words
 	fast    ipvsadm.Invocation
+	// tmpl is the last destination line ParseFast read: the lines of the
+	// same service that differ from it only in the real server are
+	// parsed without being split into words.
+	tmpl ipvsadm.ServerTemplate
+	// tmplService is the service the template's line was added to when
+	// it is the tail's (-1 otherwise).
+	tmplService int
 }
 
 func (r *reader) errorf(line int, format string, args ...any) error {
 	return &LineError{File: r.name, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// line adds the rule of one line.
-func (r *reader) line(lineNo int, fields [][]byte) error {
+// line adds the rule of one line; fast says ParseFast read it (into
+// r.fast).
+func (r *reader) line(lineNo int, fields [][]byte) (fast bool, err error) {
 	inv := &r.fast
-	if !ipvsadm.ParseFast(fields, inv) {
+	if fast = ipvsadm.ParseFast(fields, inv); !fast {
 		var ended *ipvsadm.Outcome
 		inv, ended = r.p.Parse(ipvsadm.RestoreArgv("ipvsadm", fields))
 		if ended != nil {
@@ -317,10 +366,10 @@ func (r *reader) line(lineNo int, fields [][]byte) error {
 			if msg == "" || strings.HasPrefix(msg, "Try `") {
 				msg = "not a rule ipvsadm accepts"
 			}
-			return r.errorf(lineNo, "%s", msg)
+			return false, r.errorf(lineNo, "%s", msg)
 		}
 	}
-	return r.add(lineNo, inv)
+	return fast, r.add(lineNo, inv)
 }
 
 // add puts a parsed -A or -a line into the set.
@@ -346,31 +395,60 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 				return r.errorf(lineNo, "destination of service %s, which no earlier -A line defines", k)
 			}
 		}
-		s := r.svc(i)
-		d := rules.Dest{Destination: inv.Dest, Line: int32(lineNo)}
-		if d.Family == 0 {
-			d.Family = svc.Family
-		}
-		n := len(s.Dests)
-		if i != r.tail && n > 0 { // lines of services interleaved: a slice of its own
-			s.Dests = append(s.Dests, d)
-			break
-		}
-		if i != r.tail {
-			r.tail, r.tailKey = i, k
-		}
-		if len(r.arena) == cap(r.arena) {
-			// A new chunk; the service's run so far moves along, so that
-			// its destinations stay together.
-			fresh := make([]rules.Dest, 0, max(destChunk, 2*(n+1)))
-			r.arena = append(fresh, s.Dests...)
-		}
-		r.arena = append(r.arena, d)
-		s.Dests = r.arena[len(r.arena)-n-1 : len(r.arena) : len(r.arena)]
+		r.addDest(i, k, svc.Family, lineNo, &inv.Dest)
 	default:
 		return r.errorf(lineNo, "only -A (add service) and -a (add server) lines describe a rule set, not %s", inv.Command.Name())
 	}
 	return nil
+}
+
+// addDest adds destination d, read at line lineNo, to the i-th service,
+// whose key is k and family family.
+func (r *reader) addDest(i int, k rules.ServiceKey, family ipvs.Family, lineNo int, dest *ipvs.Destination) {
+	s := r.svc(i)
+	d := rules.Dest{Destination: *dest, Line: int32(lineNo)}
+	if d.Family == 0 {
+		d.Family = family
+	}
+	n := len(s.Dests)
+	if i != r.tail && n > 0 { // lines of services interleaved: a slice of its own
+		s.Dests = append(s.Dests, d)
+		return
+	}
+	if i != r.tail {
+		r.tail, r.tailKey = i, k
+	}
+	if len(r.arena) == cap(r.arena) {
+		// A new chunk; the service's run so far moves along, so that
+		// its destinations stay together.
+		fresh := make([]rules.Dest, 0, max(destChunk, 2*(n+1)))
+		r.arena = append(fresh, s.Dests...)
+	}
+	r.arena = append(r.arena, d)
+	s.Dests = r.arena[len(r.arena)-n-1 : len(r.arena) : len(r.arena)]
+}
+
+// templateLine adds the destination line r.tmpl matched (parsed into
+// r.fast).
+func (r *reader) templateLine() error {
+	r.lineNo++
+	if r.tail >= 0 && r.tail == r.tmplService {
+		// The template's service, whose destinations end the arena: the
+		// line names it in the same words.
+		r.addDest(r.tail, r.tailKey, r.tailKey.Family, r.lineNo, &r.fast.Dest)
+		return nil
+	}
+	return r.add(r.lineNo, &r.fast)
+}
+
+// setTemplate makes line, which ParseFast read into r.fast from r.fields,
+// the template of the next destination lines.
+func (r *reader) setTemplate(line []byte) {
+	r.tmpl.Set(line, r.fields, &r.fast)
+	r.tmplService = -1
+	if svc := r.fast.ServiceKey(); r.fast.Command == ipvsadm.CmdAddServer && r.tail >= 0 && rules.KeyOf(&svc) == r.tailKey {
+		r.tmplService = r.tail
+	}
 }
 
 // destChunk is how many destinations one chunk of a reader's arena holds
