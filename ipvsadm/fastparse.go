@@ -320,7 +320,9 @@ func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 				break
 			}
 		}
-		if start < 0 {
+		// A word the splitter cut from a longer run (restore cuts runs of
+		// 4,096 bytes) is not one: a blank must come before it.
+		if start < 0 || !isBlank(line[start-1]) {
 			return
 		}
 		t.line = append(t.line[:0], line...)
@@ -394,6 +396,10 @@ func fastIPv4PortPrefix(b []byte) (netip.Addr, uint16, int, bool) {
 	p, ok := fastDecimal(b[n+1:end], 0, 65535)
 	return a, uint16(p), end, ok
 }
+
+// isBlank reports whether c separates words for lvsctl's reader (restore's
+// separators are among them).
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
 
 // hostPortByte holds the bytes of fastIPv6Port's grammar.
 var hostPortByte = func() (t [256]bool) {

@@ -110,9 +110,21 @@ func (e *engine) run(prog string) Outcome {
 	lines := NewRestoreReader(e.p.Stdin)
 	e.last = Success
 	var fast Invocation // reused: ParseFast does not allocate
+	// tmpl reads the destination lines of a saved service that differ
+	// from the last one ParseFast read only in the real server.
+	var tmpl ServerTemplate
 	for {
 		if e.interrupted() {
 			break
+		}
+		if lines.NextLike(&tmpl, &fast) {
+			e.lineNo++
+			if e.progress != nil {
+				e.progress.Read = e.lineNo
+			}
+			req, _ := fast.requestIn(&e.req)
+			e.submit(fast.Command, req)
+			continue
 		}
 		fields, ok := lines.NextFields()
 		if !ok {
@@ -126,6 +138,7 @@ func (e *engine) run(prog string) Outcome {
 			continue // no tokens: ipvsadm skips the line
 		}
 		if ParseFast(fields, &fast) {
+			tmpl.Set(lines.Line(), fields, &fast)
 			req, _ := fast.requestIn(&e.req)
 			e.submit(fast.Command, req)
 			continue

@@ -371,6 +371,11 @@ func genInput(rng *rand.Rand) string {
 	var b strings.Builder
 	for i := range n {
 		line := genLine(rng, i == n-1)
+		if rng.IntN(6) == 0 && i < n-1 {
+			// A run of destination lines alike but for the real server,
+			// which the pipelined engine reads with a ServerTemplate.
+			line = genRun(rng)
+		}
 		b.WriteString(line)
 		if i < n-1 || rng.IntN(3) > 0 {
 			b.WriteString([]string{"\n", "\n", "\n", "\r\n", " \n", "\t\n"}[rng.IntN(6)])
@@ -390,6 +395,31 @@ var (
 )
 
 func pick(rng *rand.Rand, s []string) string { return s[rng.IntN(len(s))] }
+
+// genRunRIPs are the real servers of genRun's lines after the first: most
+// with a port, and near misses of each kind.
+var genRunRIPs = []string{"192.168.0.3:80", "192.168.0.4:8080", "192.168.0.5:0", "10.1.2.3:80", "192.168.0.3:80",
+	"[2001:db8::11]:80", "[2001:db8::12]:443", "192.168.0.6", "192.168.0.256:80", "192.168.0.7:65536",
+	"192.168.0.8:80\x00x", "192.168.0.9:80 -w 2", "rs1.example.com:80", "192.168.0.10:http", "[::ffff:1.2.3.4]:80"}
+
+// genRun writes a destination line and a few more that differ from it
+// only in the real server (the last one without its newline).
+func genRun(rng *rand.Rand) string {
+	svc := "-t " + pick(rng, []string{"10.0.0.1:80", "10.0.0.2:80", "[2001:db8::1]:80"})
+	if rng.IntN(5) == 0 {
+		svc = "-f " + pick(rng, genMarks)
+	}
+	head := "-a " + svc + " -r "
+	tail := " " + pick(rng, []string{"-m", "-g", "-i"})
+	if rng.IntN(2) == 0 {
+		tail += " -w " + pick(rng, []string{"0", "1", "5"})
+	}
+	lines := []string{head + pick(rng, []string{"192.168.0.1:80", "192.168.0.2:8080", "[2001:db8::10]:80"}) + tail}
+	for range 1 + rng.IntN(6) {
+		lines = append(lines, head+pick(rng, genRunRIPs)+tail)
+	}
+	return strings.Join(lines, "\n")
+}
 
 func genService(rng *rand.Rand) string {
 	switch rng.IntN(5) {

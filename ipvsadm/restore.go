@@ -58,9 +58,33 @@ const restoreTokenMax = 4096
 type RestoreReader struct {
 	r      *bufio.Reader
 	long   []byte // a line longer than the buffer, gathered
+	line   []byte // the last line read, without its LF (valid as fields)
 	fields [][]byte
 	ended  bool
 }
+
+// NextLike reads the next line with tmpl when tmpl matches it (see
+// ServerTemplate.Match), filling *inv, and reports whether it did; the
+// line is then consumed. Otherwise nothing is read.
+func (t *RestoreReader) NextLike(tmpl *ServerTemplate, inv *Invocation) bool {
+	if t.ended || !tmpl.ok {
+		return false
+	}
+	buf, _ := t.r.Peek(templateWindow)
+	n, ok := tmpl.Match(buf, inv)
+	if ok {
+		t.r.Discard(n + 1)
+	}
+	return ok
+}
+
+// templateWindow is how much of the input NextLike offers a template:
+// more than any destination line ipvsadm -S writes.
+const templateWindow = 512
+
+// Line is the last line NextFields read, without its LF; its fields are
+// slices of it. Valid until the next call.
+func (t *RestoreReader) Line() []byte { return t.line }
 
 // NewRestoreReader reads restore input from r.
 func NewRestoreReader(r io.Reader) *RestoreReader {
@@ -106,7 +130,8 @@ func (t *RestoreReader) NextFields() ([][]byte, bool) {
 		line = t.long
 	}
 	if err == nil {
-		t.split(line[:len(line)-1])
+		t.line = line[:len(line)-1]
+		t.split(t.line)
 		return t.fields, true
 	}
 	// The end of input (ipvsadm treats a read error alike): a last line
@@ -114,6 +139,7 @@ func (t *RestoreReader) NextFields() ([][]byte, bool) {
 	// second one sends config_stream_read to skip blanks, where the end
 	// of input discards the line.
 	t.ended = true
+	t.line = line
 	t.split(line)
 	trailing := 0
 	for trailing < len(line) && isRestoreSpace(line[len(line)-1-trailing]) {
