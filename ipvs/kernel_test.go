@@ -49,8 +49,10 @@ type fakeKernel struct {
 	legacyErr                           unix.Errno
 	beforeLegacyDests, afterLegacyDests func()
 	beforeLegacyServices                func()
-	requests                            int
-	lastSeq                             uint32
+	// legacyCalls counts the legacy requests by option.
+	legacyCalls map[int]int
+	requests    int
+	lastSeq     uint32
 }
 
 func newFakeKernel(opts ...ipvstest.Option) *fakeKernel {

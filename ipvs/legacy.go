@@ -26,13 +26,17 @@ import (
 //     destinations then read as zero: they are not used);
 //   - it leaves out destinations of the other family (IPv6 real servers
 //     tunnelled from an IPv4 service), so the service's destination count
-//     (of both families) is read before and after, and an answer whose
-//     length differs from either is read again over netlink;
-//   - its answer stops at the room the caller offers, so one more slot
-//     is offered than the count: a service that grew in between shows.
+//     (of both families) is read right after, and an answer whose length
+//     differs from it is read again over netlink;
+//   - its answer stops at the room the caller offers, without saying so,
+//     so an answer that fills the room is asked again with one slot more
+//     than the service's count.
 //
 // The kernel writes every answer whole under its mutex: an answer that
-// passes these checks is a snapshot of the service's destinations.
+// passes these checks is a snapshot of the service's destinations, except
+// when the service held a server of the other family at the answer and
+// lost as many servers in the microseconds before the count after (the
+// counts then agree; the interface cannot show it).
 
 // legacyTransport is the IPv4 socket the legacy requests go over. Host
 // tests substitute an in-memory kernel.
@@ -87,15 +91,51 @@ var hostEndian = binary.NativeEndian
 // whole answer; the caller then reads them over netlink. A kernel that
 // refuses the requests (other than for a missing service) is not asked
 // again.
+//
+// The answer is asked with room for twice the destinations the last
+// service had (c.legacyGuess): what decides that it is whole is the count
+// read after it, so no count is needed before unless the room was too
+// small, and a table read in order costs two requests a service.
 func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]DestinationEntry, bool) {
 	if c.legacy == nil || !c.noStats || svc.Family != AFInet || !svc.Addr.Is4() && svc.FWMark == 0 {
 		return dst, false
 	}
-	count, ok := c.legacyCount(svc)
-	if !ok {
+	d, res := c.readDestsLegacy(dst, svc, max(c.legacyGuess, minLegacyRoom))
+	if res == legacyRoomFull {
+		// Count them, and offer one slot more than the count.
+		count, ok := c.legacyCount(svc)
+		if !ok {
+			return dst, false
+		}
+		d, res = c.readDestsLegacy(dst, svc, count+1)
+	}
+	if res != legacyComplete {
 		return dst, false
 	}
-	room := count + 1
+	c.legacyGuess = 2 * (len(d) - len(dst))
+	c.replyDatagrams = 1 // one answer, written whole under the kernel's lock
+	c.legacyReads++
+	return d, true
+}
+
+// minLegacyRoom is the least room a destinations request offers.
+const minLegacyRoom = 16
+
+// How a legacy read of a service's destinations ended.
+const (
+	legacyComplete   = iota // the whole answer
+	legacyRoomFull          // the answer filled the room: more may not have fit
+	legacyIncomplete        // refused, a tunnelled destination, or the count after differs
+)
+
+// readDestsLegacy appends svc's destinations from one IP_VS_SO_GET_DESTS
+// answer offering room entries, when the answer leaves room and the
+// service's count read right after it (destinations of both families)
+// equals the entries written. Fewer written than that count means servers
+// of the other family were left out, or the service changed. Every slot
+// is marked beforehand (connection flags all ones, which no destination
+// has), so the entries written are known.
+func (c *Conn) readDestsLegacy(dst []DestinationEntry, svc *Service, room int) ([]DestinationEntry, int) {
 	b := c.legacyRoom(legacyDestsHeader + room*legacyDestSize)
 	clear(b[:legacyDestsHeader])
 	putLegacyService(b, svc)
@@ -104,7 +144,7 @@ func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]Destin
 		hostEndian.PutUint32(b[legacyDestsHeader+i*legacyDestSize+8:], legacyUnwritten)
 	}
 	if !c.legacyAsk(soGetDests, b) {
-		return dst, false
+		return dst, legacyIncomplete
 	}
 	n := len(dst)
 	for i := range room {
@@ -114,7 +154,7 @@ func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]Destin
 			break
 		}
 		if FwdMethod(flags&7) == FwdTunnel {
-			return dst[:n], false // its tunnel settings are needed
+			return dst[:n], legacyIncomplete // its tunnel settings are needed
 		}
 		dst = append(dst, DestinationEntry{
 			Destination: Destination{
@@ -133,16 +173,14 @@ func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]Destin
 			},
 		})
 	}
-	// Fewer entries than counted: servers of the other family were left
-	// out (or some were deleted); more: the service grew. A second count
-	// rules out a change between the first and the answer that happened
-	// to leave the number written equal to it.
-	if again, ok := c.legacyCount(svc); !ok || len(dst)-n != count || again != count {
-		return dst[:n], false
+	written := len(dst) - n
+	if written == room {
+		return dst[:n], legacyRoomFull
 	}
-	c.replyDatagrams = 1 // one answer, written whole under the kernel's lock
-	c.legacyReads++
-	return dst, true
+	if count, ok := c.legacyCount(svc); !ok || count != written {
+		return dst[:n], legacyIncomplete
+	}
+	return dst, legacyComplete
 }
 
 // SnapshotServiceKeys appends the identity (family, protocol, address and

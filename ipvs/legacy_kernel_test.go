@@ -16,6 +16,10 @@ import (
 // destination entries leave out those of the other family and stop at
 // the room the caller gave.
 func (k *fakeKernel) Getsockopt(opt int, b []byte) error {
+	if k.legacyCalls == nil {
+		k.legacyCalls = map[int]int{}
+	}
+	k.legacyCalls[opt]++
 	if k.legacyErr != 0 {
 		return k.legacyErr
 	}
@@ -124,6 +128,8 @@ func (k *fakeKernel) legacyServices(b []byte) error {
 		ne.PutUint32(e[12:], s.FWMark)
 		copy(e[16:32], s.Scheduler)
 		ne.PutUint32(e[32:], s.Flags)
+		dests, _ := k.fake.Destinations(s.Service)
+		ne.PutUint32(e[44:], uint32(len(dests))) // of both families
 		n++
 	}
 	return nil

@@ -154,12 +154,12 @@ func TestLegacyReadsNeedSkipStats(t *testing.T) {
 	}
 }
 
-// TestLegacyReadsOfAChangingService: a service that changes between the
-// legacy count and the answer is read over netlink, which lists it as it
-// is now. A server added before the answer shows as a second count that
-// differs; one added before and another deleted after leave the two
-// counts equal, and the answer filling the spare slot shows it instead
-// of a list cut short.
+// TestLegacyReadsOfAChangingService: a service that changes around the
+// legacy answer is read whole. A server added before the answer is in it
+// (the count after agrees: a snapshot). One added before and another
+// deleted after the answer leave a count after that differs from the
+// answer, and the service is read over netlink, which lists it as it is
+// now.
 func TestLegacyReadsOfAChangingService(t *testing.T) {
 	s := v4Service(ipvs.ProtoUDP, "10.0.0.1", 53)
 	first := destination("192.168.2.1", 53, ipvs.FwdMasq, 0)
@@ -168,9 +168,10 @@ func TestLegacyReadsOfAChangingService(t *testing.T) {
 		name        string
 		deleteFirst bool
 		wantServers []netip.Addr
+		wantLegacy  int
 	}{
-		{"grows", false, []netip.Addr{extra.Addr, first.Addr}},
-		{"grows and shrinks", true, []netip.Addr{extra.Addr}},
+		{"grows", false, []netip.Addr{extra.Addr, first.Addr}, 1},
+		{"grows and shrinks", true, []netip.Addr{extra.Addr}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newFakeKernel()
@@ -202,8 +203,8 @@ func TestLegacyReadsOfAChangingService(t *testing.T) {
 			if !slices.Equal(addrs, tc.wantServers) {
 				t.Errorf("servers %v, want %v", addrs, tc.wantServers)
 			}
-			if n, _ := ipvs.LegacyReadsForTest(c); n != 0 {
-				t.Errorf("the changing service counted as a legacy read")
+			if n, _ := ipvs.LegacyReadsForTest(c); n != tc.wantLegacy {
+				t.Errorf("%d legacy reads, want %d", n, tc.wantLegacy)
 			}
 		})
 	}
@@ -268,5 +269,73 @@ func TestLegacyRefusals(t *testing.T) {
 	}
 	if _, enabled := ipvs.LegacyReadsForTest(c); enabled {
 		t.Errorf("EPERM left the legacy interface on")
+	}
+}
+
+// TestLegacyRequestsPerService: the destinations of a table read in
+// order cost two requests a service (the answer, offering twice the room
+// the last service needed, and the count after it); a service larger than
+// the room is counted and asked again, and is read whole; one that grows
+// again meanwhile goes to netlink.
+func TestLegacyRequestsPerService(t *testing.T) {
+	k := newFakeKernel()
+	var svcs []ipvs.Service
+	addService := func(i, dests int) {
+		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.0.1.%d", i+1), 80)
+		execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
+		for j := range dests {
+			d := destination(fmt.Sprintf("172.%d.%d.%d", 16+j/250, j%250, i+1), 80, ipvs.FwdMasq, 1)
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d})
+		}
+		svcs = append(svcs, s)
+	}
+	for i := range 20 {
+		addService(i, i%4)
+	}
+	addService(20, 100) // more than twice the last one's
+	c := openLegacy(t, k)
+	read := func(s *ipvs.Service) []ipvs.DestinationEntry {
+		t.Helper()
+		got, err := ipvs.AppendDestinations(c, nil, s)
+		want, _ := k.fake.Destinations(*s)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: %d servers (%v), want %d", key(*s), len(got), err, len(want))
+		}
+		return got
+	}
+	k.legacyCalls = nil
+	for i := range 20 {
+		read(&svcs[i])
+	}
+	if n, m := k.legacyCalls[ipvs.SoGetService], k.legacyCalls[ipvs.SoGetDests]; n != 20 || m != 20 {
+		t.Errorf("%d count and %d destination requests for 20 services, want one of each a service", n, m)
+	}
+	k.legacyCalls = nil
+	read(&svcs[20])
+	if n, m := k.legacyCalls[ipvs.SoGetService], k.legacyCalls[ipvs.SoGetDests]; n != 2 || m != 2 {
+		t.Errorf("the large service: %d count and %d destination requests, want 2 and 2 (room full, counted, asked again)", n, m)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != 21 {
+		t.Errorf("%d services read with the legacy interface, want 21", n)
+	}
+	// Large again, and growing between its count and the second answer.
+	addService(21, 300)
+	k.beforeLegacyDests = func() {
+		if k.legacyCalls[ipvs.SoGetDests] == 2 {
+			d := destination("192.168.250.250", 80, ipvs.FwdMasq, 1)
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svcs[21], Dest: &d})
+		}
+	}
+	k.legacyCalls = nil
+	read(&svcs[21])
+	if n, _ := ipvs.LegacyReadsForTest(c); n != 21 {
+		t.Errorf("a service that filled the room twice was kept from the legacy interface (%d reads)", n)
+	}
+}
+
+func execFake(t *testing.T, k *fakeKernel, r ipvs.Request) {
+	t.Helper()
+	if err := k.fake.Exec(r); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -43,6 +43,9 @@ type Conn struct {
 	legacy      legacyTransport
 	legacyBuf   []byte
 	legacyReads int
+	// legacyGuess is the room the next destinations request offers:
+	// twice what the last service had.
+	legacyGuess int
 
 	// replyDatagrams counts the datagrams of the last request that carried
 	// answers (see ReplyDatagrams).
