@@ -15,6 +15,12 @@ import (
 // afresh, so part of the time is the test kernel's): the client's decode,
 // the listing's sort and format, per service.
 func BenchmarkListOverNetlink(b *testing.B) {
+	b.Run("ipv4", func(b *testing.B) { benchmarkList(b, false) })
+	// IPv6 services are read over netlink alone (no getsockopt).
+	b.Run("ipv6", func(b *testing.B) { benchmarkList(b, true) })
+}
+
+func benchmarkList(b *testing.B, v6 bool) {
 	k := newFakeKernel()
 	k.perDump = 100
 	c, err := ipvs.OpenTransportForTest(k, testPort)
@@ -24,9 +30,15 @@ func BenchmarkListOverNetlink(b *testing.B) {
 	p := c.Pipeline(256)
 	for i := range 1000 {
 		s := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(i%250 + 1)}), Port: 80, Scheduler: "wlc", Netmask: 0xffffffff}
+		if v6 {
+			s.Family, s.Addr, s.Netmask = ipvs.AFInet6, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 12: byte(i >> 8), 15: byte(i)}), 128
+		}
 		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
 		for j := range 10 {
 			d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte{192, 168, byte(j + 1), byte(i%250 + 1)}), Port: 80, Weight: 1}
+			if v6 {
+				d.Family, d.Addr = ipvs.AFInet6, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 1, 13: byte(j + 1), 14: byte(i >> 8), 15: byte(i)})
+			}
 			p.Submit(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}, nil)
 		}
 	}

@@ -288,14 +288,21 @@ func familyOf(a netip.Addr) ipvs.Family {
 // splitting them into words: such lines differ from one another only in
 // the value of -r ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then
 // 192.168.1.3:80, ...). Set makes a line ParseFast accepted the template;
-// Match then parses each line that equals it but for that value, and fills
-// the invocation exactly as ParseFast would (a property test holds it to
+// Match then parses each line that equals it but for that value into the
+// invocation ParseFast would make of it (a property test holds it to
 // that). A reader of a large rules file spares most of its per-line work.
 type ServerTemplate struct {
 	line       []byte // the template line, without its newline (a copy)
 	start, end int    // where its -r value lies in line
-	inv        Invocation
-	ok         bool
+	// inv is the template's invocation; Match changes its destination's
+	// family, address and port to the matched line's.
+	inv Invocation
+	// family is the template's destination family; portOfService says
+	// the destination takes the service's port (direct routing and
+	// tunnelling, as checkSemantics decides).
+	family        ipvs.Family
+	portOfService bool
+	ok            bool
 }
 
 // Set makes line, whose words fields are (sub-slices of line, as a
@@ -327,26 +334,32 @@ func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 		}
 		t.line = append(t.line[:0], line...)
 		t.start, t.end, t.inv, t.ok = start, start+len(v), *inv, true
+		t.family = inv.Dest.Family
+		m := inv.Dest.FwdMethod
+		t.portOfService = inv.Service.FWMark == 0 && (m == ipvs.FwdTunnel || m == ipvs.FwdRoute)
 		return
 	}
 }
 
 // Match parses the line at the start of buf when it ends with a newline
-// within buf and equals the template but for the value of -r: it fills
-// *inv as ParseFast fills it for that line and returns the line's length
-// (without the newline) and true. Otherwise it returns false and the
-// caller reads the line its own way.
+// within buf and equals the template but for the value of -r: it returns
+// the line's length (without the newline) and the invocation ParseFast
+// would make of it, valid until the next Match or Set. Otherwise it
+// returns false and the caller reads the line its own way.
 //
 // Why the words are right without splitting: the template's -r value is
 // one word, so blanks (or the line's end) surround it; the bytes before
 // and after it are the template's; and the new value holds only bytes of
 // an address and port, none of them a blank, NUL or non-ASCII byte for
 // any of the readers (restore's or lvsctl's). So the line's words are
-// the template's with that one replaced, and ParseFast treats the words
-// of a destination line independently but for the port.
-func (t *ServerTemplate) Match(buf []byte, inv *Invocation) (int, bool) {
+// the template's with that one replaced. ParseFast reads the words of a
+// destination line independently but for the port, and its semantic check
+// (checkSemantics) depends on the value only through the destination's
+// family: a value of the template's family with a port passes it as the
+// template did, and takes the service's port where the template did.
+func (t *ServerTemplate) Match(buf []byte) (int, *Invocation, bool) {
 	if !t.ok || len(buf) <= t.start || string(buf[:t.start]) != string(t.line[:t.start]) {
-		return 0, false
+		return 0, nil, false
 	}
 	// The value: an IPv4 address and port read where it starts (the
 	// bytes after them must be the template's, which start with a
@@ -367,19 +380,14 @@ func (t *ServerTemplate) Match(buf []byte, inv *Invocation) (int, bool) {
 	}
 	tail := t.line[t.end:]
 	end := i + len(tail)
-	if !ok || end >= len(buf) || buf[end] != '\n' || string(buf[i:end]) != string(tail) {
-		return 0, false
+	if !ok || familyOf(a) != t.family || end >= len(buf) || buf[end] != '\n' || string(buf[i:end]) != string(tail) {
+		return 0, nil, false
 	}
-	// The other words set the same fields alike; the value sets the
-	// destination's family, address and port, and the semantic check runs
-	// again (it may depend on them, and takes the port of direct routing
-	// and tunnelling from the service).
-	*inv = t.inv
-	inv.Dest.Family, inv.Dest.Addr, inv.Dest.Port = familyOf(a), a, port
-	if inv.checkSemantics() != nil {
-		return 0, false
+	if t.portOfService {
+		port = t.inv.Service.Port
 	}
-	return end, true
+	t.inv.Dest.Family, t.inv.Dest.Addr, t.inv.Dest.Port = t.family, a, port
+	return end, &t.inv, true
 }
 
 // fastIPv4PortPrefix reads "a.b.c.d:port" as fastHostPort does at the start

@@ -271,12 +271,13 @@ func TestServerTemplateAgreesWithParseFast(t *testing.T) {
 				next = next[:rng.IntN(len(next)+1)] // cut short
 			}
 			buf := []byte(next + "\n-a -t 1.2.3.4:80 -r 5.6.7.8:80\n")
-			n, ok := tmpl.Match(buf, &inv)
+			n, got, ok := tmpl.Match(buf)
 			f, _ := splitTestFields([]byte(next))
 			fastOK := ParseFast(f, &want)
 			if !ok {
 				continue
 			}
+			inv = *got
 			matched++
 			if n != len(next) {
 				t.Fatalf("template %q, line %q: Match took %d bytes", line, next, n)
@@ -315,7 +316,7 @@ func TestServerTemplateRefuses(t *testing.T) {
 		"-a -t 10.0.0.1:80 -r  -m -w 1\n",
 		"-a -t 10.0.0.1:80 -r 192.168.1.300:80 -m -w 1\n",
 	} {
-		if n, ok := tmpl.Match([]byte(s), &inv); ok {
+		if n, _, ok := tmpl.Match([]byte(s)); ok {
 			t.Errorf("%q: matched (%d bytes)", s, n)
 		}
 	}
@@ -326,7 +327,7 @@ func TestServerTemplateRefuses(t *testing.T) {
 	if tmpl.ok {
 		t.Error("a template from a word outside the line")
 	}
-	if n, ok := (&ServerTemplate{}).Match([]byte(string(line)+"\n"), &inv); ok {
+	if n, _, ok := (&ServerTemplate{}).Match([]byte(string(line) + "\n")); ok {
 		t.Errorf("an empty template matched (%d bytes)", n)
 	}
 }

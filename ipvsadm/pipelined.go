@@ -117,13 +117,13 @@ func (e *engine) run(prog string) Outcome {
 		if e.interrupted() {
 			break
 		}
-		if lines.NextLike(&tmpl, &fast) {
+		if inv, ok := lines.NextLike(&tmpl); ok {
 			e.lineNo++
 			if e.progress != nil {
 				e.progress.Read = e.lineNo
 			}
-			req, _ := fast.requestIn(&e.req)
-			e.submit(fast.Command, req)
+			req, _ := inv.requestIn(&e.req)
+			e.submit(inv.Command, req)
 			continue
 		}
 		fields, ok := lines.NextFields()

@@ -64,18 +64,18 @@ type RestoreReader struct {
 }
 
 // NextLike reads the next line with tmpl when tmpl matches it (see
-// ServerTemplate.Match), filling *inv, and reports whether it did; the
-// line is then consumed. Otherwise nothing is read.
-func (t *RestoreReader) NextLike(tmpl *ServerTemplate, inv *Invocation) bool {
+// ServerTemplate.Match) and returns its invocation; the line is then
+// consumed. Otherwise nothing is read.
+func (t *RestoreReader) NextLike(tmpl *ServerTemplate) (*Invocation, bool) {
 	if t.ended || !tmpl.ok {
-		return false
+		return nil, false
 	}
 	buf, _ := t.r.Peek(templateWindow)
-	n, ok := tmpl.Match(buf, inv)
+	n, inv, ok := tmpl.Match(buf)
 	if ok {
 		t.r.Discard(n + 1)
 	}
-	return ok
+	return inv, ok
 }
 
 // templateWindow is how much of the input NextLike offers a template:

@@ -269,11 +269,11 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 		match = match[:0]
 		j := 0
 		for i := range wantSorted {
-			wk := DestKeyOf(&wantSorted[i].Destination)
+			wk := &wantSorted[i].Destination
 			c := -1
 			for ; j < len(curOrder); j++ {
 				k := &kernel[curOrder[j]]
-				c = DestKeyOf(&k.Destination).Compare(wk)
+				c = CompareDests(&k.Destination, wk)
 				if c >= 0 {
 					break
 				}
@@ -371,7 +371,7 @@ func canonicalOrder(order []int32, ds []ipvs.DestinationEntry) []int32 {
 	for i := range ds {
 		order = append(order, int32(i))
 	}
-	cmp := func(a, b int32) int { return DestKeyOf(&ds[a].Destination).Compare(DestKeyOf(&ds[b].Destination)) }
+	cmp := func(a, b int32) int { return CompareDests(&ds[a].Destination, &ds[b].Destination) }
 	if slices.IsSortedFunc(order, cmp) {
 		return order // added by lvsctl, which adds the last first
 	}
@@ -388,7 +388,7 @@ func canonicalOrder(order []int32, ds []ipvs.DestinationEntry) []int32 {
 // callers only read it), else a sorted copy.
 func canonicalCopy(ds []Dest) []Dest {
 	for i := 1; i < len(ds); i++ {
-		if DestKeyOf(&ds[i-1].Destination).Compare(DestKeyOf(&ds[i].Destination)) > 0 {
+		if CompareDests(&ds[i-1].Destination, &ds[i].Destination) > 0 {
 			out := slices.Clone(ds)
 			CanonicalDests(out)
 			return out

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -250,5 +251,51 @@ func TestDiffKernelChecksWithASnapshot(t *testing.T) {
 				t.Errorf("%d reads of the services, want %d", r.serviceReads, tc.reads)
 			}
 		})
+	}
+}
+
+// TestCompareDestsAgreesWithAddrCompare: the fast comparison orders
+// destinations as DestKey's fields with netip.Addr.Compare do.
+func TestCompareDestsAgreesWithAddrCompare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	addrs := []netip.Addr{
+		netip.MustParseAddr("0.0.0.0"), netip.MustParseAddr("255.255.255.255"), netip.MustParseAddr("10.0.0.1"),
+		netip.MustParseAddr("::"), netip.MustParseAddr("::ffff:10.0.0.1"), netip.MustParseAddr("2001:db8::1"),
+		netip.MustParseAddr("fe80::1%eth0"), netip.MustParseAddr("fe80::1"),
+	}
+	random := func() ipvs.Destination {
+		var a netip.Addr
+		switch rng.IntN(3) {
+		case 0:
+			a = netip.AddrFrom4([4]byte{byte(rng.IntN(3)), byte(rng.IntN(256)), byte(rng.IntN(3)), byte(rng.IntN(256))})
+		case 1:
+			a = addrs[rng.IntN(len(addrs))]
+		default:
+			a = netip.AddrFrom16([16]byte{0x20, 0x01, 15: byte(rng.IntN(3))})
+		}
+		f := ipvs.AFInet
+		if a.Is6() != (rng.IntN(10) == 0) {
+			f = ipvs.AFInet6
+		}
+		return ipvs.Destination{Family: f, Addr: a, Port: uint16(rng.IntN(3))}
+	}
+	sign := func(c int) int { return min(max(c, -1), 1) }
+	for range 200000 {
+		a, b := random(), random()
+		want := 0
+		switch {
+		case a.Family != b.Family:
+			want = sign(int(a.Family) - int(b.Family))
+		case a.Addr.Compare(b.Addr) != 0:
+			want = a.Addr.Compare(b.Addr)
+		default:
+			want = sign(int(a.Port) - int(b.Port))
+		}
+		if got := sign(rules.CompareDests(&a, &b)); got != want {
+			t.Fatalf("CompareDests(%v:%d %v, %v:%d %v) = %d, want %d", a.Addr, a.Port, a.Family, b.Addr, b.Port, b.Family, got, want)
+		}
+		if got := sign(rules.DestKeyOf(&a).Compare(rules.DestKeyOf(&b))); got != want {
+			t.Fatalf("DestKey.Compare disagrees: %d, want %d", got, want)
+		}
 	}
 }

@@ -12,6 +12,7 @@ package rules
 // rule can give them, keyed by what identifies each to the kernel.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -151,13 +152,32 @@ func AddrPort(family ipvs.Family, a netip.Addr, port uint16) string {
 // address bytes, then by port. It is the order lvsctl builds destination
 // lists in (see CanonicalDests).
 func (k DestKey) Compare(o DestKey) int {
-	if k.Family != o.Family {
-		return int(k.Family) - int(o.Family)
+	return compareKeys(k.Family, o.Family, &k.Addr, &o.Addr, k.Port, o.Port)
+}
+
+// CompareDests is DestKeyOf(a).Compare(DestKeyOf(b)) without the copies:
+// a plan of a large table compares destinations millions of times.
+func CompareDests(a, b *ipvs.Destination) int {
+	return compareKeys(a.Family, b.Family, &a.Addr, &b.Addr, a.Port, b.Port)
+}
+
+func compareKeys(fa, fb ipvs.Family, a, b *netip.Addr, pa, pb uint16) int {
+	if fa != fb {
+		return int(fa) - int(fb)
 	}
-	if c := k.Addr.Compare(o.Addr); c != 0 {
+	if a.Is4() && b.Is4() {
+		// As netip.Addr.Compare orders them, in a quarter of the time.
+		x, y := a.As4(), b.As4()
+		if u, v := binary.BigEndian.Uint32(x[:]), binary.BigEndian.Uint32(y[:]); u != v {
+			if u < v {
+				return -1
+			}
+			return 1
+		}
+	} else if c := a.Compare(*b); c != 0 {
 		return c
 	}
-	return int(k.Port) - int(o.Port)
+	return int(pa) - int(pb)
 }
 
 // Compare orders service keys: address services before fwmark services,
@@ -207,7 +227,7 @@ func (s *Set) Sort() {
 // CanonicalDests sorts destinations in canonical order (DestKey.Compare).
 func CanonicalDests(ds []Dest) { slices.SortFunc(ds, compareDests) }
 
-func compareDests(a, b Dest) int { return DestKeyOf(&a.Destination).Compare(DestKeyOf(&b.Destination)) }
+func compareDests(a, b Dest) int { return CompareDests(&a.Destination, &b.Destination) }
 
 // DuplicateError reports a service or destination given twice.
 type DuplicateError struct {

@@ -56,8 +56,8 @@ func Read(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 	r := newReader(name, res)
 	for rest := data; len(rest) > 0; {
-		if n, ok := r.tmpl.Match(rest, &r.fast); ok {
-			if err := r.templateLine(); err != nil {
+		if n, inv, ok := r.tmpl.Match(rest); ok {
+			if err := r.templateLine(inv); err != nil {
 				return nil, err
 			}
 			rest = rest[n+1:]
@@ -96,14 +96,24 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 	r := newReader(name, res)
 	var long []byte // a line longer than br's buffer, gathered
 	for {
-		// A destination line like the last one ParseFast read is parsed
-		// in place (see ipvsadm.ServerTemplate); Peek only looks.
+		// Destination lines like the last one ParseFast read are parsed
+		// in place (see ipvsadm.ServerTemplate), as many as the buffer
+		// holds; Peek only looks (and fills the buffer when it runs low).
 		if buf, _ := br.Peek(templateWindow); len(buf) > 0 {
-			if n, ok := r.tmpl.Match(buf, &r.fast); ok {
-				if err := r.templateLine(); err != nil {
+			buf, _ = br.Peek(br.Buffered())
+			used := 0
+			for {
+				n, inv, ok := r.tmpl.Match(buf[used:])
+				if !ok {
+					break
+				}
+				if err := r.templateLine(inv); err != nil {
 					return nil, err
 				}
-				br.Discard(n + 1)
+				used += n + 1
+			}
+			if used > 0 {
+				br.Discard(used)
 				continue
 			}
 		}
@@ -242,7 +252,7 @@ func firstDuplicate(set *rules.Set) error {
 			order = append(order, int32(j))
 		}
 		slices.SortFunc(order, func(a, b int32) int {
-			if c := rules.DestKeyOf(&s.Dests[a].Destination).Compare(rules.DestKeyOf(&s.Dests[b].Destination)); c != 0 {
+			if c := rules.CompareDests(&s.Dests[a].Destination, &s.Dests[b].Destination); c != 0 {
 				return c
 			}
 			return int(a - b)
@@ -270,7 +280,7 @@ func firstDuplicate(set *rules.Set) error {
 // twice.
 func strictlyCanonical(ds []rules.Dest) bool {
 	for j := 1; j < len(ds); j++ {
-		if rules.DestKeyOf(&ds[j-1].Destination).Compare(rules.DestKeyOf(&ds[j].Destination)) >= 0 {
+		if rules.CompareDests(&ds[j-1].Destination, &ds[j].Destination) >= 0 {
 			return false
 		}
 	}
@@ -428,17 +438,16 @@ func (r *reader) addDest(i int, k rules.ServiceKey, family ipvs.Family, lineNo i
 	s.Dests = r.arena[len(r.arena)-n-1 : len(r.arena) : len(r.arena)]
 }
 
-// templateLine adds the destination line r.tmpl matched (parsed into
-// r.fast).
-func (r *reader) templateLine() error {
+// templateLine adds the destination line r.tmpl matched, parsed into inv.
+func (r *reader) templateLine(inv *ipvsadm.Invocation) error {
 	r.lineNo++
 	if r.tail >= 0 && r.tail == r.tmplService {
 		// The template's service, whose destinations end the arena: the
 		// line names it in the same words.
-		r.addDest(r.tail, r.tailKey, r.tailKey.Family, r.lineNo, &r.fast.Dest)
+		r.addDest(r.tail, r.tailKey, r.tailKey.Family, r.lineNo, &inv.Dest)
 		return nil
 	}
-	return r.add(r.lineNo, &r.fast)
+	return r.add(r.lineNo, inv)
 }
 
 // setTemplate makes line, which ParseFast read into r.fast from r.fields,
