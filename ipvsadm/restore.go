@@ -70,7 +70,7 @@ func (t *RestoreReader) NextLike(tmpl *ServerTemplate) (*Invocation, bool) {
 	if t.ended || !tmpl.ok {
 		return nil, false
 	}
-	buf, _ := t.r.Peek(templateWindow)
+	buf, _ := t.r.Peek(TemplateWindow)
 	n, inv, ok := tmpl.Match(buf)
 	if ok {
 		t.r.Discard(n + 1)
@@ -78,9 +78,9 @@ func (t *RestoreReader) NextLike(tmpl *ServerTemplate) (*Invocation, bool) {
 	return inv, ok
 }
 
-// templateWindow is how much of the input NextLike offers a template:
-// more than any destination line ipvsadm -S writes.
-const templateWindow = 512
+// TemplateWindow is how much input a reader offers ServerTemplate.Match
+// at least: more than any destination line ipvsadm -S writes.
+const TemplateWindow = 512
 
 // Line is the last line NextFields read, without its LF; its fields are
 // slices of it. Valid until the next call.

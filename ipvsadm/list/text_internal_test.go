@@ -2,6 +2,7 @@ package list
 
 import (
 	"net/netip"
+	"strconv"
 	"testing"
 )
 
@@ -39,5 +40,14 @@ func TestAddrPortCap(t *testing.T) {
 	got := string(AppendAddrPort(nil, 10, netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"), 65535, 6, o))
 	if got != "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestAppendHex16: every 16-bit word is written as strconv writes it.
+func TestAppendHex16(t *testing.T) {
+	for w := range 1 << 16 {
+		if got, want := string(appendHex16([]byte("x"), uint16(w))), "x"+strconv.FormatUint(uint64(w), 16); got != want {
+			t.Fatalf("%#x: %q, want %q", w, got, want)
+		}
 	}
 }

@@ -99,7 +99,7 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 		// Destination lines like the last one ParseFast read are parsed
 		// in place (see ipvsadm.ServerTemplate), as many as the buffer
 		// holds; Peek only looks (and fills the buffer when it runs low).
-		if buf, _ := br.Peek(templateWindow); len(buf) > 0 {
+		if buf, _ := br.Peek(ipvsadm.TemplateWindow); len(buf) > 0 {
 			buf, _ = br.Peek(br.Buffered())
 			used := 0
 			for {
@@ -169,10 +169,6 @@ func (r *reader) textLine(line []byte) error {
 	}
 	return err
 }
-
-// templateWindow is how much of the input ReadFrom offers a template
-// match: more than any destination line ipvsadm -S writes.
-const templateWindow = 512
 
 // finish checks what needs the whole file and returns the set.
 func (r *reader) finish() (*rules.Set, error) {
