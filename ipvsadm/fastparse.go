@@ -341,6 +341,10 @@ func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 	}
 }
 
+// Ready reports whether a template is set: without one, Match matches
+// nothing, and a reader need not offer it the input.
+func (t *ServerTemplate) Ready() bool { return t.ok }
+
 // Match parses the line at the start of buf when it ends with a newline
 // within buf and equals the template but for the value of -r: it returns
 // the line's length (without the newline) and the invocation ParseFast

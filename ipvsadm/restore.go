@@ -67,7 +67,7 @@ type RestoreReader struct {
 // ServerTemplate.Match) and returns its invocation; the line is then
 // consumed. Otherwise nothing is read.
 func (t *RestoreReader) NextLike(tmpl *ServerTemplate) (*Invocation, bool) {
-	if t.ended || !tmpl.ok {
+	if t.ended || !tmpl.Ready() {
 		return nil, false
 	}
 	buf, _ := t.r.Peek(TemplateWindow)

@@ -96,26 +96,10 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 	r := newReader(name, res)
 	var long []byte // a line longer than br's buffer, gathered
 	for {
-		// Destination lines like the last one ParseFast read are parsed
-		// in place (see ipvsadm.ServerTemplate), as many as the buffer
-		// holds; Peek only looks (and fills the buffer when it runs low).
-		if buf, _ := br.Peek(ipvsadm.TemplateWindow); len(buf) > 0 {
-			buf, _ = br.Peek(br.Buffered())
-			used := 0
-			for {
-				n, inv, ok := r.tmpl.Match(buf[used:])
-				if !ok {
-					break
-				}
-				if err := r.templateLine(inv); err != nil {
-					return nil, err
-				}
-				used += n + 1
-			}
-			if used > 0 {
-				br.Discard(used)
-				continue
-			}
+		if took, err := r.templateLines(br); err != nil {
+			return nil, err
+		} else if took {
+			continue
 		}
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
@@ -138,6 +122,33 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 			return r.finish()
 		}
 	}
+}
+
+// templateLines reads the destination lines like the last one ParseFast
+// read (see ipvsadm.ServerTemplate) in place, as many as br holds, and
+// reports whether it took any. Peek only looks (and fills the buffer
+// when it runs low).
+func (r *reader) templateLines(br *bufio.Reader) (bool, error) {
+	if !r.tmpl.Ready() {
+		return false, nil
+	}
+	if buf, _ := br.Peek(ipvsadm.TemplateWindow); len(buf) == 0 {
+		return false, nil
+	}
+	buf, _ := br.Peek(br.Buffered())
+	used := 0
+	for {
+		n, inv, ok := r.tmpl.Match(buf[used:])
+		if !ok {
+			break
+		}
+		if err := r.templateLine(inv); err != nil {
+			return false, err
+		}
+		used += n + 1
+	}
+	br.Discard(used)
+	return used > 0, nil
 }
 
 func newReader(name string, res *names.Resolver) *reader {
