@@ -36,6 +36,8 @@ func genRules(rng *rand.Rand) string {
 	universe := []svcDef{
 		{"-t 10.0.0.1:80", false, false, false},
 		{"-t 10.0.0.1:443", false, false, false},
+		{"-u 10.0.0.1:80", false, true, false}, // the same address and port as TCP's
+		{"-u [2001:db8::1]:80", true, true, false},
 		{"-u 10.0.0.2:53", false, true, false},
 		{"-t 10.0.0.2:80", false, false, false},
 		{"-t [2001:db8::1]:80", true, false, false},
