@@ -284,37 +284,65 @@ func familyOf(a netip.Addr) ipvs.Family {
 	return ipvs.AFInet
 }
 
-// ServerTemplate parses the destination lines of a saved service without
-// splitting them into words: such lines differ from one another only in
-// the value of -r ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then
-// 192.168.1.3:80, ...). Set makes a line ParseFast accepted the template;
-// Match then parses each line that equals it but for that value into the
+// LineTemplate parses the lines of a saved rules file without splitting
+// them into words: the lines of one kind differ from one another only in
+// their addresses. A service's destination lines differ in the value of -r
+// ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then 192.168.1.3:80,
+// ...), the next service's in the value of -t or -u as well, and the
+// services' own lines in that value ("-A -t 10.0.0.1:80 -s wlc", then
+// 10.0.0.2:80). Set makes a line ParseFast accepted the template; Match
+// then parses each line that equals it but for those values into the
 // invocation ParseFast would make of it (a property test holds it to
-// that). A reader of a large rules file spares most of its per-line work.
-type ServerTemplate struct {
-	line       []byte // the template line, without its newline (a copy)
-	start, end int    // where its -r value lies in line
-	// inv is the template's invocation; Match changes its destination's
-	// family, address and port to the matched line's.
+// that). A reader of a large rules file spares most of its per-line work;
+// it keeps one template for service lines and one for destination lines.
+type LineTemplate struct {
+	line []byte // the template line, without its newline (a copy)
+	// spare is the buffer the line is rebuilt in when a new service's
+	// value is longer or shorter than the last.
+	spare []byte
+	// slots are where its values lie in line, in line order.
+	slots [2]slot
+	n     int
+	// inv is the template's invocation; Match changes its service's
+	// address and port, and its destination's family, address and port,
+	// to the matched line's.
 	inv Invocation
-	// family is the template's destination family; portOfService says
-	// the destination takes the service's port (direct routing and
-	// tunnelling, as checkSemantics decides).
+	// svcFamily and svcPortZero are what the service's value must keep:
+	// ParseFast's checks depend on that value only through its family
+	// (netmask, the destination's family) and whether its port is zero
+	// (a non-persistent service needs a port). family is the
+	// destination's family; portOfService says the destination takes the
+	// service's port (direct routing and tunnelling, as checkSemantics
+	// decides).
+	svcFamily     ipvs.Family
+	svcPortZero   bool
 	family        ipvs.Family
 	portOfService bool
 	ok            bool
 }
 
+// slot is where one value lies in a template line.
+type slot struct {
+	start, end int
+	server     bool // the value of -r; otherwise the service's (-t, -u)
+}
+
 // Set makes line, whose words fields are (sub-slices of line, as a
-// splitter cuts them) and which ParseFast read into inv, the template. A
-// line other than a destination's clears it.
-func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
-	t.ok = false
-	if inv.Command != CmdAddServer {
+// splitter cuts them) and which ParseFast read into inv, the template of
+// the lines of its kind (-A or -a): it holds the place of the service's
+// -t or -u value, and of a destination line's -r value. A line with
+// neither, or one whose values cannot be placed, clears it.
+func (t *LineTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
+	t.ok, t.n = false, 0
+	if inv.Command != CmdAddService && inv.Command != CmdAddServer {
 		return
 	}
+	// A word equal to -t, -u or -r in a line ParseFast read is that option
+	// (no value ParseFast accepts looks like one), and the word after it
+	// its value.
 	for k := 1; k+1 < len(fields); k++ {
-		if string(fields[k]) != "-r" {
+		server := string(fields[k]) == "-r"
+		if !server && string(fields[k]) != "-t" && string(fields[k]) != "-u" {
 			continue
 		}
 		v := fields[k+1]
@@ -332,66 +360,154 @@ func (t *ServerTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 		if start < 0 || !isBlank(line[start-1]) {
 			return
 		}
-		t.line = append(t.line[:0], line...)
-		t.start, t.end, t.inv, t.ok = start, start+len(v), *inv, true
-		t.family = inv.Dest.Family
-		m := inv.Dest.FwdMethod
-		t.portOfService = inv.Service.FWMark == 0 && (m == ipvs.FwdTunnel || m == ipvs.FwdRoute)
+		if t.n == len(t.slots) {
+			return // ParseFast takes one service and one -r value
+		}
+		t.slots[t.n] = slot{start: start, end: start + len(v), server: server}
+		t.n++
+		k++
+	}
+	if t.n == 0 || t.n == 1 && inv.Command == CmdAddServer && !t.slots[0].server {
+		return // a destination line's -r value always has a place
+	}
+	t.line = append(t.line[:0], line...)
+	t.inv, t.ok = *inv, true
+	t.svcFamily, t.svcPortZero = inv.Service.Family, inv.Service.Port == 0
+	t.family = inv.Dest.Family
+	m := inv.Dest.FwdMethod
+	t.portOfService = inv.Command == CmdAddServer && inv.Service.FWMark == 0 && (m == ipvs.FwdTunnel || m == ipvs.FwdRoute)
+}
+
+// Invocation is the invocation of the template's line, or of the last
+// line Match took.
+func (t *LineTemplate) Invocation() *Invocation { return &t.inv }
+
+// Ready reports whether a template is set: without one, Match matches
+// nothing, and a reader need not offer it the input.
+func (t *LineTemplate) Ready() bool { return t.ok }
+
+// Match parses the line at the start of buf when it ends with a newline
+// within buf and equals the template but for the values in its slots: it
+// returns the line's length (without the newline), the invocation
+// ParseFast would make of it (valid until the next Match or Set), and
+// whether its service's value differed from the template's (the template
+// then takes the new one, so the lines after it compare it as bytes).
+// Otherwise it returns false and the caller reads the line its own way.
+//
+// Why the words are right without splitting: each slot holds one word, so
+// blanks (or the line's end) surround it; the bytes around the slots are
+// the template's; and a new value holds only bytes of an address and
+// port, none of them a blank, NUL or non-ASCII byte for any of the
+// readers (restore's or lvsctl's). So the line's words are the template's
+// with the values replaced. ParseFast reads the words of these lines
+// independently but for the ports, and its semantic check
+// (checkSemantics) depends on the values only through their families and
+// whether the service's port is zero: values that keep those, with ports,
+// pass it as the template did, and a destination takes the service's
+// port where the template's did.
+func (t *LineTemplate) Match(buf []byte) (n int, inv *Invocation, newService, ok bool) {
+	if !t.ok {
+		return 0, nil, false, false
+	}
+	var (
+		i, j          int // where the next fixed bytes start, in buf and in t.line
+		svcAt, svcEnd int // the new service value in buf (svcEnd 0: none)
+		svc, dest     netip.Addr
+		svcPort, port uint16
+	)
+	k := 0
+	if last := t.slots[t.n-1]; (t.n == 1 || last.server) && len(buf) > last.start && string(buf[:last.start]) == string(t.line[:last.start]) {
+		// Most lines are the template's up to its last value, the -r
+		// one (the lines of one service): one comparison takes them
+		// there. (Before a service's value, a -r value must be read.)
+		k, i, j = t.n-1, last.start, last.start
+	}
+	for ; k < t.n; k++ {
+		s := t.slots[k]
+		fixed := t.line[j:s.start]
+		if len(buf)-i <= len(fixed) || string(buf[i:i+len(fixed)]) != string(fixed) {
+			return 0, nil, false, false
+		}
+		i += len(fixed)
+		j = s.end
+		if old := t.line[s.start:s.end]; !s.server && len(buf)-i > len(old) && string(buf[i:i+len(old)]) == string(old) {
+			i += len(old) // the same service: compared, not parsed (the fixed bytes next end its word)
+			continue
+		}
+		a, p, end, ok := hostPortPrefix(buf[i:])
+		if !ok {
+			return 0, nil, false, false
+		}
+		if s.server {
+			if familyOf(a) != t.family {
+				return 0, nil, false, false
+			}
+			dest, port = a, p
+		} else {
+			if familyOf(a) != t.svcFamily || (p == 0) != t.svcPortZero {
+				return 0, nil, false, false
+			}
+			svc, svcPort, svcAt, svcEnd = a, p, i, i+end
+		}
+		i += end
+	}
+	tail := t.line[j:]
+	end := i + len(tail)
+	if end >= len(buf) || buf[end] != '\n' || string(buf[i:end]) != string(tail) {
+		return 0, nil, false, false
+	}
+	if svcEnd > 0 {
+		t.inv.Service.Addr, t.inv.Service.Port = svc, svcPort
+		t.replaceService(buf[svcAt:svcEnd])
+	}
+	if t.inv.Command == CmdAddServer {
+		if t.portOfService {
+			port = t.inv.Service.Port
+		}
+		t.inv.Dest.Family, t.inv.Dest.Addr, t.inv.Dest.Port = t.family, dest, port
+	}
+	return end, &t.inv, svcEnd > 0, true
+}
+
+// replaceService puts value in the template line's service slot, moving
+// what follows it.
+func (t *LineTemplate) replaceService(value []byte) {
+	for k := 0; k < t.n; k++ {
+		s := &t.slots[k]
+		if s.server {
+			continue
+		}
+		shift := len(value) - (s.end - s.start)
+		if shift == 0 {
+			copy(t.line[s.start:], value)
+			return
+		}
+		t.spare = append(append(append(t.spare[:0], t.line[:s.start]...), value...), t.line[s.end:]...)
+		t.line, t.spare = t.spare, t.line
+		s.end += shift
+		for l := k + 1; l < t.n; l++ {
+			t.slots[l].start += shift
+			t.slots[l].end += shift
+		}
 		return
 	}
 }
 
-// Ready reports whether a template is set: without one, Match matches
-// nothing, and a reader need not offer it the input.
-func (t *ServerTemplate) Ready() bool { return t.ok }
-
-// Match parses the line at the start of buf when it ends with a newline
-// within buf and equals the template but for the value of -r: it returns
-// the line's length (without the newline) and the invocation ParseFast
-// would make of it, valid until the next Match or Set. Otherwise it
-// returns false and the caller reads the line its own way.
-//
-// Why the words are right without splitting: the template's -r value is
-// one word, so blanks (or the line's end) surround it; the bytes before
-// and after it are the template's; and the new value holds only bytes of
-// an address and port, none of them a blank, NUL or non-ASCII byte for
-// any of the readers (restore's or lvsctl's). So the line's words are
-// the template's with that one replaced. ParseFast reads the words of a
-// destination line independently but for the port, and its semantic check
-// (checkSemantics) depends on the value only through the destination's
-// family: a value of the template's family with a port passes it as the
-// template did, and takes the service's port where the template did.
-func (t *ServerTemplate) Match(buf []byte) (int, *Invocation, bool) {
-	if !t.ok || len(buf) <= t.start || string(buf[:t.start]) != string(t.line[:t.start]) {
-		return 0, nil, false
-	}
-	// The value: an IPv4 address and port read where it starts (the
-	// bytes after them must be the template's, which start with a
-	// blank), or a bracketed IPv6 address and port up to the first byte
-	// no address holds. A value without a port is left to ParseFast: it
-	// takes the service's port as far as the words before -r named it.
-	i, ok := t.start, false
-	var a netip.Addr
-	var port uint16
-	if v := buf[t.start:]; len(v) > 0 && v[0] == '[' {
-		for i < len(buf) && hostPortByte[buf[i]] {
+// hostPortPrefix reads, at the start of b, an IPv4 address and port as
+// fastHostPort does, or a bracketed IPv6 address and port up to the first
+// byte no address holds, and returns how many bytes it took. A value
+// without a port is refused: ParseFast gives it the service's port as
+// far as the words before it named one.
+func hostPortPrefix(b []byte) (netip.Addr, uint16, int, bool) {
+	if len(b) > 0 && b[0] == '[' {
+		i := 0
+		for i < len(b) && hostPortByte[b[i]] {
 			i++
 		}
-		a, port, _, ok = fastIPv6Port(buf[t.start:i])
-	} else {
-		a, port, i, ok = fastIPv4PortPrefix(v)
-		i += t.start
+		a, port, _, ok := fastIPv6Port(b[:i])
+		return a, port, i, ok
 	}
-	tail := t.line[t.end:]
-	end := i + len(tail)
-	if !ok || familyOf(a) != t.family || end >= len(buf) || buf[end] != '\n' || string(buf[i:end]) != string(tail) {
-		return 0, nil, false
-	}
-	if t.portOfService {
-		port = t.inv.Service.Port
-	}
-	t.inv.Dest.Family, t.inv.Dest.Addr, t.inv.Dest.Port = t.family, a, port
-	return end, &t.inv, true
+	return fastIPv4PortPrefix(b)
 }
 
 // fastIPv4PortPrefix reads "a.b.c.d:port" as fastHostPort does at the start

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -197,35 +199,51 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// TestServerTemplateAgreesWithParseFast: a line that a template matches is
+// TestLineTemplateAgreesWithParseFast: a line that a template matches is
 // parsed exactly as ParseFast parses its words, on templates from saved
-// lines and from random lines, with values of every kind in the -r
-// position and lines around them.
-func TestServerTemplateAgreesWithParseFast(t *testing.T) {
+// lines and from random lines (service lines and destination lines), with
+// values of every kind in the service's and the -r value's places, the
+// same service and others, and lines around them.
+func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	options := []string{"-t", "-u", "-f", "-s", "-p", "-M", "-w", "-m", "-g", "-i"}
-	values := append(append([]string{}, fastWords...), fastGood["-r"]...)
+	values := append(append(append([]string{}, fastWords...), fastGood["-r"]...), fastGood["-t"]...)
 	randomValue := func() string {
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0:
 			return values[rng.IntN(len(values))]
 		case 1:
 			return fmt.Sprintf("%d.%d.%d.%d:%d", rng.IntN(300), rng.IntN(256), rng.IntN(256), rng.IntN(256), rng.IntN(70000))
 		case 2:
 			return fmt.Sprintf("[2001:db8::%x]:%d", rng.IntN(1<<16), rng.IntN(70000))
+		case 3:
+			return fmt.Sprintf("10.0.%d.%d:%d", rng.IntN(256), rng.IntN(256), rng.IntN(2))
 		}
 		return fmt.Sprintf("10.0.%d.%d:%d", rng.IntN(256), rng.IntN(256), rng.IntN(100))
 	}
-	var tmpl ServerTemplate
+	seps := []string{" ", "  ", "\t", " \r ", "\v"}
+	join := func(words, between []string, lead, trail string) string {
+		var b strings.Builder
+		b.WriteString(lead)
+		for i, w := range words {
+			if i > 0 {
+				b.WriteString(between[i-1])
+			}
+			b.WriteString(w)
+		}
+		b.WriteString(trail)
+		return b.String()
+	}
+	var tmpl LineTemplate
 	var inv, want Invocation
-	templates, matched := 0, 0
+	templates, matched, services, newServices := 0, 0, 0, 0
 	for n := 0; n < 20000; n++ {
-		// A template: a saved destination line, or random words around -r.
+		// A template: a saved line, or random words around -r or -t.
 		var words []string
 		if rng.IntN(2) == 0 {
 			words = strings.Fields(savedLines[rng.IntN(len(savedLines))])
 		} else {
-			words = []string{"-a"}
+			words = []string{[]string{"-a", "-A"}[rng.IntN(2)]}
 			for range rng.IntN(5) {
 				o := options[rng.IntN(len(options))]
 				words = append(words, o)
@@ -234,80 +252,101 @@ func TestServerTemplateAgreesWithParseFast(t *testing.T) {
 				}
 			}
 			at := 1 + rng.IntN(len(words))
-			words = append(words[:at], append([]string{"-r", fastGood["-r"][rng.IntN(len(fastGood["-r"]))]}, words[at:]...)...)
-		}
-		seps := []string{" ", "  ", "\t", " \r ", "\v"}
-		var b strings.Builder
-		if rng.IntN(4) == 0 {
-			b.WriteString(" ipvsadm ")
-		}
-		for i, w := range words {
-			if i > 0 {
-				b.WriteString(seps[rng.IntN(len(seps))])
+			o := "-r"
+			if words[0] == "-A" || rng.IntN(3) == 0 {
+				o = []string{"-t", "-u"}[rng.IntN(2)]
 			}
-			b.WriteString(w)
+			words = append(words[:at], append([]string{o, fastGood[o][rng.IntN(len(fastGood[o]))]}, words[at:]...)...)
+		}
+		between := make([]string, len(words))
+		for i := range between {
+			between[i] = seps[rng.IntN(len(seps))]
+		}
+		lead, trail := "", ""
+		if rng.IntN(4) == 0 {
+			lead = " ipvsadm "
 		}
 		if rng.IntN(4) == 0 {
-			b.WriteString(seps[rng.IntN(len(seps))])
+			trail = seps[rng.IntN(len(seps))]
 		}
-		line := []byte(b.String())
+		line := []byte(join(words, between, lead, trail))
 		fields, _ := splitTestFields(line)
 		if !ParseFast(fields, &inv) {
 			continue
 		}
 		tmpl.Set(line, fields, &inv)
 		if !tmpl.ok {
-			if bytes.Contains(line, []byte(" -r ")) && inv.Command == CmdAddServer {
+			if inv.Command == CmdAddServer || slices.Contains(words, "-t") || slices.Contains(words, "-u") {
 				t.Fatalf("%q: no template made", line)
 			}
 			continue
 		}
 		templates++
-		value := string(line[tmpl.start:tmpl.end])
+		if inv.Command == CmdAddService {
+			services++
+		}
 		for range 8 {
-			nv := randomValue()
-			next := strings.Replace(string(line), " "+value, " "+nv, 1)
-			if rng.IntN(10) == 0 {
-				next = next[:rng.IntN(len(next)+1)] // cut short
+			// The values replaced: the service's or -r's or both.
+			next := slices.Clone(words)
+			for i := 0; i+1 < len(next); i++ {
+				switch next[i] {
+				case "-r":
+					next[i+1] = randomValue()
+				case "-t", "-u":
+					if rng.IntN(2) == 0 {
+						next[i+1] = randomValue()
+					}
+				}
 			}
-			buf := []byte(next + "\n-a -t 1.2.3.4:80 -r 5.6.7.8:80\n")
-			n, got, ok := tmpl.Match(buf)
-			f, _ := splitTestFields([]byte(next))
+			text := join(next, between, lead, trail)
+			if rng.IntN(10) == 0 {
+				text = text[:rng.IntN(len(text)+1)] // cut short
+			}
+			buf := []byte(text + "\n-a -t 1.2.3.4:80 -r 5.6.7.8:80\n")
+			n, got, newService, ok := tmpl.Match(buf)
+			f, _ := splitTestFields([]byte(text))
 			fastOK := ParseFast(f, &want)
 			if !ok {
 				continue
 			}
 			inv = *got
 			matched++
-			if n != len(next) {
-				t.Fatalf("template %q, line %q: Match took %d bytes", line, next, n)
+			if newService {
+				newServices++
+			}
+			if n != len(text) {
+				t.Fatalf("template %q, line %q: Match took %d bytes", line, text, n)
 			}
 			if !fastOK {
-				t.Fatalf("template %q, line %q: Match accepted, ParseFast declined", line, next)
+				t.Fatalf("template %q, line %q: Match accepted, ParseFast declined", line, text)
 			}
 			if !reflect.DeepEqual(inv, want) {
-				t.Fatalf("template %q, line %q:\nMatch     %+v\nParseFast %+v", line, next, inv, want)
+				t.Fatalf("template %q, line %q:\nMatch     %+v\nParseFast %+v", line, text, inv, want)
 			}
 		}
 	}
-	if templates < 5000 || matched < 20000 {
-		t.Errorf("%d templates, %d lines matched: the test explores too little", templates, matched)
+	if templates < 5000 || matched < 20000 || services < 1000 || newServices < 5000 {
+		t.Errorf("%d templates (%d of services), %d lines matched (%d of another service): the test explores too little", templates, services, matched, newServices)
 	}
 }
 
-// TestServerTemplateRefuses: lines Match must leave to the caller.
-func TestServerTemplateRefuses(t *testing.T) {
+// TestLineTemplateRefuses: lines Match must leave to the caller.
+func TestLineTemplateRefuses(t *testing.T) {
 	line := []byte("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1")
 	fields, _ := splitTestFields(line)
 	var inv Invocation
 	if !ParseFast(fields, &inv) {
 		t.Fatal("ParseFast declined a saved line")
 	}
-	var tmpl ServerTemplate
+	var tmpl LineTemplate
 	tmpl.Set(line, fields, &inv)
 	for _, s := range []string{
-		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1",     // no newline in the buffer
-		"-a -t 10.0.0.2:80 -r 192.168.1.3:80 -m -w 1\n",   // another service
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1",        // no newline in the buffer
+		"-a -t [2001:db8::1]:80 -r 192.168.1.3:80 -m -w 1\n", // a service of another family
+		"-a -t 10.0.0.2:0 -r 192.168.1.3:80 -m -w 1\n",       // a service's port zero where the template's is not
+		"-a -t 10.0.0.2 -r 192.168.1.3:80 -m -w 1\n",         // a service without a port
+		"-a -u 10.0.0.2:80 -r 192.168.1.3:80 -m -w 1\n",      // another protocol
+		"-a -t 10.0.0.2:80x -r 192.168.1.3:80 -m -w 1\n",
 		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 2\n",   // another weight
 		"-a -t 10.0.0.1:80 -r 192.168.1.3 -m -w 1\n",      // no port: the service's, as ParseFast decides
 		"-a -t 10.0.0.1:80 -r 192.168.1.3:80x -m -w 1\n",  // not an address
@@ -316,8 +355,29 @@ func TestServerTemplateRefuses(t *testing.T) {
 		"-a -t 10.0.0.1:80 -r  -m -w 1\n",
 		"-a -t 10.0.0.1:80 -r 192.168.1.300:80 -m -w 1\n",
 	} {
-		if n, _, ok := tmpl.Match([]byte(s)); ok {
+		if n, _, _, ok := tmpl.Match([]byte(s)); ok {
 			t.Errorf("%q: matched (%d bytes)", s, n)
+		}
+	}
+	// Another service's line is taken, and the template follows it: the
+	// next line of that service names it in the same bytes.
+	for i, want := range []struct {
+		line       string
+		svc        string
+		newService bool
+	}{
+		{"-a -t 10.0.0.2:8080 -r 192.168.1.3:80 -m -w 1\n", "10.0.0.2:8080", true},
+		{"-a -t 10.0.0.2:8080 -r 192.168.1.4:80 -m -w 1\n", "10.0.0.2:8080", false},
+		{"-a -t 10.0.0.1:80 -r 192.168.1.5:80 -m -w 1\n", "10.0.0.1:80", true},
+	} {
+		n, got, newService, ok := tmpl.Match([]byte(want.line))
+		if !ok {
+			t.Errorf("line %d %q: not matched", i, want.line)
+			continue
+		}
+		if n != len(want.line)-1 || newService != want.newService ||
+			netip.AddrPortFrom(got.Service.Addr, got.Service.Port).String() != want.svc {
+			t.Errorf("line %d %q: took %d bytes, service %v:%d (new: %v)", i, want.line, n, got.Service.Addr, got.Service.Port, newService)
 		}
 	}
 	// A word that is not part of the line makes no template.
@@ -327,7 +387,7 @@ func TestServerTemplateRefuses(t *testing.T) {
 	if tmpl.ok {
 		t.Error("a template from a word outside the line")
 	}
-	if n, _, ok := (&ServerTemplate{}).Match([]byte(string(line) + "\n")); ok {
+	if n, _, _, ok := (&LineTemplate{}).Match([]byte(string(line) + "\n")); ok {
 		t.Errorf("an empty template matched (%d bytes)", n)
 	}
 }

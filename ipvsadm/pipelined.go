@@ -110,14 +110,14 @@ func (e *engine) run(prog string) Outcome {
 	lines := NewRestoreReader(e.p.Stdin)
 	e.last = Success
 	var fast Invocation // reused: ParseFast does not allocate
-	// tmpl reads the destination lines of a saved service that differ
-	// from the last one ParseFast read only in the real server.
-	var tmpl ServerTemplate
+	// The lines of a saved file that differ from the last one of their
+	// kind ParseFast read only in their addresses are read with these.
+	var dests, svcs LineTemplate
 	for {
 		if e.interrupted() {
 			break
 		}
-		if inv, ok := lines.NextLike(&tmpl); ok {
+		if inv, ok := lines.NextLike(&dests, &svcs); ok {
 			e.lineNo++
 			if e.progress != nil {
 				e.progress.Read = e.lineNo
@@ -138,7 +138,11 @@ func (e *engine) run(prog string) Outcome {
 			continue // no tokens: ipvsadm skips the line
 		}
 		if ParseFast(fields, &fast) {
-			tmpl.Set(lines.Line(), fields, &fast)
+			if fast.Command == CmdAddService {
+				svcs.Set(lines.Line(), fields, &fast)
+			} else {
+				dests.Set(lines.Line(), fields, &fast)
+			}
 			req, _ := fast.requestIn(&e.req)
 			e.submit(fast.Command, req)
 			continue

@@ -372,9 +372,13 @@ func genInput(rng *rand.Rand) string {
 	for i := range n {
 		line := genLine(rng, i == n-1)
 		if rng.IntN(6) == 0 && i < n-1 {
-			// A run of destination lines alike but for the real server,
-			// which the pipelined engine reads with a ServerTemplate.
-			line = genRun(rng)
+			// Runs of lines alike but for their addresses, which the
+			// pipelined engine reads with LineTemplates.
+			if rng.IntN(2) == 0 {
+				line = genRun(rng)
+			} else {
+				line = genServiceRuns(rng)
+			}
 		}
 		b.WriteString(line)
 		if i < n-1 || rng.IntN(3) > 0 {
@@ -417,6 +421,29 @@ func genRun(rng *rand.Rand) string {
 	lines := []string{head + pick(rng, []string{"192.168.0.1:80", "192.168.0.2:8080", "[2001:db8::10]:80"}) + tail}
 	for range 1 + rng.IntN(6) {
 		lines = append(lines, head+pick(rng, genRunRIPs)+tail)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// genRunVIPs are the service addresses of genServiceRuns: most like the
+// first service's, and near misses of each kind.
+var genRunVIPs = []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:8080", "10.0.0.4:0", "10.0.0.5", "[2001:db8::1]:80",
+	"[2001:db8::2]:80", "10.0.0.256:80", "10.0.0.6:80x", "vip1.example.com:http", "10.0.0.1:80"}
+
+// genServiceRuns writes a few services as ipvsadm -S does, each line
+// followed by its destination lines: the lines of each kind differ only
+// in their addresses (the last line without its newline).
+func genServiceRuns(rng *rand.Rand) string {
+	proto := pick(rng, []string{"-t", "-u"})
+	opts := pick(rng, []string{" -s wlc", " -s rr -p 60", " -s mh -p", ""})
+	method := " " + pick(rng, []string{"-m", "-g", "-i"}) + " -w " + pick(rng, []string{"0", "1"})
+	var lines []string
+	for range 1 + rng.IntN(4) {
+		vip := pick(rng, genRunVIPs)
+		lines = append(lines, "-A "+proto+" "+vip+opts)
+		for range rng.IntN(4) {
+			lines = append(lines, "-a "+proto+" "+vip+" -r "+pick(rng, genRunRIPs)+method)
+		}
 	}
 	return strings.Join(lines, "\n")
 }

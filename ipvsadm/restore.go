@@ -63,22 +63,30 @@ type RestoreReader struct {
 	ended  bool
 }
 
-// NextLike reads the next line with tmpl when tmpl matches it (see
-// ServerTemplate.Match) and returns its invocation; the line is then
+// NextLike reads the next line with the first of tmpls that matches it
+// (see LineTemplate.Match) and returns its invocation; the line is then
 // consumed. Otherwise nothing is read.
-func (t *RestoreReader) NextLike(tmpl *ServerTemplate) (*Invocation, bool) {
-	if t.ended || !tmpl.Ready() {
+func (t *RestoreReader) NextLike(tmpls ...*LineTemplate) (*Invocation, bool) {
+	if t.ended {
 		return nil, false
 	}
-	buf, _ := t.r.Peek(TemplateWindow)
-	n, inv, ok := tmpl.Match(buf)
-	if ok {
-		t.r.Discard(n + 1)
+	var buf []byte
+	for _, tmpl := range tmpls {
+		if !tmpl.Ready() {
+			continue
+		}
+		if buf == nil {
+			buf, _ = t.r.Peek(TemplateWindow)
+		}
+		if n, inv, _, ok := tmpl.Match(buf); ok {
+			t.r.Discard(n + 1)
+			return inv, true
+		}
 	}
-	return inv, ok
+	return nil, false
 }
 
-// TemplateWindow is how much input a reader offers ServerTemplate.Match
+// TemplateWindow is how much input a reader offers LineTemplate.Match
 // at least: more than any destination line ipvsadm -S writes.
 const TemplateWindow = 512
 

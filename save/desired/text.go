@@ -56,10 +56,9 @@ func Read(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 	r := newReader(name, res)
 	for rest := data; len(rest) > 0; {
-		if n, inv, ok := r.tmpl.Match(rest); ok {
-			if err := r.templateLine(inv); err != nil {
-				return nil, err
-			}
+		if n, ok, err := r.templateLine(rest); err != nil {
+			return nil, err
+		} else if ok {
 			rest = rest[n+1:]
 			continue
 		}
@@ -124,12 +123,12 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 	}
 }
 
-// templateLines reads the destination lines like the last one ParseFast
-// read (see ipvsadm.ServerTemplate) in place, as many as br holds, and
+// templateLines reads the lines like the last one of their kind ParseFast
+// read (see ipvsadm.LineTemplate) in place, as many as br holds, and
 // reports whether it took any. Peek only looks (and fills the buffer
 // when it runs low).
 func (r *reader) templateLines(br *bufio.Reader) (bool, error) {
-	if !r.tmpl.Ready() {
+	if !r.destTmpl.Ready() && !r.svcTmpl.Ready() {
 		return false, nil
 	}
 	if buf, _ := br.Peek(ipvsadm.TemplateWindow); len(buf) == 0 {
@@ -138,12 +137,12 @@ func (r *reader) templateLines(br *bufio.Reader) (bool, error) {
 	buf, _ := br.Peek(br.Buffered())
 	used := 0
 	for {
-		n, inv, ok := r.tmpl.Match(buf[used:])
+		n, ok, err := r.templateLine(buf[used:])
+		if err != nil {
+			return false, err
+		}
 		if !ok {
 			break
-		}
-		if err := r.templateLine(inv); err != nil {
-			return false, err
 		}
 		used += n + 1
 	}
@@ -358,12 +357,12 @@ type reader struct {
 	lineNo  int      // lines of text read
 	fields  [][]byte // the current line's words
 	fast    ipvsadm.Invocation
-	// tmpl is the last destination line ParseFast read: the lines of the
-	// same service that differ from it only in the real server are
-	// parsed without being split into words.
-	tmpl ipvsadm.ServerTemplate
-	// tmplService is the service the template's line was added to when
-	// it is the tail's (-1 otherwise).
+	// svcTmpl and destTmpl are the last service and destination lines
+	// ParseFast read: the lines that differ from them only in their
+	// addresses are parsed without being split into words.
+	svcTmpl, destTmpl ipvsadm.LineTemplate
+	// tmplService is the service destTmpl's service is when it is the
+	// tail (-1 otherwise).
 	tmplService int
 }
 
@@ -445,24 +444,48 @@ func (r *reader) addDest(i int, k rules.ServiceKey, family ipvs.Family, lineNo i
 	s.Dests = r.arena[len(r.arena)-n-1 : len(r.arena) : len(r.arena)]
 }
 
-// templateLine adds the destination line r.tmpl matched, parsed into inv.
-func (r *reader) templateLine(inv *ipvsadm.Invocation) error {
+// templateLine reads the line at the start of buf with a template when
+// one matches it (see ipvsadm.LineTemplate) and adds its rule; it returns
+// the line's length without its newline.
+func (r *reader) templateLine(buf []byte) (int, bool, error) {
+	n, inv, newService, ok := r.destTmpl.Match(buf)
+	if !ok {
+		if n, inv, _, ok = r.svcTmpl.Match(buf); !ok {
+			return 0, false, nil
+		}
+	}
 	r.lineNo++
-	if r.tail >= 0 && r.tail == r.tmplService {
+	if inv.Command == ipvsadm.CmdAddServer && !newService && r.tail >= 0 && r.tail == r.tmplService {
 		// The template's service, whose destinations end the arena: the
 		// line names it in the same words.
 		r.addDest(r.tail, r.tailKey, r.tailKey.Family, r.lineNo, &inv.Dest)
-		return nil
+		return n, true, nil
 	}
-	return r.add(r.lineNo, inv)
+	if err := r.add(r.lineNo, inv); err != nil {
+		return 0, false, err
+	}
+	if inv.Command == ipvsadm.CmdAddServer {
+		r.followTemplate()
+	}
+	return n, true, nil
 }
 
 // setTemplate makes line, which ParseFast read into r.fast from r.fields,
-// the template of the next destination lines.
+// the template of the next lines of its kind.
 func (r *reader) setTemplate(line []byte) {
-	r.tmpl.Set(line, r.fields, &r.fast)
+	if r.fast.Command == ipvsadm.CmdAddService {
+		r.svcTmpl.Set(line, r.fields, &r.fast)
+		return
+	}
+	r.destTmpl.Set(line, r.fields, &r.fast)
+	r.followTemplate()
+}
+
+// followTemplate notes whether destTmpl's service, to which its last line
+// was added, is the tail.
+func (r *reader) followTemplate() {
 	r.tmplService = -1
-	if svc := r.fast.ServiceKey(); r.fast.Command == ipvsadm.CmdAddServer && r.tail >= 0 && rules.KeyOf(&svc) == r.tailKey {
+	if svc := r.destTmpl.Invocation().ServiceKey(); r.tail >= 0 && rules.KeyOf(&svc) == r.tailKey {
 		r.tmplService = r.tail
 	}
 }
