@@ -127,7 +127,30 @@ const (
 type builder struct {
 	b     []byte
 	start int // offset of the message being built
+	// destAt is where the last dest nest put its address's payload,
+	// from the message's start (a port's follows at portFromAddr).
+	destAt int
+	// alike is the last destination request encoded in full: the next
+	// one that differs from it only in the destination's address and
+	// port is a copy of its bytes with those patched (see request).
+	alike alikeDest
 }
+
+// alikeDest is a destination request kept as encoded bytes.
+type alikeDest struct {
+	ok            bool
+	cmd           Op
+	family, flags uint16
+	svc           Service
+	dest          Destination
+	msg           []byte
+	addrAt        int // the address's payload in msg; the port's follows at portFromAddr
+}
+
+// portFromAddr is how far the DEST nest's port payload lies after its
+// address payload: the address (16 bytes), then the port attribute's
+// header.
+const portFromAddr = 16 + nlaHdrLen
 
 // begin starts a message; for a generic netlink message cmd and version
 // form the genl header (typ is then the family id).
@@ -207,7 +230,10 @@ func (m *builder) str(typ uint16, s string) {
 
 // addr is a 16-byte union nf_inet_addr: IPv4 in the first four bytes.
 func (m *builder) addr(typ uint16, a netip.Addr, family Family) {
-	raw := (*[16]byte)(m.header(typ, 16)[nlaHdrLen:])
+	putAddr((*[16]byte)(m.header(typ, 16)[nlaHdrLen:]), a, family)
+}
+
+func putAddr(raw *[16]byte, a netip.Addr, family Family) {
 	*raw = [16]byte{}
 	switch {
 	case !a.IsValid():
@@ -279,6 +305,7 @@ func (m *builder) netmask(v uint32, family Family) {
 func (m *builder) dest(d *Destination) {
 	n := m.nest(cmdAttrDest)
 	m.u16(destAttrAddrFamily, uint16(d.Family))
+	m.destAt = len(m.b) + nlaHdrLen - m.start
 	m.addr(destAttrAddr, d.Addr, d.Family)
 	m.be16(destAttrPort, d.Port)
 	m.u32(destAttrFwdMethod, uint32(d.FwdMethod))
@@ -330,11 +357,22 @@ func (m *builder) request(family uint16, flags uint16, seq uint32, req *Request)
 			m.service(req.Service)
 		}
 	case CmdNewDest, CmdSetDest, CmdDelDest:
+		if req.Service != nil && req.Dest != nil && m.alike.matches(family, flags, req) {
+			m.b = m.b[:m.start]
+			m.copyAlike(seq, req.Dest)
+			return
+		}
 		if req.Service != nil {
 			m.service(req.Service)
 		}
 		if req.Dest != nil {
 			m.dest(req.Dest)
+		}
+		if req.Service != nil && req.Dest != nil {
+			m.end()
+			m.alike = alikeDest{ok: true, cmd: req.Cmd, family: family, flags: flags, svc: *req.Service, dest: *req.Dest,
+				msg: append(m.alike.msg[:0], m.b[m.start:]...), addrAt: m.destAt}
+			return
 		}
 	case CmdNewDaemon, CmdDelDaemon:
 		if req.Daemon != nil {
@@ -348,6 +386,33 @@ func (m *builder) request(family uint16, flags uint16, seq uint32, req *Request)
 		}
 	}
 	m.end()
+}
+
+// matches reports whether req encodes as the kept request but for its
+// destination's address and port (and its sequence number): the same
+// command, flags, service and destination settings. Every address is
+// written into the same 16 bytes, and every port into 2, so those values
+// change no other byte.
+func (k *alikeDest) matches(family, flags uint16, req *Request) bool {
+	if !k.ok || k.cmd != req.Cmd || k.family != family || k.flags != flags || *req.Service != k.svc {
+		return false
+	}
+	d := *req.Dest
+	d.Addr, d.Port = k.dest.Addr, k.dest.Port
+	return d == k.dest
+}
+
+// copyAlike appends the kept request with seq and d's address and port:
+// a destination request of a restore is a copy of 200 bytes and three
+// small writes instead of twenty attributes (BenchmarkEncodeAlike).
+func (m *builder) copyAlike(seq uint32, d *Destination) {
+	k := &m.alike
+	m.start = len(m.b)
+	msg := m.put(len(k.msg))
+	copy(msg, k.msg)
+	native.PutUint32(msg[8:], seq)
+	putAddr((*[16]byte)(msg[k.addrAt:]), d.Addr, d.Family)
+	binary.BigEndian.PutUint16(msg[k.addrAt+portFromAddr:], d.Port)
 }
 
 // attrs is a parsed attribute stream: the payload of each attribute type

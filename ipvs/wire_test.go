@@ -10,6 +10,7 @@ package ipvs
 import (
 	"bytes"
 	"encoding/hex"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
@@ -220,5 +221,79 @@ func TestDecodeDestOnePass(t *testing.T) {
 	native.PutUint16(bad[len(bad)-8:], 200) // the last attribute claims more than is there
 	if decodeDest(bad, AFInet, &d, true) {
 		t.Error("accepted a malformed nest")
+	}
+}
+
+// TestEncodeAlikeAsInFull: a builder that copies alike destination
+// requests (builder.alike) writes, request after request, exactly the
+// bytes of a builder that encodes each one in full, on random sequences
+// where most requests differ from the one before only in the
+// destination's address and port, and the others in every other field,
+// command, flags or service; with other messages between them and the
+// buffer sent (emptied) now and then.
+func TestEncodeAlikeAsInFull(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 2026))
+	addrs := []netip.Addr{netip.MustParseAddr("192.168.1.2"), netip.MustParseAddr("10.9.8.7"), netip.MustParseAddr("2001:db8::1"),
+		netip.MustParseAddr("::ffff:10.1.2.3"), {}, netip.MustParseAddr("fe80::2")}
+	svcs := []Service{
+		{Family: AFInet, Protocol: ProtoTCP, Addr: addrs[1], Port: 80, Scheduler: "wlc", Netmask: 0xffffffff},
+		{Family: AFInet, Protocol: ProtoUDP, Addr: addrs[1], Port: 80, Scheduler: "wlc", Netmask: 0xffffffff},
+		{Family: AFInet6, Protocol: ProtoTCP, Addr: addrs[2], Port: 443, Scheduler: "mh", Flags: FlagSched1, Netmask: 128},
+		{Family: AFInet, FWMark: 7, Scheduler: "rr", PEName: "sip", Flags: FlagPersistent, Timeout: 300, Netmask: 0xffffff00},
+	}
+	var alike, full builder
+	copied := 0
+	var svc Service
+	var dest Destination
+	for n := range 20000 {
+		if n%500 == 0 || rng.IntN(200) == 0 {
+			alike.b, full.b = alike.b[:0], full.b[:0] // a batch sent
+		}
+		cmd := CmdNewDest
+		switch r := rng.IntN(20); {
+		case r == 0:
+			cmd = CmdSetDest
+		case r == 1:
+			cmd = CmdDelDest
+		case r == 2:
+			cmd = CmdNewService
+		}
+		if rng.IntN(10) == 0 {
+			svc = svcs[rng.IntN(len(svcs))]
+			if rng.IntN(2) == 0 {
+				svc.Port++
+			}
+		}
+		dest.Addr, dest.Port = addrs[rng.IntN(len(addrs))], uint16(rng.IntN(3)*8080)
+		if rng.IntN(10) == 0 {
+			dest = Destination{Family: []Family{AFInet, AFInet6}[rng.IntN(2)], FwdMethod: FwdMethod(rng.IntN(4)),
+				Weight: uint32(rng.IntN(3)), UThreshold: uint32(rng.IntN(2)), LThreshold: uint32(rng.IntN(2)),
+				TunType: TunType(rng.IntN(3)), TunPort: uint16(rng.IntN(2) * 6080), TunFlags: uint16(rng.IntN(2)),
+				Addr: dest.Addr, Port: dest.Port}
+		}
+		flags := uint16(nlmFRequest)
+		if rng.IntN(10) == 0 {
+			flags |= nlmFAck
+		}
+		s, d := svc, dest
+		req := Request{Cmd: cmd, Service: &s, Dest: &d}
+		seq := uint32(n + 1)
+		before := len(alike.b)
+		wasAlike := alike.alike.matches(0x1c, flags, &req)
+		alike.request(0x1c, flags, seq, &req)
+		full.alike = alikeDest{} // encodes every request in full
+		start := len(full.b)
+		full.request(0x1c, flags, seq, &req)
+		if got, want := alike.b[before:], full.b[start:]; string(got) != string(want) {
+			t.Fatalf("request %d (%v, copied: %v) %+v %+v:\n got  %x\n want %x", n, cmd, wasAlike, s, d, got, want)
+		}
+		if wasAlike {
+			copied++
+		}
+		// The caller may change its values after the request is built.
+		s.Port, d.Weight = 1, 99
+	}
+	if copied < 10000 {
+		t.Errorf("only %d requests were copies: the test explores too little", copied)
 	}
 }
