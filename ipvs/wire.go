@@ -127,9 +127,6 @@ const (
 type builder struct {
 	b     []byte
 	start int // offset of the message being built
-	// destAt is where the last dest nest put its address's payload,
-	// from the message's start (a port's follows at portFromAddr).
-	destAt int
 	// alike is the last destination request encoded in full: the next
 	// one that differs from it only in the destination's address and
 	// port is a copy of its bytes with those patched (see request).
@@ -301,11 +298,13 @@ func (m *builder) netmask(v uint32, family Family) {
 	m.be32(svcAttrNetmask, v)
 }
 
-// dest writes the DEST nest as libipvs's ipvs_nl_fill_dest_attr does.
-func (m *builder) dest(d *Destination) {
+// dest writes the DEST nest as libipvs's ipvs_nl_fill_dest_attr does. It
+// returns where the address's payload lies from the message's start (the
+// port's follows at portFromAddr).
+func (m *builder) dest(d *Destination) (addrAt int) {
 	n := m.nest(cmdAttrDest)
 	m.u16(destAttrAddrFamily, uint16(d.Family))
-	m.destAt = len(m.b) + nlaHdrLen - m.start
+	addrAt = len(m.b) + nlaHdrLen - m.start
 	m.addr(destAttrAddr, d.Addr, d.Family)
 	m.be16(destAttrPort, d.Port)
 	m.u32(destAttrFwdMethod, uint32(d.FwdMethod))
@@ -316,6 +315,7 @@ func (m *builder) dest(d *Destination) {
 	m.u32(destAttrUThresh, d.UThreshold)
 	m.u32(destAttrLThresh, d.LThreshold)
 	m.endNest(n)
+	return addrAt
 }
 
 // daemon writes the DAEMON nest. A start request carries the optional
@@ -366,13 +366,13 @@ func (m *builder) request(family uint16, flags uint16, seq uint32, req *Request)
 			m.service(req.Service)
 		}
 		if req.Dest != nil {
-			m.dest(req.Dest)
-		}
-		if req.Service != nil && req.Dest != nil {
-			m.end()
-			m.alike = alikeDest{ok: true, cmd: req.Cmd, family: family, flags: flags, svc: *req.Service, dest: *req.Dest,
-				msg: append(m.alike.msg[:0], m.b[m.start:]...), addrAt: m.destAt}
-			return
+			addrAt := m.dest(req.Dest)
+			if req.Service != nil {
+				m.end()
+				m.alike = alikeDest{ok: true, cmd: req.Cmd, family: family, flags: flags, svc: *req.Service, dest: *req.Dest,
+					msg: append(m.alike.msg[:0], m.b[m.start:]...), addrAt: addrAt}
+				return
+			}
 		}
 	case CmdNewDaemon, CmdDelDaemon:
 		if req.Daemon != nil {
