@@ -73,6 +73,10 @@ var (
 	}}
 )
 
+// readRounds is how many times each repetition lists, saves and zeroes
+// its table (see measureCase).
+const readRounds = 3
+
 // fullSizeTime is the test time the full-size measurements need at the
 // least.
 const fullSizeTime = 90 * time.Minute
@@ -235,18 +239,24 @@ func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benc
 		// alike, the floor too: -Ln of 10,000 × 10 took twice -Sn's time
 		// for the very same requests), which made -Ln look superlinear.
 		floorRun(t, tables[ref], "list")
-		for _, op := range []string{"list", "save", "zero"} {
-			got := map[side]result{}
-			for _, s := range order {
-				got[s] = s.do(t, tables[ref], op)
-				record(cases[op], s, got[s])
-			}
-			if op == "list" || op == "save" {
-				c := cases[op]
-				c.OwnFloor = append(c.OwnFloor, floorRun(t, tables[ref], "list-getsockopt").wall.Nanoseconds())
-			}
-			if d := differ(got[ref], got[ours]); d != "" {
-				t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
+		// Reads change nothing, so each repetition reads the table in
+		// several rounds, each in another order: the VM's speed drifts
+		// by tens of percent over seconds, and three samples of a
+		// listing that takes seconds did not settle its median.
+		for round := range readRounds {
+			for _, op := range []string{"list", "save", "zero"} {
+				got := map[side]result{}
+				for _, s := range rotate(rep + round) {
+					got[s] = s.do(t, tables[ref], op)
+					record(cases[op], s, got[s])
+				}
+				if op == "list" || op == "save" {
+					c := cases[op]
+					c.OwnFloor = append(c.OwnFloor, floorRun(t, tables[ref], "list-getsockopt").wall.Nanoseconds())
+				}
+				if d := differ(got[ref], got[ours]); d != "" {
+					t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
+				}
 			}
 		}
 		if withMemory && rep == 0 {
