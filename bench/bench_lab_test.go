@@ -206,13 +206,22 @@ func (s side) restore(t *testing.T, ns *netns, tab *table, path string) result {
 	return r
 }
 
-// measureCase measures every operation on one table. Each repetition
-// restores the table three times, each side into a fresh namespace (the
-// kernel keeps deleted destinations in a trash list for a minute or two
-// and searches it, one entry at a time, for every destination added: a
-// flushed table would make restores quadratic); lists, saves and zeroes
-// the reference's copy with all three (one table, one dump order); and
-// lets each side flush its own copy.
+// measureCase measures every operation on one table, with no other
+// table in the kernel while an operation runs. Each repetition lets each
+// side in turn restore the table into a fresh namespace (the kernel keeps
+// deleted destinations in a trash list for a minute or two and searches
+// it, one entry at a time, for every destination added: a flushed table
+// would make restores quadratic) and flush it again; then a table restored
+// by the floor (unmeasured) is listed, saved and zeroed by all three (one
+// table, one dump order).
+//
+// One table at a time because the kernel keeps the services of every
+// namespace in one hash table of 256 buckets and walks a bucket's chain
+// for every request that names a service: another namespace's 10,000
+// services lengthen the chains of the table being measured (a floor
+// listing of 1,000 × 10 took 127–149 ms alone and 180–341 ms beside two
+// tables of 10,000 × 10 in one boot), which made every operation grow
+// faster than its table and no production director has.
 func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
 	tab, err := newTable(c.layout, c.services, c.dests)
 	if err != nil {
@@ -226,19 +235,32 @@ func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benc
 	var mem []benchdata.Memory
 	for rep := range c.reps {
 		order := rotate(rep)
-		tables := map[side]*netns{}
+		saved := map[side]string{}
 		for _, s := range order {
-			tables[s] = newNetns(t)
-			record(cases["restore"], s, s.restore(t, tables[s], tab, path))
+			ns := newNetns(t)
+			record(cases["restore"], s, s.restore(t, ns, tab, path))
+			if rep == 0 {
+				saved[s] = savedText(t, ns, tab)
+			}
+			r := s.do(t, ns, "flush")
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
+			}
+			record(cases["flush"], s, r)
+			ns.close(t)
 		}
-		if rep == 0 {
-			checkSameTables(t, tables, tab)
+		for _, s := range []side{ours, floor} {
+			if rep == 0 && saved[s] != saved[ref] {
+				t.Errorf("%s: the table restored by %s saves differently from the reference's (%d vs %d bytes)", tab, s.name, len(saved[s]), len(saved[ref]))
+			}
 		}
+		read := newNetns(t)
+		floorRun(t, read, tab.spec())
 		// An unmeasured read of the table first: whatever ran first after
-		// the restores paid for the work they left behind (all three sides
+		// the restore paid for the work it left behind (all three sides
 		// alike, the floor too: -Ln of 10,000 × 10 took twice -Sn's time
 		// for the very same requests), which made -Ln look superlinear.
-		floorRun(t, tables[ref], "list")
+		floorRun(t, read, "list")
 		// Reads change nothing, so each repetition reads the table in
 		// several rounds, each in another order: the VM's speed drifts
 		// by tens of percent over seconds, and three samples of a
@@ -247,12 +269,12 @@ func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benc
 			for _, op := range []string{"list", "save", "zero"} {
 				got := map[side]result{}
 				for _, s := range rotate(rep + round) {
-					got[s] = s.do(t, tables[ref], op)
+					got[s] = s.do(t, read, op)
 					record(cases[op], s, got[s])
 				}
 				if op == "list" || op == "save" {
 					c := cases[op]
-					c.OwnFloor = append(c.OwnFloor, floorRun(t, tables[ref], "list-getsockopt").wall.Nanoseconds())
+					c.OwnFloor = append(c.OwnFloor, floorRun(t, read, "list-getsockopt").wall.Nanoseconds())
 				}
 				if d := differ(got[ref], got[ours]); d != "" {
 					t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
@@ -260,16 +282,9 @@ func measureCase(t *testing.T, dir string, c benchCase, withMemory bool) ([]benc
 			}
 		}
 		if withMemory && rep == 0 {
-			mem = measureMemory(t, tables[ref], tab, path)
+			mem = measureMemory(t, read, tab, path)
 		}
-		for _, s := range order {
-			r := s.do(t, tables[s], "flush")
-			if r.code != 0 || r.stderr != "" {
-				t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
-			}
-			record(cases["flush"], s, r)
-			tables[s].close(t)
-		}
+		read.close(t)
 	}
 	out := make([]benchdata.Case, 0, len(benchdata.Ops))
 	for _, op := range benchdata.Ops {
@@ -327,27 +342,18 @@ func clip(s string) string {
 	return s
 }
 
-// checkSameTables requires the tables the three restores left to save
-// identically (the reference's -Sn in each namespace), ours to save the
-// reference's copy as the reference does, and the count of lines to be
-// the table's.
-func checkSameTables(t *testing.T, tables map[side]*netns, tab *table) {
+// savedText is the table in namespace ns as the reference's -Sn saves
+// it; the table must have as many lines as tab.
+func savedText(t *testing.T, ns *netns, tab *table) string {
 	t.Helper()
-	want := run(t, tables[ref], "", ref.ipvsadm, "-Sn")
-	if want.code != 0 || want.stderr != "" {
-		t.Fatalf("%s: reference -Sn failed: %+v", tab, want)
+	r := run(t, ns, "", ref.ipvsadm, "-Sn")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("%s: reference -Sn failed: %+v", tab, r)
 	}
-	if n, w := strings.Count(want.stdout, "\n"), len(tab.services)*(1+tab.dests); n != w {
-		t.Fatalf("%s: the reference's restore left %d lines, want %d", tab, n, w)
+	if n, w := strings.Count(r.stdout, "\n"), len(tab.services)*(1+tab.dests); n != w {
+		t.Fatalf("%s: the restore left %d lines, want %d", tab, n, w)
 	}
-	for _, s := range []side{ours, floor} {
-		if got := run(t, tables[s], "", ref.ipvsadm, "-Sn"); got.stdout != want.stdout {
-			t.Errorf("%s: the table restored by %s saves differently from the reference's (%d vs %d bytes)", tab, s.name, len(got.stdout), len(want.stdout))
-		}
-	}
-	if d := differ(want, run(t, tables[ref], "", ours.ipvsadm, "-Sn")); d != "" {
-		t.Errorf("%s: our -Sn differs from the reference's on the same table: %s", tab, d)
-	}
+	return r.stdout
 }
 
 // floorRun runs one floor operation (see floorChild) in a fresh process

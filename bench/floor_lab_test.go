@@ -467,7 +467,7 @@ const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 
 // floorChild runs the operation named by the environment: "list" (or
 // "save"), "list-getsockopt" (the list as our client reads it), "zero",
-// "flush", or "restore:<layout>:<services>:<dests>" (the table is built
+// "flush", or a table, "<layout>:<services>:<dests>", to restore (built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
 // sets the receive buffer size and makes a listing use that one socket
 // only (without it, destination dumps go over a second socket with
