@@ -117,6 +117,32 @@ func Read(rd io.Reader) (*Results, error) {
 	return &r, nil
 }
 
+// Merge adds the results of another run (make bench-plot with several
+// logs): a case or memory figure of o replaces r's of the same table and
+// operation (or name), so each case's runs stay those of one boot and one
+// rotation; the others are appended. r keeps its start-up unless it has
+// none.
+func (r *Results) Merge(o *Results) {
+	for _, c := range o.Cases {
+		if old := r.Find(c.Layout, c.Services, c.Dests, c.Op); old != nil {
+			*old = c
+		} else {
+			r.Cases = append(r.Cases, c)
+		}
+	}
+	for _, m := range o.Memory {
+		i := slices.IndexFunc(r.Memory, func(x Memory) bool { return x.Name == m.Name })
+		if i >= 0 {
+			r.Memory[i] = m
+		} else {
+			r.Memory = append(r.Memory, m)
+		}
+	}
+	if r.Startup == nil {
+		r.Startup = o.Startup
+	}
+}
+
 // Find returns the case of an operation on a table, or nil.
 func (r *Results) Find(layout string, services, dests int, op string) *Case {
 	for i := range r.Cases {

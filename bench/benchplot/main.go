@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,31 +30,41 @@ import (
 )
 
 func main() {
-	in := flag.String("in", "", "the benchmark run's log, or a results JSON file")
+	var in logList
+	flag.Var(&in, "in", "the benchmark run's log, or a results JSON file; again for more runs, whose tables replace the earlier runs' same tables")
 	jsonOut := flag.String("json", "", "write the results as JSON to this file")
 	plotOut := flag.String("plot", "", "write the plot to this file (.svg or .png)")
 	layout := flag.String("layout", "spread", "the layout the plot shows")
 	dests := flag.Int("dests", 10, "destinations per service of the tables the plot shows")
 	flag.Parse()
-	if *in == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-json FILE] [-plot FILE.svg|FILE.png] [-layout spread] [-dests 10]")
+	if len(in) == 0 || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-in LOG]... [-json FILE] [-plot FILE.svg|FILE.png] [-layout spread] [-dests 10]")
 		os.Exit(2)
 	}
-	if err := run(*in, *jsonOut, *plotOut, *layout, *dests); err != nil {
+	if err := run(in, *jsonOut, *plotOut, *layout, *dests); err != nil {
 		fmt.Fprintln(os.Stderr, "benchplot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, jsonOut, plotOut, layout string, dests int) error {
-	f, err := os.Open(in)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r, err := benchdata.Read(f)
-	if err != nil {
-		return err
+// logList is the -in flag's value: one or more logs.
+type logList []string
+
+func (l *logList) String() string     { return strings.Join(*l, ",") }
+func (l *logList) Set(v string) error { *l = append(*l, v); return nil }
+
+func run(in []string, jsonOut, plotOut, layout string, dests int) error {
+	var r *benchdata.Results
+	for _, path := range in {
+		next, err := readResults(path)
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			r = next
+		} else {
+			r.Merge(next)
+		}
 	}
 	if jsonOut != "" {
 		var b bytes.Buffer
@@ -75,6 +86,19 @@ func run(in, jsonOut, plotOut, layout string, dests int) error {
 	}
 	r.Markdown(os.Stdout)
 	return nil
+}
+
+func readResults(path string) (*benchdata.Results, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r, err := benchdata.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
 }
 
 // writeFile replaces path atomically: a temporary file beside it, synced,
