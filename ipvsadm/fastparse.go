@@ -288,9 +288,9 @@ func familyOf(a netip.Addr) ipvs.Family {
 // them into words: the lines of one kind differ from one another only in
 // their addresses. A service's destination lines differ in the value of -r
 // ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then 192.168.1.3:80,
-// ...), the next service's in the value of -t or -u as well, and the
-// services' own lines in that value ("-A -t 10.0.0.1:80 -s wlc", then
-// 10.0.0.2:80). Set makes a line ParseFast accepted the template; Match
+// ...), the next service's in the value of -t, -u or -f as well, and
+// the services' own lines in that value ("-A -t 10.0.0.1:80 -s wlc", then
+// 10.0.0.2:80; "-A -f 1 -s wlc", then 2). Set makes a line ParseFast accepted the template; Match
 // then parses each line that equals it but for those values into the
 // invocation ParseFast would make of it (a property test holds it to
 // that). A reader of a large rules file spares most of its per-line work;
@@ -324,25 +324,26 @@ type LineTemplate struct {
 // slot is where one value lies in a template line.
 type slot struct {
 	start, end int
-	server     bool // the value of -r; otherwise the service's (-t, -u)
+	server     bool // the value of -r; otherwise the service's (-t, -u, -f)
+	mark       bool // the value of -f
 }
 
 // Set makes line, whose words fields are (sub-slices of line, as a
 // splitter cuts them) and which ParseFast read into inv, the template of
 // the lines of its kind (-A or -a): it holds the place of the service's
-// -t or -u value, and of a destination line's -r value. A line with
+// -t, -u or -f value, and of a destination line's -r value. A line with
 // neither, or one whose values cannot be placed, clears it.
 func (t *LineTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 	t.ok, t.n = false, 0
 	if inv.Command != CmdAddService && inv.Command != CmdAddServer {
 		return
 	}
-	// A word equal to -t, -u or -r in a line ParseFast read is that option
-	// (no value ParseFast accepts looks like one), and the word after it
-	// its value.
+	// A word equal to -t, -u, -f or -r in a line ParseFast read is that
+	// option (no value ParseFast accepts looks like one), and the word
+	// after it its value.
 	for k := 1; k+1 < len(fields); k++ {
-		server := string(fields[k]) == "-r"
-		if !server && string(fields[k]) != "-t" && string(fields[k]) != "-u" {
+		server, mark := string(fields[k]) == "-r", string(fields[k]) == "-f"
+		if !server && !mark && string(fields[k]) != "-t" && string(fields[k]) != "-u" {
 			continue
 		}
 		v := fields[k+1]
@@ -363,7 +364,7 @@ func (t *LineTemplate) Set(line []byte, fields [][]byte, inv *Invocation) {
 		if t.n == len(t.slots) {
 			return // ParseFast takes one service and one -r value
 		}
-		t.slots[t.n] = slot{start: start, end: start + len(v), server: server}
+		t.slots[t.n] = slot{start: start, end: start + len(v), server: server, mark: mark}
 		t.n++
 		k++
 	}
@@ -397,14 +398,16 @@ func (t *LineTemplate) Ready() bool { return t.ok }
 // Why the words are right without splitting: each slot holds one word, so
 // blanks (or the line's end) surround it; the bytes around the slots are
 // the template's; and a new value holds only bytes of an address and
-// port, none of them a blank, NUL or non-ASCII byte for any of the
-// readers (restore's or lvsctl's). So the line's words are the template's
-// with the values replaced. ParseFast reads the words of these lines
-// independently but for the ports, and its semantic check
-// (checkSemantics) depends on the values only through their families and
-// whether the service's port is zero: values that keep those, with ports,
-// pass it as the template did, and a destination takes the service's
-// port where the template's did.
+// port, or decimal digits (a mark), none of them a blank, NUL or
+// non-ASCII byte for any of the readers (restore's or lvsctl's). So the
+// line's words are the template's with the values replaced. ParseFast
+// reads the words of these lines independently but for the ports, and
+// its semantic check (checkSemantics) depends on the values only through
+// their families and whether the service's port is zero: values that keep
+// those, with ports, pass it as the template did, and a destination takes
+// the service's port where the template's did. (An fwmark service is IPv4
+// without a port whatever its mark, and Match reads a mark with
+// ParseFast's fastDecimal.)
 func (t *LineTemplate) Match(buf []byte) (n int, inv *Invocation, newService, ok bool) {
 	if !t.ok {
 		return 0, nil, false, false
@@ -414,6 +417,7 @@ func (t *LineTemplate) Match(buf []byte) (n int, inv *Invocation, newService, ok
 		svcAt, svcEnd int // the new service value in buf (svcEnd 0: none)
 		svc, dest     netip.Addr
 		svcPort, port uint16
+		mark          uint32
 	)
 	k := 0
 	if last := t.slots[t.n-1]; (t.n == 1 || last.server) && len(buf) > last.start && string(buf[:last.start]) == string(t.line[:last.start]) {
@@ -432,6 +436,19 @@ func (t *LineTemplate) Match(buf []byte) (n int, inv *Invocation, newService, ok
 		j = s.end
 		if old := t.line[s.start:s.end]; !s.server && len(buf)-i > len(old) && string(buf[i:i+len(old)]) == string(old) {
 			i += len(old) // the same service: compared, not parsed (the fixed bytes next end its word)
+			continue
+		}
+		if s.mark {
+			end := i
+			for end < len(buf) && buf[end] >= '0' && buf[end] <= '9' {
+				end++
+			}
+			m, ok := fastDecimal(buf[i:end], 1, 1<<32-1)
+			if !ok {
+				return 0, nil, false, false
+			}
+			mark, svcAt, svcEnd = uint32(m), i, end
+			i = end
 			continue
 		}
 		a, p, end, ok := hostPortPrefix(buf[i:])
@@ -457,7 +474,11 @@ func (t *LineTemplate) Match(buf []byte) (n int, inv *Invocation, newService, ok
 		return 0, nil, false, false
 	}
 	if svcEnd > 0 {
-		t.inv.Service.Addr, t.inv.Service.Port = svc, svcPort
+		if mark != 0 {
+			t.inv.Service.FWMark = mark
+		} else {
+			t.inv.Service.Addr, t.inv.Service.Port = svc, svcPort
+		}
 		t.replaceService(buf[svcAt:svcEnd])
 	}
 	if t.inv.Command == CmdAddServer {

@@ -208,6 +208,17 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	options := []string{"-t", "-u", "-f", "-s", "-p", "-M", "-w", "-m", "-g", "-i"}
 	values := append(append(append([]string{}, fastWords...), fastGood["-r"]...), fastGood["-t"]...)
+	randomMark := func() string {
+		switch rng.IntN(6) {
+		case 0:
+			return []string{"0", "00", "4294967296", "99999999999", "-1", "+5", "0x10", "7x", "", "1.5"}[rng.IntN(10)]
+		case 1:
+			return fmt.Sprintf("0%d", rng.IntN(1000))
+		case 2:
+			return fmt.Sprint(uint32(rng.Uint64()))
+		}
+		return fmt.Sprint(1 + rng.IntN(5000))
+	}
 	randomValue := func() string {
 		switch rng.IntN(5) {
 		case 0:
@@ -236,7 +247,7 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 	}
 	var tmpl LineTemplate
 	var inv, want Invocation
-	templates, matched, services, newServices := 0, 0, 0, 0
+	templates, matched, services, newServices, marks := 0, 0, 0, 0, 0
 	for n := 0; n < 20000; n++ {
 		// A template: a saved line, or random words around -r or -t.
 		var words []string
@@ -254,7 +265,7 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 			at := 1 + rng.IntN(len(words))
 			o := "-r"
 			if words[0] == "-A" || rng.IntN(3) == 0 {
-				o = []string{"-t", "-u"}[rng.IntN(2)]
+				o = []string{"-t", "-u", "-f"}[rng.IntN(3)]
 			}
 			words = append(words[:at], append([]string{o, fastGood[o][rng.IntN(len(fastGood[o]))]}, words[at:]...)...)
 		}
@@ -276,7 +287,7 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 		}
 		tmpl.Set(line, fields, &inv)
 		if !tmpl.ok {
-			if inv.Command == CmdAddServer || slices.Contains(words, "-t") || slices.Contains(words, "-u") {
+			if inv.Command == CmdAddServer || slices.Contains(words, "-t") || slices.Contains(words, "-u") || slices.Contains(words, "-f") {
 				t.Fatalf("%q: no template made", line)
 			}
 			continue
@@ -296,6 +307,10 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 					if rng.IntN(2) == 0 {
 						next[i+1] = randomValue()
 					}
+				case "-f":
+					if rng.IntN(2) == 0 {
+						next[i+1] = randomMark()
+					}
 				}
 			}
 			text := join(next, between, lead, trail)
@@ -313,6 +328,9 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 			matched++
 			if newService {
 				newServices++
+				if inv.Service.FWMark != 0 {
+					marks++
+				}
 			}
 			if n != len(text) {
 				t.Fatalf("template %q, line %q: Match took %d bytes", line, text, n)
@@ -325,8 +343,8 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 			}
 		}
 	}
-	if templates < 5000 || matched < 20000 || services < 1000 || newServices < 5000 {
-		t.Errorf("%d templates (%d of services), %d lines matched (%d of another service): the test explores too little", templates, services, matched, newServices)
+	if templates < 5000 || matched < 20000 || services < 1000 || newServices < 5000 || marks < 1000 {
+		t.Errorf("%d templates (%d of services), %d lines matched (%d of another service, %d of another mark): the test explores too little", templates, services, matched, newServices, marks)
 	}
 }
 
@@ -379,6 +397,33 @@ func TestLineTemplateRefuses(t *testing.T) {
 			netip.AddrPortFrom(got.Service.Addr, got.Service.Port).String() != want.svc {
 			t.Errorf("line %d %q: took %d bytes, service %v:%d (new: %v)", i, want.line, n, got.Service.Addr, got.Service.Port, newService)
 		}
+	}
+	// An fwmark service's template takes marks as ParseFast reads them.
+	mline := []byte("-a -f 1 -r 192.168.1.2:80 -m -w 1")
+	mfields, _ := splitTestFields(mline)
+	var minv Invocation
+	if !ParseFast(mfields, &minv) {
+		t.Fatal("ParseFast declined an fwmark destination line")
+	}
+	var mtmpl LineTemplate
+	mtmpl.Set(mline, mfields, &minv)
+	for _, s := range []string{
+		"-a -f 0 -r 192.168.1.3:80 -m -w 1\n",          // mark zero: ParseFast refuses it
+		"-a -f 4294967296 -r 192.168.1.3:80 -m -w 1\n", // out of range
+		"-a -f 12x -r 192.168.1.3:80 -m -w 1\n",
+		"-a -f 0x10 -r 192.168.1.3:80 -m -w 1\n",
+		"-a -f  -r 192.168.1.3:80 -m -w 1\n",
+		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1\n", // another kind of service
+	} {
+		if n, _, _, ok := mtmpl.Match([]byte(s)); ok {
+			t.Errorf("%q: matched (%d bytes)", s, n)
+		}
+	}
+	if _, got, newService, ok := mtmpl.Match([]byte("-a -f 4294967295 -r 192.168.1.3:80 -m -w 1\n")); !ok || !newService || got.Service.FWMark != 4294967295 {
+		t.Errorf("the largest mark: matched %v, new service %v", ok, newService)
+	}
+	if _, got, newService, ok := mtmpl.Match([]byte("-a -f 4294967295 -r 192.168.1.4:80 -m -w 1\n")); !ok || newService || got.Service.FWMark != 4294967295 {
+		t.Errorf("the same mark again: matched %v, new service %v", ok, newService)
 	}
 	// A word that is not part of the line makes no template.
 	copied := append([][]byte{}, fields...)

@@ -425,6 +425,10 @@ func genRun(rng *rand.Rand) string {
 	return strings.Join(lines, "\n")
 }
 
+// genRunMarks are the fwmarks of genServiceRuns: most valid, some that
+// ParseFast and the templates refuse.
+var genRunMarks = []string{"1", "2", "3", "77", "4294967295", "0", "07", "4294967296", "12x"}
+
 // genRunVIPs are the service addresses of genServiceRuns: most like the
 // first service's, and near misses of each kind.
 var genRunVIPs = []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:8080", "10.0.0.4:0", "10.0.0.5", "[2001:db8::1]:80",
@@ -434,12 +438,15 @@ var genRunVIPs = []string{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:8080", "10.0.0
 // followed by its destination lines: the lines of each kind differ only
 // in their addresses (the last line without its newline).
 func genServiceRuns(rng *rand.Rand) string {
-	proto := pick(rng, []string{"-t", "-u"})
+	proto := pick(rng, []string{"-t", "-u", "-f"})
 	opts := pick(rng, []string{" -s wlc", " -s rr -p 60", " -s mh -p", ""})
 	method := " " + pick(rng, []string{"-m", "-g", "-i"}) + " -w " + pick(rng, []string{"0", "1"})
 	var lines []string
 	for range 1 + rng.IntN(4) {
 		vip := pick(rng, genRunVIPs)
+		if proto == "-f" {
+			vip = pick(rng, genRunMarks)
+		}
 		lines = append(lines, "-A "+proto+" "+vip+opts)
 		for range rng.IntN(4) {
 			lines = append(lines, "-a "+proto+" "+vip+" -r "+pick(rng, genRunRIPs)+method)

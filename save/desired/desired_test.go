@@ -263,14 +263,18 @@ func TestTemplatesReadLikeWords(t *testing.T) {
 	}
 	vips := []string{"10.0.0.3:443", "10.0.0.4:0", "10.0.0.5", "[2001:db8::1]:80", "[2001:db8::2]:0", "10.0.0.256:80", "10.0.0.1:80"}
 	rips := []string{"192.168.1.2:8080", "192.168.1.3:0", "192.168.1.4", "[2001:db8:1::1]:80", "192.168.1.300:80", "192.168.1.1:80"}
+	marks := []string{"0", "07", "4294967295", "4294967296", "12x", "1"}
 	templated := 0
 	for n := range 3000 {
-		proto := []string{"-t", "-u"}[rng.IntN(2)]
+		proto := []string{"-t", "-u", "-f"}[rng.IntN(3)]
 		opts := []string{" -s wlc", " -s rr -p 60", " -s mh -p", " -s sh -M 255.255.255.0", ""}[rng.IntN(5)]
 		method := " " + []string{"-m", "-g", "-i"}[rng.IntN(3)] + " -w " + []string{"0", "1"}[rng.IntN(2)]
 		var lines []string
 		for range 1 + rng.IntN(5) {
 			vip := pick(vips, "10.%d.0.%d:80")
+			if proto == "-f" {
+				vip = pick(marks, "%d%d")
+			}
 			lines = append(lines, "-A "+proto+" "+vip+opts)
 			for range rng.IntN(5) {
 				lines = append(lines, "-a "+proto+" "+vip+" -r "+pick(rips, "192.168.%d.%d:80")+method)
