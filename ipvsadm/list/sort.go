@@ -3,6 +3,7 @@ package list
 import (
 	"encoding/binary"
 	"net/netip"
+	"slices"
 
 	"github.com/lvskit/lvskit/ipvs"
 )
@@ -27,11 +28,18 @@ type sortKey struct {
 }
 
 func addrWords(a netip.Addr) [4]uint32 {
-	b := addr16(a)
-	return [4]uint32{
-		binary.BigEndian.Uint32(b[0:]), binary.BigEndian.Uint32(b[4:]),
-		binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint32(b[12:]),
+	switch {
+	case a.Is4():
+		b := a.As4()
+		return [4]uint32{binary.BigEndian.Uint32(b[:])}
+	case a.Is6():
+		b := a.As16()
+		return [4]uint32{
+			binary.BigEndian.Uint32(b[0:]), binary.BigEndian.Uint32(b[4:]),
+			binary.BigEndian.Uint32(b[8:]), binary.BigEndian.Uint32(b[12:]),
+		}
 	}
+	return [4]uint32{}
 }
 
 func serviceKey(s *ipvs.Service, i int) sortKey {
@@ -117,12 +125,83 @@ func sortBy[T any](k *keySorter, a, spare []T, key func(*T, int) sortKey, cmp fu
 	for i := range a {
 		k.keys = append(k.keys, key(&a[i], i))
 	}
+	// The kernel lists a service's destinations newest first, so a table
+	// restored from a saved file comes back in reverse listing order:
+	// where the comparator is a true order on these keys, an input in
+	// order or in reverse order needs no merge.
+	if consistent(k.keys) {
+		switch monotone(k.keys, cmp) {
+		case ascending:
+			return
+		case descending:
+			slices.Reverse(a)
+			return
+		}
+	}
 	k.tmp = append(k.tmp, k.keys...)
 	mergeSort(k.keys, k.tmp, cmp)
 	copy(spare, a)
 	for i := range k.keys {
 		a[i] = spare[k.keys[i].index]
 	}
+}
+
+// consistent reports whether the comparators are a true (transitive)
+// order on keys: every key of one family, and the marks and each compared
+// address word within a span of less than 2^31, where the wrapping
+// difference has the sign of the true one. (Family, protocol and port are
+// compared as plain differences of small numbers.) On such keys a stable
+// sort of any algorithm gives glibc's order.
+func consistent(keys []sortKey) bool {
+	words := 1
+	if keys[0].family == ipvs.AFInet6 {
+		words = 4
+	}
+	lo, hi := keys[0].words, keys[0].words
+	loMark, hiMark := keys[0].fwmark, keys[0].fwmark
+	for i := 1; i < len(keys); i++ {
+		k := &keys[i]
+		if k.family != keys[0].family {
+			return false
+		}
+		loMark, hiMark = min(loMark, k.fwmark), max(hiMark, k.fwmark)
+		for w := range words {
+			lo[w], hi[w] = min(lo[w], k.words[w]), max(hi[w], k.words[w])
+		}
+	}
+	if hiMark-loMark >= 1<<31 {
+		return false
+	}
+	for w := range words {
+		if hi[w]-lo[w] >= 1<<31 {
+			return false
+		}
+	}
+	return true
+}
+
+// How keys lie: in order (ties kept), in strictly reverse order, or
+// neither.
+const (
+	unordered = iota
+	ascending
+	descending
+)
+
+func monotone(keys []sortKey, cmp func(x, y *sortKey) int) int {
+	up, down := true, true
+	for i := 1; i < len(keys) && (up || down); i++ {
+		c := cmp(&keys[i-1], &keys[i])
+		up = up && c <= 0
+		down = down && c > 0
+	}
+	switch {
+	case up:
+		return ascending
+	case down:
+		return descending
+	}
+	return unordered
 }
 
 // mergeSort is glibc's msort_with_tmp: split at n/2 (the left half is the

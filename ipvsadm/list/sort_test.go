@@ -2,6 +2,7 @@ package list_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -125,24 +126,66 @@ func referenceMsort(a []ipvs.DestinationEntry) []ipvs.DestinationEntry {
 	return append(append(out, l...), r...)
 }
 
+// TestSortMatchesReferenceMerge: destinations in any order, in order and
+// in reverse order (as the kernel returns a restored table), with
+// addresses of both families spread over the whole range or within a
+// span where the comparator is a true order, and ties, sort as glibc's
+// merge sorts them.
 func TestSortMatchesReferenceMerge(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for round := 0; round < 500; round++ {
+	shortcuts := 0
+	for round := 0; round < 5000; round++ {
 		n := rng.IntN(40)
 		ds := make([]ipvs.DestinationEntry, n)
+		v6, near, mixed := rng.IntN(3) == 0, rng.IntN(2) == 0, rng.IntN(5) == 0
+		// Few distinct address words, spread over the whole range (where
+		// comparisons wrap) or near one another, and few ports: ties are
+		// common, and an IPv6 address's later words often decide.
+		pool := make([]uint32, 1+rng.IntN(4))
+		for j := range pool {
+			pool[j] = rng.Uint32()
+			if near {
+				pool[j] = 0x7fff0000 + rng.Uint32N(1<<20)
+			}
+		}
 		for i := range ds {
-			// Few distinct ports and addresses spread over the whole range,
-			// so ties and wrapping comparisons are common.
-			var a [4]byte
-			v := rng.Uint32()
-			a[0], a[1], a[2], a[3] = byte(v>>24), byte(v>>16), byte(rng.IntN(3)), byte(i)
-			ds[i].Destination = ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4(a), Port: uint16(rng.IntN(3))}
+			var a [16]byte
+			binary.BigEndian.PutUint32(a[0:], pool[rng.IntN(len(pool))])
+			binary.BigEndian.PutUint32(a[12:], pool[rng.IntN(len(pool))])
+			if v6 {
+				ds[i].Destination = ipvs.Destination{Family: ipvs.AFInet6, Addr: netip.AddrFrom16(a), Port: uint16(rng.IntN(3))}
+			} else {
+				ds[i].Destination = ipvs.Destination{Family: ipvs.AFInet, Addr: netip.AddrFrom4([4]byte(a[:4])), Port: uint16(rng.IntN(3))}
+			}
+			if mixed && rng.IntN(2) == 0 {
+				ds[i].Family ^= ipvs.AFInet ^ ipvs.AFInet6 // the other family's tag
+			}
+			ds[i].Weight = uint32(i) // not compared: tells ties apart
+		}
+		switch rng.IntN(3) {
+		case 0:
+			ds = referenceMsort(ds)
+		case 1:
+			ds = referenceMsort(ds)
+			slices.Reverse(ds)
 		}
 		want := referenceMsort(ds)
+		if slices.Equal(want, ds) || slices.Equal(want, reversed(ds)) {
+			shortcuts++
+		}
 		got := slices.Clone(ds)
 		list.SortDestinations(got)
 		if !slices.Equal(got, want) {
 			t.Fatalf("round %d: order differs from glibc's merge", round)
 		}
 	}
+	if shortcuts < 1000 {
+		t.Errorf("only %d inputs in order or reverse order: the test explores too little", shortcuts)
+	}
+}
+
+func reversed[T any](s []T) []T {
+	r := slices.Clone(s)
+	slices.Reverse(r)
+	return r
 }
