@@ -351,13 +351,7 @@ func TestLineTemplateAgreesWithParseFast(t *testing.T) {
 // TestLineTemplateRefuses: lines Match must leave to the caller.
 func TestLineTemplateRefuses(t *testing.T) {
 	line := []byte("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1")
-	fields, _ := splitTestFields(line)
-	var inv Invocation
-	if !ParseFast(fields, &inv) {
-		t.Fatal("ParseFast declined a saved line")
-	}
-	var tmpl LineTemplate
-	tmpl.Set(line, fields, &inv)
+	tmpl, fields, inv := templateOf(t, line)
 	for _, s := range []string{
 		"-a -t 10.0.0.1:80 -r 192.168.1.3:80 -m -w 1",        // no newline in the buffer
 		"-a -t [2001:db8::1]:80 -r 192.168.1.3:80 -m -w 1\n", // a service of another family
@@ -399,14 +393,7 @@ func TestLineTemplateRefuses(t *testing.T) {
 		}
 	}
 	// An fwmark service's template takes marks as ParseFast reads them.
-	mline := []byte("-a -f 1 -r 192.168.1.2:80 -m -w 1")
-	mfields, _ := splitTestFields(mline)
-	var minv Invocation
-	if !ParseFast(mfields, &minv) {
-		t.Fatal("ParseFast declined an fwmark destination line")
-	}
-	var mtmpl LineTemplate
-	mtmpl.Set(mline, mfields, &minv)
+	mtmpl, _, _ := templateOf(t, []byte("-a -f 1 -r 192.168.1.2:80 -m -w 1"))
 	for _, s := range []string{
 		"-a -f 0 -r 192.168.1.3:80 -m -w 1\n",          // mark zero: ParseFast refuses it
 		"-a -f 4294967296 -r 192.168.1.3:80 -m -w 1\n", // out of range
@@ -428,13 +415,27 @@ func TestLineTemplateRefuses(t *testing.T) {
 	// A word that is not part of the line makes no template.
 	copied := append([][]byte{}, fields...)
 	copied[4] = []byte("192.168.1.2:80")
-	tmpl.Set(line, copied, &inv)
+	tmpl.Set(line, copied, inv)
 	if tmpl.ok {
 		t.Error("a template from a word outside the line")
 	}
 	if n, _, _, ok := (&LineTemplate{}).Match([]byte(string(line) + "\n")); ok {
 		t.Errorf("an empty template matched (%d bytes)", n)
 	}
+}
+
+// templateOf is the template of a line ParseFast reads, with the line's
+// words and invocation.
+func templateOf(t *testing.T, line []byte) (*LineTemplate, [][]byte, *Invocation) {
+	t.Helper()
+	fields, _ := splitTestFields(line)
+	inv := new(Invocation)
+	if !ParseFast(fields, inv) {
+		t.Fatalf("ParseFast declined %q", line)
+	}
+	tmpl := new(LineTemplate)
+	tmpl.Set(line, fields, inv)
+	return tmpl, fields, inv
 }
 
 // splitTestFields cuts a line at blanks as lvsctl's reader does.
