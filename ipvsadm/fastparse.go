@@ -290,10 +290,10 @@ func familyOf(a netip.Addr) ipvs.Family {
 // ("-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1", then 192.168.1.3:80,
 // ...), the next service's in the value of -t, -u or -f as well, and
 // the services' own lines in that value ("-A -t 10.0.0.1:80 -s wlc", then
-// 10.0.0.2:80; "-A -f 1 -s wlc", then 2). Set makes a line ParseFast accepted the template; Match
-// then parses each line that equals it but for those values into the
-// invocation ParseFast would make of it (a property test holds it to
-// that). A reader of a large rules file spares most of its per-line work;
+// 10.0.0.2:80; "-A -f 1 -s wlc", then 2). Set makes a line ParseFast
+// accepted the template; Match then parses each line that equals it but
+// for those values into the invocation ParseFast would make of it (a
+// property test holds it to that). A reader of a large rules file spares most of its per-line work;
 // it keeps one template for service lines and one for destination lines.
 type LineTemplate struct {
 	line []byte // the template line, without its newline (a copy)
