@@ -425,8 +425,9 @@ func newNetns(t *testing.T) *netns {
 // median 2,859 ms with estimation, 2,133 ms without, six alternating
 // rounds in one boot). That is the cost of holding a table, paid by any
 // program running meanwhile, not of the operation measured, and it made
-// every operation on a large table look superlinear. Directors with large
-// tables turn it off for the same reason (net.ipv4.vs.run_estimation).
+// every operation on a large table look superlinear. (The kernel added
+// the knob, net.ipv4.vs.run_estimation, for directors whose estimation
+// timer ran for hundreds of milliseconds.)
 func stopEstimation() error {
 	const knob = "/proc/sys/net/ipv4/vs/run_estimation"
 	if err := os.WriteFile(knob, []byte("0\n"), 0); err != nil {
