@@ -264,7 +264,7 @@ func fastIPv6Port(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
 	if end >= len(b) || b[end] != ']' || end+1 >= len(b) || b[end+1] != ':' {
 		return a, 0, false, false
 	}
-	a, ok = inetPton6(string(b[1:end]))
+	a, ok = hexIPv6(b[1:end])
 	if !ok {
 		return a, 0, false, false
 	}
@@ -274,6 +274,72 @@ func fastIPv6Port(b []byte) (a netip.Addr, port uint16, hasPort, ok bool) {
 
 func isHexDigit(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// hexIPv6 reads an IPv6 literal made of hexadecimal digits and colons as
+// inetPton6 reads it (eight groups of one to four digits, or fewer with
+// one "::" standing for at least one zero group), without the string
+// inetPton6 needs: a restore of IPv6 services parses two such literals a
+// line. TestHexIPv6MatchesInetPton6 holds the two to each other.
+func hexIPv6(b []byte) (netip.Addr, bool) {
+	var ip [16]byte
+	n := 0         // bytes of ip written
+	ellipsis := -1 // where "::" stands, in bytes of ip
+	if len(b) >= 2 && b[0] == ':' && b[1] == ':' {
+		ellipsis, b = 0, b[2:]
+	}
+	for len(b) > 0 {
+		if n == 16 {
+			return netip.Addr{}, false // a ninth group
+		}
+		v, digits := 0, 0
+		for digits < len(b) && digits <= 4 && isHexDigit(b[digits]) {
+			v = v<<4 | hexDigit(b[digits])
+			digits++
+		}
+		if digits == 0 || digits > 4 {
+			return netip.Addr{}, false
+		}
+		ip[n], ip[n+1] = byte(v>>8), byte(v)
+		n += 2
+		b = b[digits:]
+		if len(b) == 0 {
+			break
+		}
+		if b[0] != ':' || len(b) == 1 {
+			return netip.Addr{}, false // not a separator, or a colon at the end
+		}
+		b = b[1:]
+		if b[0] == ':' {
+			if ellipsis >= 0 {
+				return netip.Addr{}, false // a second "::"
+			}
+			ellipsis, b = n, b[1:]
+		}
+	}
+	switch {
+	case ellipsis < 0 && n < 16:
+		return netip.Addr{}, false // too few groups
+	case ellipsis >= 0 && n == 16:
+		return netip.Addr{}, false // "::" standing for nothing
+	case ellipsis >= 0:
+		gap := 16 - n
+		copy(ip[ellipsis+gap:], ip[ellipsis:n])
+		clear(ip[ellipsis : ellipsis+gap])
+	}
+	return netip.AddrFrom16(ip), true
+}
+
+// hexDigit is the value of a hexadecimal digit.
+func hexDigit(c byte) int {
+	switch {
+	case c <= '9':
+		return int(c - '0')
+	case c >= 'a':
+		return int(c - 'a' + 10)
+	default:
+		return int(c - 'A' + 10)
+	}
 }
 
 // familyOf is the address family of an address ParseFast read.

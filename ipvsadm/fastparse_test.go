@@ -448,3 +448,53 @@ func splitTestFields(line []byte) ([][]byte, bool) {
 	}
 	return fields, true
 }
+
+// TestHexIPv6MatchesInetPton6: on literals of hexadecimal digits and
+// colons, hexIPv6 accepts exactly what inetPton6 accepts, with the same
+// address: the named edge cases, then 200,000 random literals built from
+// groups of zero to five digits, single and double colons.
+func TestHexIPv6MatchesInetPton6(t *testing.T) {
+	check := func(s string) (accepted bool) {
+		t.Helper()
+		got, gotOK := hexIPv6([]byte(s))
+		want, wantOK := inetPton6(s)
+		if gotOK != wantOK || got != want {
+			t.Fatalf("%q: hexIPv6 %v %v, inetPton6 %v %v", s, got, gotOK, want, wantOK)
+		}
+		return gotOK
+	}
+	for _, s := range []string{
+		"", ":", "::", ":::", "::1", "1::", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7", "1:2:3:4:5:6:7:8:9",
+		"1:2:3:4:5:6:7::8", "::1:2:3:4:5:6:7", "1:2:3:4:5:6:7::", "1::2::3", ":1::", "1:", ":1",
+		"1::2:", "2001:db8::1", "2001:DB8:0:0:0:0:0:A", "0001:0db8::1", "00001::1", "ffff::FFFF",
+		"1:2:3:4:5:6:7:8:", "::ffff", "1:::2", "abcd:ef01:2345:6789:ABCD:EF01:2345:6789",
+	} {
+		check(s)
+	}
+	r := rand.New(rand.NewPCG(13, 6))
+	const digits = "0123456789abcdefABCDEF"
+	accepted := 0
+	for range 200_000 {
+		var b strings.Builder
+		for g := range r.IntN(10) {
+			if g > 0 || r.IntN(4) == 0 {
+				b.WriteByte(':')
+				if r.IntN(6) == 0 {
+					b.WriteByte(':')
+				}
+			}
+			for range r.IntN(6) {
+				b.WriteByte(digits[r.IntN(len(digits))])
+			}
+		}
+		if r.IntN(8) == 0 {
+			b.WriteByte(':')
+		}
+		if check(b.String()) {
+			accepted++
+		}
+	}
+	if accepted < 10_000 {
+		t.Errorf("only %d random literals accepted: the test says little", accepted)
+	}
+}

@@ -14,12 +14,23 @@ import (
 // 1,000×10 input: reading, parsing and building requests, in front of a
 // pipeline that answers at once (the kernel's part is measured in the lab).
 func BenchmarkRestoreUserPart(b *testing.B) {
+	b.Run("ipv4", func(b *testing.B) {
+		benchmarkRestoreUserPart(b, func(s int) string { return fmt.Sprintf("10.0.%d.%d:80", s/250, s%250+1) },
+			func(s, d int) string { return fmt.Sprintf("192.168.%d.%d:80", d+1, s%250+1) })
+	})
+	// As the lab benchmark's IPv6 layout writes them.
+	b.Run("ipv6", func(b *testing.B) {
+		benchmarkRestoreUserPart(b, func(s int) string { return fmt.Sprintf("[2001:db8::%x:%x]:80", s/250, s%250+1) },
+			func(s, d int) string { return fmt.Sprintf("[2001:db8:1::%x:%x]:80", d+1, s%250+1) })
+	})
+}
+
+func benchmarkRestoreUserPart(b *testing.B, vip func(s int) string, rip func(s, d int) string) {
 	var in bytes.Buffer
 	for s := range 1000 {
-		vip := fmt.Sprintf("10.0.%d.%d:80", s/250, s%250+1)
-		fmt.Fprintf(&in, "-A -t %s -s wlc\n", vip)
+		fmt.Fprintf(&in, "-A -t %s -s wlc\n", vip(s))
 		for d := range 10 {
-			fmt.Fprintf(&in, "-a -t %s -r 192.168.%d.%d:80 -m -w 1\n", vip, d+1, s%250+1)
+			fmt.Fprintf(&in, "-a -t %s -r %s -m -w 1\n", vip(s), rip(s, d))
 		}
 	}
 	env := Env{
