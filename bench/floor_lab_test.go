@@ -258,6 +258,11 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 	if err != nil {
 		return err
 	}
+	if legacy != nil && legacy.bulk {
+		if err := legacy.loadCounts(); err != nil {
+			return err
+		}
+	}
 	for _, id := range ids {
 		if legacy != nil {
 			if ok, err := legacy.dests(id); ok || err != nil {
@@ -275,16 +280,26 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 }
 
 // legacyFloor reads IPv4 services' destinations the way ipvs.Conn does
-// while SkipStats is on: with the kernel's getsockopt interface
-// (IP_VS_SO_GET_SERVICE for the count, IP_VS_SO_GET_DESTS with one spare
-// slot, the count again), nothing decoded.
+// while SkipStats is on (see ipvs.Conn.AppendDestinations), nothing
+// decoded: one IP_VS_SO_GET_DESTS answer offering twice the room the last
+// service needed (at least 16 entries, each slot marked), then the
+// service's count (IP_VS_SO_GET_SERVICE); an answer that fills its room is
+// counted first and asked again. With bulk set it reads them as decision
+// 0010 rejects doing, for comparison: every count from one
+// IP_VS_SO_GET_SERVICES answer after the service dump, then one answer a
+// service with one slot more than its count.
 type legacyFloor struct {
-	fd  int
-	buf []byte
+	fd     int
+	buf    []byte
+	guess  int
+	bulk   bool
+	counts map[[16]byte]int
 }
 
 // The getsockopt requests and struct sizes (include/uapi/linux/ip_vs.h).
 const (
+	soGetInfo         = 64 + 1024 + 64 + 1
+	soGetServices     = 64 + 1024 + 64 + 2
 	soGetService      = 64 + 1024 + 64 + 3
 	soGetDests        = 64 + 1024 + 64 + 4
 	legacyServiceSize = 104
@@ -295,7 +310,7 @@ const (
 // are id, and reports false for a service the interface does not serve
 // (IPv6).
 func (l *legacyFloor) dests(id []byte) (bool, error) {
-	var key [16]byte // protocol, addr, port, fwmark
+	var key [16]byte // protocol, addr, port, fwmark as the structures lay them out
 	v4 := false
 	forAttrs(id, func(t uint16, v []byte) {
 		switch t {
@@ -314,22 +329,47 @@ func (l *legacyFloor) dests(id []byte) (bool, error) {
 	if !v4 {
 		return false, nil
 	}
-	count, err := l.count(key)
-	if err != nil {
-		return false, err
+	if l.bulk {
+		_, err := l.answer(key, l.counts[key]+1)
+		return true, err
 	}
-	n := 24 + (count+1)*legacyDestSize
+	room := max(l.guess, 16)
+	n, err := l.answer(key, room)
+	if err == nil && n == room {
+		var count int
+		if count, err = l.count(key); err == nil {
+			n, err = l.answer(key, count+1)
+		}
+	}
+	if err != nil {
+		return true, err
+	}
+	l.guess = 2 * n
+	_, err = l.count(key)
+	return true, err
+}
+
+// answer asks for the destinations of the service key with room entries,
+// each slot marked beforehand, and returns how many the kernel wrote.
+func (l *legacyFloor) answer(key [16]byte, room int) (int, error) {
+	n := 24 + room*legacyDestSize
 	if cap(l.buf) < n {
 		l.buf = make([]byte, n)
 	}
 	b := l.buf[:n]
 	copy(b, key[:])
-	ne.PutUint32(b[16:], uint32(count+1))
-	if err := l.get(soGetDests, b); err != nil {
-		return false, err
+	ne.PutUint32(b[16:], uint32(room))
+	for i := range room {
+		ne.PutUint32(b[24+i*legacyDestSize+8:], 0xffffffff)
 	}
-	_, err = l.count(key)
-	return true, err
+	if err := l.get(soGetDests, b); err != nil {
+		return 0, err
+	}
+	written := 0
+	for written < room && ne.Uint32(b[24+written*legacyDestSize+8:]) != 0xffffffff {
+		written++
+	}
+	return written, nil
 }
 
 func (l *legacyFloor) count(key [16]byte) (int, error) {
@@ -339,6 +379,27 @@ func (l *legacyFloor) count(key [16]byte) (int, error) {
 		return 0, err
 	}
 	return int(ne.Uint32(e[44:])), nil
+}
+
+// loadCounts reads every IPv4 service's count of destinations from one
+// IP_VS_SO_GET_SERVICES answer (bulk reads only).
+func (l *legacyFloor) loadCounts() error {
+	var info [12]byte
+	if err := l.get(soGetInfo, info[:]); err != nil {
+		return err
+	}
+	room := int(ne.Uint32(info[8:])) + 1
+	b := make([]byte, 8+room*legacyServiceSize)
+	ne.PutUint32(b, uint32(room))
+	if err := l.get(soGetServices, b); err != nil {
+		return err
+	}
+	l.counts = make(map[[16]byte]int, room)
+	for i := range room - 1 {
+		e := b[8+i*legacyServiceSize:][:legacyServiceSize]
+		l.counts[[16]byte(e[:16])] = int(ne.Uint32(e[44:]))
+	}
+	return nil
 }
 
 func (l *legacyFloor) get(opt int, b []byte) error {
@@ -466,7 +527,8 @@ func addr16(a netip.Addr) []byte {
 const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 
 // floorChild runs the operation named by the environment: "list" (or
-// "save"), "list-getsockopt" (the list as our client reads it), "zero",
+// "save"), "list-getsockopt" (the list as our client reads it),
+// "list-getsockopt-bulk" (as it would with counts read at once), "zero",
 // "flush", or a table, "<layout>:<services>:<dests>", to restore (built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
 // sets the receive buffer size and makes a listing use that one socket
@@ -501,16 +563,18 @@ func floorChild(spec string) int {
 	case "list", "save":
 		// Saving asks the kernel exactly what listing asks.
 		run = func() error { return c.floorList(dests, nil) }
-	case "list-getsockopt":
+	case "list-getsockopt", "list-getsockopt-bulk":
 		// What our listing asks: IPv4 services' destinations with the
-		// kernel's getsockopt interface (see ipvs.Conn.AppendDestinations).
+		// kernel's getsockopt interface (see ipvs.Conn.AppendDestinations);
+		// or, -bulk, what it would ask with every count read at once.
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", err)
 			return 1
 		}
 		defer unix.Close(fd)
-		run = func() error { return c.floorList(dests, &legacyFloor{fd: fd}) }
+		legacy := &legacyFloor{fd: fd, bulk: spec == "list-getsockopt-bulk"}
+		run = func() error { return c.floorList(dests, legacy) }
 	case "zero":
 		run = func() error { return c.request(cmdZero, 0) }
 	case "flush":
