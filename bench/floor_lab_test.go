@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/internal/sysenv"
 )
 
 var ne = binary.NativeEndian
@@ -535,6 +537,10 @@ const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 // only (without it, destination dumps go over a second socket with
 // page-sized buffers, as ipvs.Open does).
 func floorChild(spec string) int {
+	// The floor is the kernel's cost: spare it what the Go runtime's
+	// monitor takes from long system calls on one CPU, as our programs
+	// are spared it (see sysenv.SpareProcessor).
+	sysenv.SpareProcessor()
 	bufSize, oneSocket := 32<<10, false
 	if i := strings.LastIndex(spec, ":buf="); i >= 0 {
 		n, err := strconv.Atoi(spec[i+5:])

@@ -17,6 +17,7 @@ import (
 
 func main() {
 	sysenv.SmallPages()
+	sysenv.SpareProcessor()
 	caught := make(chan os.Signal, 1)
 	signal.Notify(caught, os.Interrupt, syscall.SIGTERM)
 	interrupt := make(chan os.Signal, 1)

@@ -12,5 +12,6 @@ import (
 
 func main() {
 	sysenv.SmallPages()
+	sysenv.SpareProcessor()
 	os.Exit(wrappers.SaveScript(os.Args, os.Stdout, os.Stderr, sysenv.Ipvsadm()))
 }

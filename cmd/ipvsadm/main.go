@@ -12,6 +12,7 @@ import (
 
 func main() {
 	sysenv.SmallPages()
+	sysenv.SpareProcessor()
 	env := sysenv.Ipvsadm()
 	// The C library line-buffers a terminal and fully buffers anything else.
 	env.StdoutIsTerminal = term.IsTerminal(os.Stdout)

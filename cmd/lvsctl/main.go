@@ -9,12 +9,14 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl"
 )
 
 func main() {
+	sysenv.SpareProcessor()
 	if os.Getenv("GOGC") == "" {
 		// lvsctl keeps the desired rule set until it exits, so the
 		// collector reclaims little and only costs time: in the lab VM an
