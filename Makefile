@@ -5,7 +5,13 @@ GO       ?= go
 PREFIX   ?= /usr
 DESTDIR  ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION)
+# disablethp=1 (a runtime GODEBUG setting that //go:debug does not accept)
+# keeps the Go heap off transparent huge pages from the runtime's first
+# allocation, before main can ask (sysenv.SmallPages): where THP is
+# "always", Debian's default, the first 2 MiB of heap was one huge page
+# and `ipvsadm -Ln` of 10,000 services peaked 0.5-2.3 MiB higher, varying
+# from run to run (docs/benchmarks.md, session 14).
+LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION) -X runtime.godebugDefault=disablethp=1
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 

@@ -98,3 +98,14 @@ const (
 	SoGetService  = soGetService
 	SoGetDests    = soGetDests
 )
+
+// LegacyBatchLen is how many services one batch of EachDestinations holds.
+const LegacyBatchLen = legacyBatchLen
+
+// LegacyChainForTest returns the kernel's hash chain of svc as
+// EachDestinations infers it.
+func LegacyChainForTest(svc *Service) (int, bool) { return legacyChain(svc) }
+
+// LegacyBulkCountsForTest reports how many counts in bulk c has taken
+// for batches of EachDestinations.
+func LegacyBulkCountsForTest(c *Conn) int { return c.legacyBulkCounts }

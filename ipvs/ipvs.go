@@ -464,3 +464,28 @@ func AppendDestinations(c Reader, dst []DestinationEntry, svc *Service) ([]Desti
 	}
 	return append(dst, ds...), nil
 }
+
+// EachDestinations calls fn with the destinations of service(0) …
+// service(n-1) in that order, as AppendDestinations reads them, holding
+// one service's at a time in a reused slice (valid only during the
+// call). Once fn fails it is not called again and its error is returned.
+// A Conn reads services that share a long hash chain in batches (see
+// Conn.EachDestinations).
+func EachDestinations(c Reader, n int, service func(i int) *Service, fn func(i int, dests []DestinationEntry) error) error {
+	if b, ok := c.(interface {
+		EachDestinations(int, func(int) *Service, func(int, []DestinationEntry) error) error
+	}); ok {
+		return b.EachDestinations(n, service, fn)
+	}
+	var dests []DestinationEntry
+	for i := range n {
+		var err error
+		if dests, err = AppendDestinations(c, dests[:0], service(i)); err != nil {
+			return err
+		}
+		if err := fn(i, dests); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -132,10 +132,32 @@ const (
 // answer offering room entries, when the answer leaves room and the
 // service's count read right after it (destinations of both families)
 // equals the entries written. Fewer written than that count means servers
-// of the other family were left out, or the service changed. Every slot
-// is marked beforehand (connection flags all ones, which no destination
-// has), so the entries written are known.
+// of the other family were left out, or the service changed.
 func (c *Conn) readDestsLegacy(dst []DestinationEntry, svc *Service, room int) ([]DestinationEntry, int) {
+	entries, ok := c.legacyAnswer(svc, room)
+	if !ok {
+		return dst, legacyIncomplete
+	}
+	written := len(entries) / legacyDestSize
+	if written == room {
+		return dst, legacyRoomFull
+	}
+	// Decoded before the count, whose request reuses the buffer.
+	d := appendLegacyDests(dst, entries, legacyDestSize)
+	if count, ok := c.legacyCount(svc); !ok || count != written {
+		return dst, legacyIncomplete
+	}
+	return d, legacyComplete
+}
+
+// legacyAnswer asks one IP_VS_SO_GET_DESTS for svc offering room entries
+// and returns the entries written, legacyDestSize bytes apart in c's
+// buffer (valid until the next request). It reports false when the
+// kernel refuses or a destination is tunnelled (its tunnel settings are
+// needed). Every slot is marked beforehand (connection flags all ones,
+// which no destination has), so the entries written are known; what the
+// answer left out is for the caller to rule out.
+func (c *Conn) legacyAnswer(svc *Service, room int) ([]byte, bool) {
 	b := c.legacyRoom(legacyDestsHeader + room*legacyDestSize)
 	clear(b[:legacyDestsHeader])
 	putLegacyService(b, svc)
@@ -144,18 +166,31 @@ func (c *Conn) readDestsLegacy(dst []DestinationEntry, svc *Service, room int) (
 		hostEndian.PutUint32(b[legacyDestsHeader+i*legacyDestSize+8:], legacyUnwritten)
 	}
 	if !c.legacyAsk(soGetDests, b) {
-		return dst, legacyIncomplete
+		return nil, false
 	}
-	n := len(dst)
+	entries := b[legacyDestsHeader:]
 	for i := range room {
-		e := b[legacyDestsHeader+i*legacyDestSize:][:legacyDestSize]
-		flags := hostEndian.Uint32(e[8:])
+		flags := hostEndian.Uint32(entries[i*legacyDestSize+8:])
 		if flags == legacyUnwritten {
-			break
+			return entries[:i*legacyDestSize], true
 		}
 		if FwdMethod(flags&7) == FwdTunnel {
-			return dst[:n], legacyIncomplete // its tunnel settings are needed
+			return nil, false
 		}
+	}
+	return entries, true
+}
+
+// legacyDestUsed is how much of a legacy destination entry is decoded
+// (the counters after it are not).
+const legacyDestUsed = 36
+
+// appendLegacyDests decodes legacy destination entries, stride bytes
+// apart, onto dst.
+func appendLegacyDests(dst []DestinationEntry, entries []byte, stride int) []DestinationEntry {
+	for ; len(entries) >= legacyDestUsed; entries = entries[min(stride, len(entries)):] {
+		e := entries[:legacyDestUsed]
+		flags := hostEndian.Uint32(e[8:])
 		dst = append(dst, DestinationEntry{
 			Destination: Destination{
 				Addr:       netip.AddrFrom4([4]byte(e[0:4])),
@@ -173,14 +208,7 @@ func (c *Conn) readDestsLegacy(dst []DestinationEntry, svc *Service, room int) (
 			},
 		})
 	}
-	written := len(dst) - n
-	if written == room {
-		return dst[:n], legacyRoomFull
-	}
-	if count, ok := c.legacyCount(svc); !ok || count != written {
-		return dst[:n], legacyIncomplete
-	}
-	return dst, legacyComplete
+	return dst
 }
 
 // SnapshotServiceKeys appends the identity (family, protocol, address and

@@ -46,6 +46,9 @@ type Conn struct {
 	// legacyGuess is the room the next destinations request offers:
 	// twice what the last service had.
 	legacyGuess int
+	// legacyBulkCounts counts the IP_VS_SO_GET_SERVICES answers taken
+	// for batches (see EachDestinations).
+	legacyBulkCounts int
 
 	// replyDatagrams counts the datagrams of the last request that carried
 	// answers (see ReplyDatagrams).

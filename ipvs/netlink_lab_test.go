@@ -759,3 +759,130 @@ func TestSnapshotServiceKeysOnTheKernel(t *testing.T) {
 		t.Errorf("with an IPv6 service added: a snapshot of %d keys (%v), want the %d IPv4 ones", len(keys), ok, len(svcs))
 	}
 }
+
+// TestLegacyChainsMatchTheKernel: the kernel's service dump walks its
+// hash table bucket by bucket, so the chains EachDestinations infers
+// (ipvs.LegacyChainForTest) must come in runs, in one order of buckets
+// that is the inferred chain mixed with one constant for the namespace:
+// a wrong hash (another mix of address, port and protocol) breaks the
+// runs.
+func TestLegacyChainsMatchTheKernel(t *testing.T) {
+	c := openInNetns(t)
+	r := rand.New(rand.NewPCG(13, 5))
+	protos := []ipvs.Protocol{ipvs.ProtoTCP, ipvs.ProtoUDP, ipvs.ProtoSCTP}
+	refused := map[string]int{}
+	p := c.Pipeline(256)
+	for i := range 2000 {
+		s := ipvs.Service{Family: ipvs.AFInet, Protocol: protos[r.IntN(3)], Scheduler: "rr", Netmask: 0xffffffff,
+			Addr: netip.AddrFrom4([4]byte{10, byte(r.IntN(256)), byte(r.IntN(256)), byte(r.IntN(256))}), Port: uint16(r.IntN(65535) + 1)}
+		if i%10 == 0 {
+			s = ipvs.Service{Family: ipvs.AFInet, FWMark: r.Uint32N(1<<20) + 1, Scheduler: "rr", Netmask: 0xffffffff}
+		}
+		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, func(err error) {
+			if err != nil {
+				refused[err.Error()]++ // a duplicate: fine
+			}
+		})
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("refused: %v", refused)
+	svcs, err := c.Services()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chains []int
+	for _, s := range svcs {
+		h, ok := ipvs.LegacyChainForTest(&s.Service)
+		if !ok {
+			t.Fatalf("%+v: no chain", s.Service)
+		}
+		chains = append(chains, h)
+	}
+	for mix := range 256 {
+		ordered := true
+		for i := 1; i < len(chains) && ordered; i++ {
+			a, b := chains[i-1], chains[i]
+			ordered = a&256 < b&256 || a&256 == b&256 && a^mix <= b^mix
+		}
+		if ordered {
+			t.Logf("%d services in the kernel's order of inferred chains, mixed with %#x", len(svcs), mix)
+			return
+		}
+	}
+	t.Errorf("no constant orders the inferred chains of %d services as the kernel's dump lists them: %v", len(svcs), chains[:min(len(chains), 40)])
+}
+
+// TestBatchedReadsOnTheKernel: in a table where 300 services share one
+// hash chain, EachDestinations reads what GET_DEST dumps list, with the
+// legacy interface for all but the services it cannot read whole (a
+// tunnelled server, an IPv6 server), in batches: counts in bulk, not one
+// a service.
+func TestBatchedReadsOnTheKernel(t *testing.T) {
+	c := openInNetns(t)
+	dumps, err := ipvs.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dumps.Close()
+	ipvs.UseLegacyForTest(dumps, nil)
+	ipvs.SkipStats(c, true)
+	ipvs.SkipStats(dumps, true)
+	p := c.Pipeline(256)
+	var svcs []ipvs.Service
+	notLegacy := 0
+	for i := range 300 {
+		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.%d.%d.7", i/250, i%250), 80)
+		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
+		for j := range i % 5 {
+			d := destination(fmt.Sprintf("192.168.%d.%d", j, i%250+1), 8080, ipvs.FwdRoute, uint32(j))
+			switch {
+			case i%50 == 1 && j == 0:
+				d = destination(fmt.Sprintf("2001:db8::%x", i), 8080, ipvs.FwdTunnel, 1)
+				notLegacy++
+			case i%50 == 2 && j == 0:
+				d.FwdMethod = ipvs.FwdTunnel
+				notLegacy++
+			}
+			p.Submit(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d}, nil)
+		}
+		svcs = append(svcs, s)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var read []ipvs.Service
+	if err := ipvs.DumpServices(c, func(s *ipvs.ServiceEntry) error { read = append(read, s.Service); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(read) != len(svcs) {
+		t.Fatalf("%d services in the kernel, want %d", len(read), len(svcs))
+	}
+	slices.Reverse(read) // another order than the chain's
+	next := 0
+	err = ipvs.EachDestinations(c, len(read), func(i int) *ipvs.Service { return &read[i] }, func(i int, got []ipvs.DestinationEntry) error {
+		if i != next {
+			t.Fatalf("service %d after %d", i, next-1)
+		}
+		next++
+		want, err := ipvs.AppendDestinations(dumps, nil, &read[i])
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: batched %+v\n dump %+v", read[i], clipList(got), clipList(want))
+		}
+		return nil
+	})
+	if err != nil || next != len(read) {
+		t.Fatalf("EachDestinations: %v after %d services", err, next)
+	}
+	if n, enabled := ipvs.LegacyReadsForTest(c); n != len(svcs)-notLegacy || !enabled {
+		t.Errorf("%d services read with the legacy interface (enabled: %v), want %d", n, enabled, len(svcs)-notLegacy)
+	}
+	batches := (len(read) + ipvs.LegacyBatchLen - 1) / ipvs.LegacyBatchLen
+	if n := ipvs.LegacyBulkCountsForTest(c); n != batches+1 {
+		t.Errorf("%d counts in bulk, want %d (one before the first batch, one after each)", n, batches+1)
+	}
+}

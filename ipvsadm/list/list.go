@@ -64,7 +64,7 @@ func Table(w io.Writer, c ipvs.Reader, info ipvs.Info, o Options) error {
 	b = strconv.AppendInt(b, int64(int32(info.ConnTabSize)), 10)
 	b = append(b, ")\n"...)
 	p.emit(b)
-	svcs, err := fetchTable(c, o.NoSort)
+	svcs, err := fetchTable(c, o.NoSort, o.Format == Stats || o.Format == Rate)
 	if err != nil {
 		return p.fail(err)
 	}
@@ -108,47 +108,42 @@ func FetchServices(c ipvs.Reader, noSort bool) ([]ipvs.ServiceEntry, error) {
 // them unless noSort, and calls fn. Only one service's destinations are
 // held at a time, in one reused slice; fn must not keep it.
 func ForEachService(c ipvs.Reader, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
-	var d destLister
-	for i := range svcs {
-		if err := d.list(c, &svcs[i], noSort, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+	var d destSorter
+	return ipvs.EachDestinations(c, len(svcs), func(i int) *ipvs.Service { return &svcs[i].Service },
+		func(i int, dests []ipvs.DestinationEntry) error {
+			return fn(&svcs[i], d.sort(dests, noSort))
+		})
 }
 
 // Walk fetches every service and, one service at a time in listing order
-// (kernel order if noSort), its destinations, and calls fn; what -L and
-// -S print. It holds one copy of the services and one service's
-// destinations; fn must keep neither pointer.
+// (kernel order if noSort), its destinations, and calls fn; what -S
+// prints. The services' counters are not kept (Stats is zero). It holds
+// one copy of the services and one service's destinations; fn must keep
+// neither pointer.
 func Walk(c ipvs.Reader, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
-	svcs, err := fetchTable(c, noSort)
+	svcs, err := fetchTable(c, noSort, false)
 	if err != nil {
 		return err
 	}
 	return svcs.each(c, noSort, fn)
 }
 
-// destLister fetches and orders one service's destinations at a time in
-// reused buffers.
-type destLister struct {
-	dests, spare []ipvs.DestinationEntry
-	k            keySorter
+// destSorter orders one service's destinations at a time with reused
+// buffers.
+type destSorter struct {
+	spare []ipvs.DestinationEntry
+	k     keySorter
 }
 
-func (d *destLister) list(c ipvs.Reader, svc *ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
-	var err error
-	d.dests, err = ipvs.AppendDestinations(c, d.dests[:0], &svc.Service)
-	if err != nil {
-		return err
-	}
+// sort orders dests in place, unless noSort, and returns them.
+func (d *destSorter) sort(dests []ipvs.DestinationEntry, noSort bool) []ipvs.DestinationEntry {
 	if !noSort {
-		if cap(d.spare) < len(d.dests) {
-			d.spare = make([]ipvs.DestinationEntry, len(d.dests))
+		if cap(d.spare) < len(dests) {
+			d.spare = make([]ipvs.DestinationEntry, len(dests))
 		}
-		sortBy(&d.k, d.dests, d.spare[:len(d.dests)], destEntryKey, compareDestKeys)
+		sortBy(&d.k, dests, d.spare[:len(dests)], destEntryKey, compareDestKeys)
 	}
-	return fn(svc, d.dests)
+	return dests
 }
 
 // chunkLen is how many services one chunk of a serviceTable holds.
@@ -156,37 +151,60 @@ const chunkLen = 256
 
 // serviceTable holds a dump's services in fixed-size chunks, so that a
 // large table is stored once, without the spare capacity and the copies
-// of a growing slice, and an order of indexes over them.
+// of a growing slice, and an order of indexes over them. The counters
+// (half of a ServiceEntry) are kept only for listings that print them.
 type serviceTable struct {
-	chunks [][]ipvs.ServiceEntry
+	chunks [][]ipvs.Service
+	stats  [][]ipvs.Stats // nil when not kept
 	n      int
 	order  []sortKey // listing order; nil for the dump order
+	entry  ipvs.ServiceEntry
 }
 
-func (t *serviceTable) at(i int) *ipvs.ServiceEntry {
+func (t *serviceTable) service(i int) *ipvs.Service {
 	return &t.chunks[i/chunkLen][i%chunkLen]
+}
+
+// at returns service i with its counters (zero when not kept), in a
+// ServiceEntry that the next call reuses.
+func (t *serviceTable) at(i int) *ipvs.ServiceEntry {
+	t.entry.Service = *t.service(i)
+	t.entry.Stats = ipvs.Stats{}
+	if t.stats != nil {
+		t.entry.Stats = t.stats[i/chunkLen][i%chunkLen]
+	}
+	return &t.entry
 }
 
 func (t *serviceTable) add(s *ipvs.ServiceEntry) error {
 	if t.n%chunkLen == 0 {
-		t.chunks = append(t.chunks, make([]ipvs.ServiceEntry, chunkLen))
+		t.chunks = append(t.chunks, make([]ipvs.Service, chunkLen))
+		if t.stats != nil {
+			t.stats = append(t.stats, make([]ipvs.Stats, chunkLen))
+		}
 	}
-	*t.at(t.n) = *s
+	*t.service(t.n) = s.Service
+	if t.stats != nil {
+		t.stats[t.n/chunkLen][t.n%chunkLen] = s.Stats
+	}
 	t.n++
 	return nil
 }
 
 // fetchTable dumps every service and, unless noSort, puts them in
-// listing order.
-func fetchTable(c ipvs.Reader, noSort bool) (*serviceTable, error) {
+// listing order; it keeps their counters when withStats.
+func fetchTable(c ipvs.Reader, noSort, withStats bool) (*serviceTable, error) {
 	t := &serviceTable{}
+	if withStats {
+		t.stats = [][]ipvs.Stats{}
+	}
 	if err := ipvs.DumpServices(c, t.add); err != nil {
 		return nil, err
 	}
 	if !noSort && t.n > 1 {
 		t.order = make([]sortKey, t.n)
 		for i := range t.order {
-			t.order[i] = serviceKey(&t.at(i).Service, i)
+			t.order[i] = serviceKey(t.service(i), i)
 		}
 		mergeSort(t.order, make([]sortKey, t.n), compareServiceKeys)
 	}
@@ -195,17 +213,17 @@ func fetchTable(c ipvs.Reader, noSort bool) (*serviceTable, error) {
 
 // each lists every service's destinations in the table's order.
 func (t *serviceTable) each(c ipvs.Reader, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
-	var d destLister
-	for i := range t.n {
-		j := i
+	index := func(i int) int {
 		if t.order != nil {
-			j = int(t.order[i].index)
+			return int(t.order[i].index)
 		}
-		if err := d.list(c, t.at(j), noSort, fn); err != nil {
-			return err
-		}
+		return i
 	}
-	return nil
+	var d destSorter
+	return ipvs.EachDestinations(c, t.n, func(i int) *ipvs.Service { return t.service(index(i)) },
+		func(i int, dests []ipvs.DestinationEntry) error {
+			return fn(t.at(index(i)), d.sort(dests, noSort))
+		})
 }
 
 // Timeouts writes the --timeout line.

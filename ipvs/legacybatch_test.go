@@ -1,0 +1,181 @@
+package ipvs_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs"
+)
+
+// sharedChainTable fills k with chained services in one hash chain (TCP
+// port 80, addresses equal in their low byte), each with i%4 servers,
+// plus spread services after them, and returns them all in the order
+// added.
+func sharedChainTable(t *testing.T, k *fakeKernel, chained, spread int) []ipvs.Service {
+	t.Helper()
+	var svcs []ipvs.Service
+	add := func(s ipvs.Service, dests int) {
+		execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
+		for j := range dests {
+			d := destination(fmt.Sprintf("172.16.%d.%d", j, len(svcs)%250+1), 8080, ipvs.FwdMasq, uint32(j))
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d})
+		}
+		svcs = append(svcs, s)
+	}
+	for i := range chained {
+		add(v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.%d.%d.7", i/250, i%250), 80), i%4)
+	}
+	for i := range spread {
+		add(v4Service(ipvs.ProtoUDP, fmt.Sprintf("10.99.0.%d", i+1), 53), 2)
+	}
+	return svcs
+}
+
+// eachDestinations reads svcs with ipvs.EachDestinations and checks that
+// fn saw every service once, in order, with what a netlink dump lists.
+func eachDestinations(t *testing.T, c *ipvs.Conn, k *fakeKernel, svcs []ipvs.Service) {
+	t.Helper()
+	viaNetlink := openFake(t, k)
+	ipvs.SkipStats(viaNetlink, true)
+	next := 0
+	err := ipvs.EachDestinations(c, len(svcs), func(i int) *ipvs.Service { return &svcs[i] },
+		func(i int, got []ipvs.DestinationEntry) error {
+			if i != next {
+				t.Fatalf("service %d handed out after %d", i, next-1)
+			}
+			next++
+			want, err := ipvs.AppendDestinations(viaNetlink, nil, &svcs[i])
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s:\n each    %+v\n netlink %+v", key(svcs[i]), got, want)
+			}
+			return nil
+		})
+	if err != nil || next != len(svcs) {
+		t.Fatalf("EachDestinations: %v after %d of %d services", err, next, len(svcs))
+	}
+}
+
+// TestBatchedReadsOfOneChain: services in one long hash chain are read
+// with one answer each and their counts in bulk, one
+// IP_VS_SO_GET_SERVICES before the first batch and one after each (the
+// count after a batch is the next one's count before); spread services
+// keep their count after each answer. Every service reads what a dump
+// lists.
+func TestBatchedReadsOfOneChain(t *testing.T) {
+	k := newFakeKernel()
+	svcs := sharedChainTable(t, k, 600, 20)
+	c := openLegacy(t, k)
+	k.legacyCalls = nil
+	eachDestinations(t, c, k, svcs)
+	batches := (len(svcs) + ipvs.LegacyBatchLen - 1) / ipvs.LegacyBatchLen
+	if got, want := k.legacyCalls[ipvs.SoGetServices], batches+1; got != want {
+		t.Errorf("%d bulk counts, want %d", got, want)
+	}
+	if got := k.legacyCalls[ipvs.SoGetDests]; got != len(svcs) {
+		t.Errorf("%d destination requests for %d services, want one each", got, len(svcs))
+	}
+	if got := k.legacyCalls[ipvs.SoGetService]; got != 20 {
+		t.Errorf("%d counts of one service, want 20 (the spread services')", got)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != len(svcs) {
+		t.Errorf("%d services read with the legacy interface, want %d", n, len(svcs))
+	}
+}
+
+// TestBatchesOnlyForLongChains: a table whose chains are all short is
+// read one service at a time, without counts in bulk.
+func TestBatchesOnlyForLongChains(t *testing.T) {
+	k := newFakeKernel()
+	var svcs []ipvs.Service
+	for i := range 1000 {
+		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.0.%d.%d", i/250, i%250), 80)
+		execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
+		svcs = append(svcs, s)
+	}
+	c := openLegacy(t, k)
+	k.legacyCalls = nil
+	eachDestinations(t, c, k, svcs)
+	if n := k.legacyCalls[ipvs.SoGetServices]; n != 0 {
+		t.Errorf("%d bulk counts for chains of about 4 services", n)
+	}
+}
+
+// TestBatchedReadsOfChangingServices: an answer is kept only when both
+// bulk counts equal its length. A mixed-family service (an IPv4 server
+// and a tunnelled IPv6 one, which the answer leaves out) that gains an
+// IPv4 server between the first count and its answer has an answer as
+// long as the first count; the second count rules it out. A server
+// deleted after the answer, or added before it, makes the service read
+// again (and read whole one at a time). Each ends as a dump lists it
+// afterwards.
+func TestBatchedReadsOfChangingServices(t *testing.T) {
+	k := newFakeKernel()
+	svcs := sharedChainTable(t, k, 100, 0)
+	mixed, added, gone := &svcs[10], &svcs[20], &svcs[30]
+	v6 := destination("2001:db8::10", 8080, ipvs.FwdTunnel, 1)
+	execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: mixed, Dest: &v6})
+	extra := func(s *ipvs.Service, a string) func() {
+		return func() {
+			d := destination(a, 8080, ipvs.FwdMasq, 1)
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: s, Dest: &d})
+		}
+	}
+	hooks := map[int]func(){ // by destination request, which follow the services' order
+		11: extra(mixed, "172.20.0.1"),
+		21: extra(added, "172.20.0.2"),
+	}
+	dests := 0
+	k.beforeLegacyDests = func() {
+		dests++
+		if h := hooks[dests]; h != nil {
+			h()
+		}
+	}
+	k.afterLegacyDests = func() {
+		if dests == 31 {
+			ds, _ := k.fake.Destinations(*gone)
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdDelDest, Service: gone, Dest: &ds[0].Destination})
+		}
+	}
+	c := openLegacy(t, k)
+	eachDestinations(t, c, k, svcs)
+	if dests < 31 {
+		t.Fatalf("only %d destination requests", dests)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != len(svcs)-1 {
+		t.Errorf("%d services read with the legacy interface, want all but the mixed one (%d)", n, len(svcs)-1)
+	}
+}
+
+// TestLegacyChainsOfServices: services that differ only above the low
+// byte of the address share a chain; the port and protocol move it; a
+// fwmark service is in the fwmark table; IPv6 has none here.
+func TestLegacyChainsOfServices(t *testing.T) {
+	chain := func(s ipvs.Service) int {
+		h, ok := ipvs.LegacyChainForTest(&s)
+		if !ok {
+			return -1
+		}
+		return h
+	}
+	a := chain(v4Service(ipvs.ProtoTCP, "10.0.0.7", 80))
+	if b := chain(v4Service(ipvs.ProtoTCP, "10.1.2.7", 80)); b != a {
+		t.Errorf("10.1.2.7:80 in chain %d, 10.0.0.7:80 in %d", b, a)
+	}
+	if b := chain(v4Service(ipvs.ProtoTCP, "10.0.0.7", 81)); b == a {
+		t.Errorf("another port in the same chain %d", a)
+	}
+	if b := chain(v4Service(ipvs.ProtoUDP, "10.0.0.7", 80)); b == a {
+		t.Errorf("another protocol in the same chain %d", a)
+	}
+	if m := chain(ipvs.Service{Family: ipvs.AFInet, FWMark: 0x107}); m != 256+7 {
+		t.Errorf("fwmark 0x107 in chain %d, want 263", m)
+	}
+	if six := chain(ipvs.Service{Family: ipvs.AFInet6, Protocol: ipvs.ProtoTCP, Port: 80}); six != -1 {
+		t.Errorf("IPv6 service in legacy chain %d", six)
+	}
+}
