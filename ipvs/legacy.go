@@ -26,8 +26,9 @@ import (
 //     destinations then read as zero: they are not used);
 //   - it leaves out destinations of the other family (IPv6 real servers
 //     tunnelled from an IPv4 service), so the service's destination count
-//     (of both families) is read right after, and an answer whose length
-//     differs from it is read again over netlink;
+//     (of both families) is read right after (for services in long hash
+//     chains, in bulk around a batch of answers: see legacybatch.go), and
+//     an answer whose length differs from it is read again over netlink;
 //   - its answer stops at the room the caller offers, without saying so,
 //     so an answer that fills the room is asked again with one slot more
 //     than the service's count.

@@ -27,8 +27,8 @@ import "encoding/binary"
 // at most legacyBatchHeld destinations (legacyDestUsed bytes each) until
 // its second count.
 const (
-	legacyBatchLen  = 256
-	legacyBatchHeld = 4096
+	legacyBatchLen  = 1024
+	legacyBatchHeld = 16384
 )
 
 // A chain is long enough to read in batches when it holds at least

@@ -67,7 +67,7 @@ func eachDestinations(t *testing.T, c *ipvs.Conn, k *fakeKernel, svcs []ipvs.Ser
 // lists.
 func TestBatchedReadsOfOneChain(t *testing.T) {
 	k := newFakeKernel()
-	svcs := sharedChainTable(t, k, 600, 20)
+	svcs := sharedChainTable(t, k, 2100, 20)
 	c := openLegacy(t, k)
 	k.legacyCalls = nil
 	eachDestinations(t, c, k, svcs)

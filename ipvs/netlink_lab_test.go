@@ -814,7 +814,7 @@ func TestLegacyChainsMatchTheKernel(t *testing.T) {
 	t.Errorf("no constant orders the inferred chains of %d services as the kernel's dump lists them: %v", len(svcs), chains[:min(len(chains), 40)])
 }
 
-// TestBatchedReadsOnTheKernel: in a table where 300 services share one
+// TestBatchedReadsOnTheKernel: in a table where 1,100 services share one
 // hash chain, EachDestinations reads what GET_DEST dumps list, with the
 // legacy interface for all but the services it cannot read whole (a
 // tunnelled server, an IPv6 server), in batches: counts in bulk, not one
@@ -832,7 +832,7 @@ func TestBatchedReadsOnTheKernel(t *testing.T) {
 	p := c.Pipeline(256)
 	var svcs []ipvs.Service
 	notLegacy := 0
-	for i := range 300 {
+	for i := range 1100 {
 		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.%d.%d.7", i/250, i%250), 80)
 		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
 		for j := range i % 5 {
