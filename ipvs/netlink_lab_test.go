@@ -649,15 +649,7 @@ func TestConformanceKernelLegacyReads(t *testing.T) {
 // whose legacy answer is complete (IPv4, no tunnelled server, no server
 // of the other family) were read that way.
 func TestLegacyReadsEqualDumpsOnTheKernel(t *testing.T) {
-	c := openInNetns(t)
-	dumps, err := ipvs.Open() // same namespace: the test's thread is in it
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dumps.Close()
-	ipvs.UseLegacyForTest(dumps, nil)
-	ipvs.SkipStats(c, true)
-	ipvs.SkipStats(dumps, true)
+	c, dumps := openLegacyAndDumps(t)
 	v4, dest := v4Service, destination
 	thresholds := dest("192.168.1.3", 8080, ipvs.FwdMasq, 3)
 	thresholds.UThreshold, thresholds.LThreshold = 100, 50
@@ -714,6 +706,23 @@ func TestLegacyReadsEqualDumpsOnTheKernel(t *testing.T) {
 			t.Errorf("%v: read with the legacy interface: %v, want %v (still enabled: %v)", sc.s, read, sc.viaProbe, enabled)
 		}
 	}
+}
+
+// openLegacyAndDumps opens, in a fresh namespace, a Conn that reads with
+// the legacy interface and one that reads over netlink alone, both without
+// counters.
+func openLegacyAndDumps(t *testing.T) (c, dumps *ipvs.Conn) {
+	t.Helper()
+	c = openInNetns(t)
+	dumps, err := ipvs.Open() // same namespace: the test's thread is in it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dumps.Close() })
+	ipvs.UseLegacyForTest(dumps, nil)
+	ipvs.SkipStats(c, true)
+	ipvs.SkipStats(dumps, true)
+	return c, dumps
 }
 
 func clipList(ds []ipvs.DestinationEntry) []ipvs.DestinationEntry {
@@ -823,15 +832,7 @@ func TestLegacyChainsMatchTheKernel(t *testing.T) {
 // tunnelled server, an IPv6 server), in batches: counts in bulk, not one
 // a service.
 func TestBatchedReadsOnTheKernel(t *testing.T) {
-	c := openInNetns(t)
-	dumps, err := ipvs.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dumps.Close()
-	ipvs.UseLegacyForTest(dumps, nil)
-	ipvs.SkipStats(c, true)
-	ipvs.SkipStats(dumps, true)
+	c, dumps := openLegacyAndDumps(t)
 	p := c.Pipeline(256)
 	var svcs []ipvs.Service
 	notLegacy := 0
@@ -860,24 +861,7 @@ func TestBatchedReadsOnTheKernel(t *testing.T) {
 		t.Fatalf("%d services in the kernel, want %d", len(read), len(svcs))
 	}
 	slices.Reverse(read) // another order than the chain's
-	next := 0
-	err = ipvs.EachDestinations(c, len(read), func(i int) *ipvs.Service { return &read[i] }, func(i int, got []ipvs.DestinationEntry) error {
-		if i != next {
-			t.Fatalf("service %d after %d", i, next-1)
-		}
-		next++
-		want, err := ipvs.AppendDestinations(dumps, nil, &read[i])
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%v: batched %+v\n dump %+v", read[i], clipList(got), clipList(want))
-		}
-		return nil
-	})
-	if err != nil || next != len(read) {
-		t.Fatalf("EachDestinations: %v after %d services", err, next)
-	}
+	eachDestinations(t, c, dumps, read)
 	if n, enabled := ipvs.LegacyReadsForTest(c); n != len(svcs)-notLegacy || !enabled {
 		t.Errorf("%d services read with the legacy interface (enabled: %v), want %d", n, enabled, len(svcs)-notLegacy)
 	}
