@@ -6,7 +6,9 @@ package rules
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,13 +100,13 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 		svcs[i] = current.Services[i].Service
 	}
 	var buf []ipvs.DestinationEntry
-	p, _ := diff(svcs, func(i int) ([]ipvs.DestinationEntry, error) {
+	p, _ := diff(svcs, pair(svcs, desired), func(i int) ([]ipvs.DestinationEntry, error) {
 		buf = buf[:0]
 		for _, d := range current.Services[i].Dests {
 			buf = append(buf, ipvs.DestinationEntry{Destination: d.Destination, DestCounters: d.KernelCounters()})
 		}
 		return buf, nil
-	}, desired, o)
+	}, o)
 	return p
 }
 
@@ -128,29 +130,28 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 		return nil, err
 	}
 	snapshot := !severalDatagrams(c)
-	var buf, check []ipvs.DestinationEntry
-	destsOf := func(i int) ([]ipvs.DestinationEntry, error) {
-		var err error
-		buf, err = ipvs.AppendDestinations(c, buf[:0], &svcs[i])
-		// A service whose destinations came in several datagrams is read
-		// again until two reads agree, for the same reason as the
-		// services (see ipvs.Conn.ReplyDatagrams).
-		for round := 1; err == nil && severalDatagrams(c); round++ {
-			if check, err = ipvs.AppendDestinations(c, check[:0], &svcs[i]); err != nil {
-				break
-			}
-			if slices.EqualFunc(buf, check, sameDest) {
-				break
-			}
-			if round == readRounds {
-				return nil, ErrTableChanging
-			}
-			buf, check = check, buf
-		}
-		return buf, err
-	}
+	var check []ipvs.DestinationEntry
 	for range readRounds {
-		p, err := diff(svcs, destsOf, desired, o)
+		pairs := pair(svcs, desired)
+		p, err := diffRead(c, svcs, pairs, func(i int, dests []ipvs.DestinationEntry) ([]ipvs.DestinationEntry, error) {
+			// A service whose destinations came in several datagrams is
+			// read again until two reads agree, for the same reason as the
+			// services (see ipvs.Conn.ReplyDatagrams).
+			var err error
+			for round := 1; severalDatagrams(c); round++ {
+				if check, err = ipvs.AppendDestinations(c, check[:0], &svcs[i]); err != nil {
+					return nil, err
+				}
+				if slices.EqualFunc(dests, check, sameDest) {
+					break
+				}
+				if round == readRounds {
+					return nil, ErrTableChanging
+				}
+				dests = append(dests[:0], check...)
+			}
+			return dests, nil
+		}, o)
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +186,38 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	return nil, ErrTableChanging
 }
 
+// diffRead is diff with the kernel's destinations read through c in the
+// order diff asks for them, with ipvs.EachDestinations (which reads
+// services that share a long hash chain in batches); settle may read a
+// service again and returns the destinations to use.
+func diffRead(c ipvs.Reader, svcs []ipvs.Service, pairs *pairing, settle func(i int, dests []ipvs.DestinationEntry) ([]ipvs.DestinationEntry, error), o DiffOptions) (*Plan, error) {
+	reads := pairs.reads()
+	var readErr error
+	next, stop := iter.Pull2(func(yield func(int, []ipvs.DestinationEntry) bool) {
+		readErr = ipvs.EachDestinations(c, len(reads), func(k int) *ipvs.Service { return &svcs[reads[k]] },
+			func(k int, dests []ipvs.DestinationEntry) error {
+				if !yield(reads[k], dests) {
+					return errStopped
+				}
+				return nil
+			})
+	})
+	defer stop()
+	return diff(svcs, pairs, func(i int) ([]ipvs.DestinationEntry, error) {
+		j, dests, ok := next()
+		switch {
+		case !ok && readErr != nil:
+			return nil, readErr
+		case !ok || j != i:
+			return nil, fmt.Errorf("rules: destinations of service %d read where diff asked for %d", j, i)
+		}
+		return settle(i, dests)
+	}, o)
+}
+
+// errStopped ends a read that diff no longer needs.
+var errStopped = errors.New("stopped")
+
 // severalDatagrams reports whether c's last answer took more than one
 // datagram; readers that cannot tell (the fake) answer at once.
 func severalDatagrams(c ipvs.Reader) bool {
@@ -216,35 +249,69 @@ func readServices(c ipvs.Reader) ([]ipvs.Service, error) {
 	return svcs, err
 }
 
-// diff is Diff over the kernel's services and a function returning the
-// destinations of services[i] in list order (valid until its next call).
-func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry, error), desired *Set, o DiffOptions) (*Plan, error) {
-	cur := newServiceIndex(services)
-	want := make([]*Service, len(desired.Services))
-	for i := range desired.Services {
-		want[i] = &desired.Services[i]
-	}
-	slices.SortFunc(want, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
+// pairing matches the desired services with the kernel's.
+type pairing struct {
+	want    []*Service // the desired services in key order
+	at      []int      // the kernel's position of want[i], -1 for none
+	leaving []int      // the kernel's services none desired matches, in key order
+}
 
+func pair(services []ipvs.Service, desired *Set) *pairing {
+	cur := newServiceIndex(services)
+	p := &pairing{want: make([]*Service, len(desired.Services)), at: make([]int, len(desired.Services))}
+	for i := range desired.Services {
+		p.want[i] = &desired.Services[i]
+	}
+	slices.SortFunc(p.want, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
+	wanted := make([]bool, len(services))
+	for i, w := range p.want {
+		p.at[i] = -1
+		if ci, ok := cur.find(&w.Service); ok {
+			p.at[i], wanted[ci] = ci, true
+		}
+	}
+	for i := range services {
+		if !wanted[i] {
+			p.leaving = append(p.leaving, i)
+		}
+	}
+	slices.SortFunc(p.leaving, func(a, b int) int { return KeyOf(&services[a]).Compare(KeyOf(&services[b])) })
+	return p
+}
+
+// reads lists the kernel's services whose destinations diff reads, in
+// the order it reads them.
+func (p *pairing) reads() []int {
+	r := make([]int, 0, len(p.at)+len(p.leaving))
+	for _, ci := range p.at {
+		if ci >= 0 {
+			r = append(r, ci)
+		}
+	}
+	return append(r, p.leaving...)
+}
+
+// diff is Diff over the kernel's services, paired with the desired ones,
+// and a function returning the destinations of services[i] in list order
+// (valid until its next call), called in the order of pairs.reads.
+func diff(services []ipvs.Service, pairs *pairing, destsOf func(i int) ([]ipvs.DestinationEntry, error), o DiffOptions) (*Plan, error) {
 	var adds, svcEdits, destEdits, destDels, svcDels []Change
 	var warnings []string
-	wanted := make([]bool, len(services))
 	var curOrder []int32 // scratch: positions of the kernel's destinations in canonical order
 	var match []int32    // scratch: the kernel's position of each desired destination, or -1
-	for _, w := range want {
+	for wi, w := range pairs.want {
 		dests := w.Dests
 		if !w.Ordered {
 			dests = canonicalCopy(w.Dests)
 		}
-		ci, ok := cur.find(&w.Service)
-		if !ok {
+		ci := pairs.at[wi]
+		if ci < 0 {
 			adds = append(adds, Change{Action: AddService, Service: w.Service})
 			for i := len(dests) - 1; i >= 0; i-- {
 				adds = append(adds, Change{Action: AddDest, Service: w.Service, Dest: &dests[i].Destination})
 			}
 			continue
 		}
-		wanted[ci] = true
 		c := &services[ci]
 		if f := serviceFields(c, &w.Service); len(f) > 0 {
 			svcEdits = append(svcEdits, Change{Action: EditService, Service: w.Service, Fields: f})
@@ -312,14 +379,7 @@ func diff(services []ipvs.Service, destsOf func(i int) ([]ipvs.DestinationEntry,
 			}
 		}
 	}
-	var leaving []int
-	for i := range services {
-		if !wanted[i] {
-			leaving = append(leaving, i)
-		}
-	}
-	slices.SortFunc(leaving, func(a, b int) int { return KeyOf(&services[a]).Compare(KeyOf(&services[b])) })
-	for _, i := range leaving {
+	for _, i := range pairs.leaving {
 		kernel, err := destsOf(i)
 		if err != nil {
 			return nil, err
