@@ -160,10 +160,6 @@ type legacyBatch struct {
 
 func (b *legacyBatch) reset(start, end int) {
 	b.start, b.end = start, end
-	if b.slot == nil {
-		b.slot = make(map[legacyKey]int, legacyBatchLen)
-		b.held = make([]byte, 0, legacyBatchHeld*legacyDestUsed)
-	}
 	clear(b.slot)
 	b.held = b.held[:0]
 	size := end - start
@@ -196,6 +192,10 @@ func (b *legacyBatch) answer(i int) ([]DestinationEntry, bool) {
 // between two counts in bulk, and keeps those whose length equals both
 // counts. Whatever it does not keep is read one service at a time.
 func (c *Conn) readBatch(b *legacyBatch, long []bool, service func(i int) *Service) {
+	if b.slot == nil { // the first batch with long chains
+		b.slot = make(map[legacyKey]int, legacyBatchLen)
+		b.held = make([]byte, 0, legacyBatchHeld*legacyDestUsed)
+	}
 	for i := b.start; i < b.end; i++ {
 		if long[i] {
 			b.slot[legacyKeyOf(service(i))] = i - b.start
