@@ -225,38 +225,61 @@ func (c *Conn) SnapshotServiceKeys(dst []Service) ([]Service, bool) {
 	if err := c.broken(CmdGetService); err != nil || c.legacy == nil {
 		return dst, false
 	}
-	count, ok := c.legacyServiceCount()
+	entries, count, ok := c.legacyServiceEntries(&c.legacyBuf)
 	if !ok {
 		return dst, false
 	}
+	n := len(dst)
+	for e := entries; len(e) > 0; e = e[legacyServiceSize:] {
+		dst = append(dst, legacyEntryService(e))
+	}
+	if again, ok := c.legacyServiceCount(); !ok || len(dst)-n != count || again != count {
+		return dst[:n], false
+	}
+	return dst, true
+}
+
+// legacyServiceEntries asks one IP_VS_SO_GET_SERVICES in *buf (resized),
+// offering one slot more than the kernel's count of IPv4 services, read
+// right before, and returns the entries written (legacyServiceSize bytes
+// apart) and that count. Each slot is marked beforehand (flags all ones,
+// which no service has), so the entries written are known; more than the
+// count means the table grew between the two requests.
+func (c *Conn) legacyServiceEntries(buf *[]byte) (entries []byte, count int, ok bool) {
+	count, ok = c.legacyServiceCount()
+	if !ok {
+		return nil, 0, false
+	}
 	room := count + 1
-	b := c.legacyRoom(legacyServicesHeader + room*legacyServiceSize)
+	*buf = resize(*buf, legacyServicesHeader+room*legacyServiceSize)
+	b := *buf
 	clear(b[:legacyServicesHeader])
 	hostEndian.PutUint32(b, uint32(room))
 	for i := range room {
 		hostEndian.PutUint32(b[legacyServicesHeader+i*legacyServiceSize+legacyServiceFlags:], legacyUnwritten)
 	}
 	if !c.legacyAsk(soGetServices, b) {
-		return dst, false
+		return nil, 0, false
 	}
-	n := len(dst)
+	entries = b[legacyServicesHeader:]
 	for i := range room {
-		e := b[legacyServicesHeader+i*legacyServiceSize:][:legacyServiceSize]
-		if hostEndian.Uint32(e[legacyServiceFlags:]) == legacyUnwritten {
-			break
+		if hostEndian.Uint32(entries[i*legacyServiceSize+legacyServiceFlags:]) == legacyUnwritten {
+			return entries[:i*legacyServiceSize], count, true
 		}
-		s := Service{Family: AFInet, FWMark: hostEndian.Uint32(e[12:])}
-		if s.FWMark == 0 {
-			s.Protocol = Protocol(hostEndian.Uint16(e[0:]))
-			s.Addr = netip.AddrFrom4([4]byte(e[4:8]))
-			s.Port = binary.BigEndian.Uint16(e[8:])
-		}
-		dst = append(dst, s)
 	}
-	if again, ok := c.legacyServiceCount(); !ok || len(dst)-n != count || again != count {
-		return dst[:n], false
+	return entries, count, true
+}
+
+// legacyEntryService returns the identity (family, protocol, address and
+// port, or fwmark) of the service in a legacy service entry.
+func legacyEntryService(e []byte) Service {
+	s := Service{Family: AFInet, FWMark: hostEndian.Uint32(e[12:])}
+	if s.FWMark == 0 {
+		s.Protocol = Protocol(hostEndian.Uint16(e[0:]))
+		s.Addr = netip.AddrFrom4([4]byte(e[4:8]))
+		s.Port = binary.BigEndian.Uint16(e[8:])
 	}
-	return dst, true
+	return s
 }
 
 // legacyServiceCount returns the number of IPv4 services (the kernel
@@ -284,10 +307,8 @@ func (c *Conn) legacyCount(svc *Service) (int, bool) {
 
 // legacyRoom returns the Conn's legacy buffer resized to n bytes.
 func (c *Conn) legacyRoom(n int) []byte {
-	if cap(c.legacyBuf) < n {
-		c.legacyBuf = make([]byte, n)
-	}
-	return c.legacyBuf[:n]
+	c.legacyBuf = resize(c.legacyBuf, n)
+	return c.legacyBuf
 }
 
 // legacyAsk sends one legacy request. A missing service (ESRCH, deleted

@@ -151,11 +151,11 @@ type legacyBatch struct {
 	from, to      []int
 	kept          []bool
 	dests         []DestinationEntry // a kept answer, decoded
-	// counts is the last IP_VS_SO_GET_SERVICES answer; fresh says it was
-	// taken after every answer read so far, so it serves as the next
-	// batch's first count.
-	counts []byte
-	fresh  bool
+	// counts holds the last IP_VS_SO_GET_SERVICES answer, entries the
+	// service entries written in it; fresh says it was taken after every
+	// answer read so far, so it serves as the next batch's first count.
+	counts, entries []byte
+	fresh           bool
 }
 
 func (b *legacyBatch) reset(start, end int) {
@@ -207,7 +207,6 @@ func (c *Conn) readBatch(b *legacyBatch, long []bool, service func(i int) *Servi
 	if !b.fresh && !c.legacyCounts(b) {
 		return
 	}
-	b.fresh = false
 	b.countsInto(b.before)
 	for i := b.start; i < b.end; i++ {
 		s := i - b.start
@@ -225,11 +224,10 @@ func (c *Conn) readBatch(b *legacyBatch, long []bool, service func(i int) *Servi
 		}
 		b.to[s] = len(b.held)
 	}
-	if !c.legacyCounts(b) {
+	if b.fresh = c.legacyCounts(b); !b.fresh {
 		clear(b.kept)
 		return
 	}
-	b.fresh = true
 	b.countsInto(b.after)
 	for s := range b.after {
 		if b.kept[s] && b.after[s] != b.before[s] {
@@ -239,55 +237,32 @@ func (c *Conn) readBatch(b *legacyBatch, long []bool, service func(i int) *Servi
 }
 
 // legacyCounts takes every IPv4 service's entry with one
-// IP_VS_SO_GET_SERVICES into b.counts, offering one slot more than the
-// kernel's count of them; false when refused or when the table grew
-// between the two requests (the last slot written).
+// IP_VS_SO_GET_SERVICES into b.counts (b.entries, those written); false
+// when refused or when the table grew between the kernel's count and the
+// answer.
 func (c *Conn) legacyCounts(b *legacyBatch) bool {
-	b.fresh = false
 	if c.legacy == nil {
 		return false
 	}
-	count, ok := c.legacyServiceCount()
-	if !ok {
-		return false
-	}
-	room := count + 1
-	b.counts = resize(b.counts, legacyServicesHeader+room*legacyServiceSize)
-	clear(b.counts[:legacyServicesHeader])
-	hostEndian.PutUint32(b.counts, uint32(room))
-	for i := range room {
-		hostEndian.PutUint32(b.counts[legacyServicesHeader+i*legacyServiceSize+legacyServiceFlags:], legacyUnwritten)
-	}
-	if !c.legacyAsk(soGetServices, b.counts) {
-		b.counts = b.counts[:0]
+	entries, count, ok := c.legacyServiceEntries(&b.counts)
+	if !ok || len(entries) > count*legacyServiceSize {
+		b.entries = nil
 		return false
 	}
 	c.legacyBulkCounts++
-	last := b.counts[legacyServicesHeader+count*legacyServiceSize:]
-	if hostEndian.Uint32(last[legacyServiceFlags:]) != legacyUnwritten {
-		b.counts = b.counts[:0]
-		return false
-	}
+	b.entries = entries
 	return true
 }
 
-// countsInto sets counts[slot] to the count of destinations in b.counts
+// countsInto sets counts[slot] to the count of destinations in b.entries
 // of each of the batch's services, -1 for those not in it.
 func (b *legacyBatch) countsInto(counts []int) {
 	for s := range counts {
 		counts[s] = -1
 	}
-	for e := b.counts[min(len(b.counts), legacyServicesHeader):]; len(e) >= legacyServiceSize; e = e[legacyServiceSize:] {
-		if hostEndian.Uint32(e[legacyServiceFlags:]) == legacyUnwritten {
-			break
-		}
-		k := legacyKey{fwmark: hostEndian.Uint32(e[12:])}
-		if k.fwmark == 0 {
-			k.addr = [4]byte(e[4:8])
-			k.port = binary.BigEndian.Uint16(e[8:])
-			k.proto = hostEndian.Uint16(e[0:])
-		}
-		if s, ok := b.slot[k]; ok {
+	for e := b.entries; len(e) > 0; e = e[legacyServiceSize:] {
+		svc := legacyEntryService(e)
+		if s, ok := b.slot[legacyKeyOf(&svc)]; ok {
 			counts[s] = int(hostEndian.Uint32(e[legacyNumDests:]))
 		}
 	}
