@@ -260,14 +260,17 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 	if err != nil {
 		return err
 	}
-	if legacy != nil && legacy.bulk {
-		if err := legacy.loadCounts(); err != nil {
+	if legacy != nil {
+		if err := legacy.start(ids); err != nil {
 			return err
 		}
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		if legacy != nil {
-			if ok, err := legacy.dests(id); ok || err != nil {
+			if ok, err := legacy.dests(i, id); ok || err != nil {
+				if err != nil {
+					return err
+				}
 				continue
 			}
 		}
@@ -278,27 +281,38 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 			return err
 		}
 	}
+	if legacy != nil {
+		return legacy.finish()
+	}
 	return nil
 }
 
 // legacyFloor reads IPv4 services' destinations the way ipvs.Conn does
-// while SkipStats is on (see ipvs.Conn.AppendDestinations), nothing
-// decoded: one IP_VS_SO_GET_DESTS answer offering twice the room the last
-// service needed (at least 16 entries, each slot marked), then the
-// service's count (IP_VS_SO_GET_SERVICE); an answer that fills its room is
-// counted first and asked again. With bulk set it reads them as decision
-// 0010 rejects doing, for comparison: every count from one
-// IP_VS_SO_GET_SERVICES answer after the service dump, then one answer a
-// service with one slot more than its count.
+// while SkipStats is on (see ipvs.Conn.EachDestinations), nothing
+// decoded. A service alone or in a short hash chain: one
+// IP_VS_SO_GET_DESTS answer offering twice the room the last service
+// needed (at least 16 entries, each slot marked), then the service's
+// count (IP_VS_SO_GET_SERVICE); an answer that fills its room is counted
+// first and asked again. Services in long chains (as ipvs.longChains
+// finds them): in batches of 1,024 services in the dump's order, every
+// count at once with one IP_VS_SO_GET_SERVICES before the batch's answers
+// (unless the last batch's second count is at hand) and one after, and
+// one answer a service with one slot more than its count. With all set,
+// every service is read that way with one count in bulk for the whole
+// table and none after: less than any correct client can ask.
 type legacyFloor struct {
-	fd     int
-	buf    []byte
-	guess  int
-	bulk   bool
-	counts map[[16]byte]int
+	fd      int
+	buf     []byte
+	guess   int
+	all     bool
+	long    []bool
+	batch   int  // the batch of the last counts in bulk
+	pending bool // answers were read after them
+	counts  map[[16]byte]int
 }
 
-// The getsockopt requests and struct sizes (include/uapi/linux/ip_vs.h).
+// The getsockopt requests and struct sizes (include/uapi/linux/ip_vs.h),
+// and the client's batches (ipvs/legacybatch.go).
 const (
 	soGetInfo         = 64 + 1024 + 64 + 1
 	soGetServices     = 64 + 1024 + 64 + 2
@@ -306,14 +320,13 @@ const (
 	soGetDests        = 64 + 1024 + 64 + 4
 	legacyServiceSize = 104
 	legacyDestSize    = 96
+	legacyBatchLen    = 1024
 )
 
-// dests reads the destinations of the service whose identity attributes
-// are id, and reports false for a service the interface does not serve
-// (IPv6).
-func (l *legacyFloor) dests(id []byte) (bool, error) {
-	var key [16]byte // protocol, addr, port, fwmark as the structures lay them out
-	v4 := false
+// legacyKey returns the service's identity as the legacy structures lay
+// it out (protocol, addr, port, fwmark), and false for a service the
+// interface does not serve (IPv6).
+func legacyKey(id []byte) (key [16]byte, v4 bool) {
 	forAttrs(id, func(t uint16, v []byte) {
 		switch t {
 		case 1:
@@ -328,11 +341,65 @@ func (l *legacyFloor) dests(id []byte) (bool, error) {
 			copy(key[12:16], v[:4])
 		}
 	})
+	return key, v4
+}
+
+// start marks the services in long hash chains (the kernel's chain up to
+// its per-namespace constant: protocol ^ address ^ port>>8 ^ port, low
+// byte; fwmarks apart by their low byte; long: at least 64 services and
+// 1/32 of the IPv4 ones), or, with all, takes every count.
+func (l *legacyFloor) start(ids [][]byte) error {
+	if l.all {
+		return l.loadCounts()
+	}
+	chain := make([]int, len(ids))
+	var length [512]int
+	v4 := 0
+	for i, id := range ids {
+		key, ok := legacyKey(id)
+		if chain[i] = -1; !ok {
+			continue
+		}
+		if mark := ne.Uint32(key[12:]); mark != 0 {
+			chain[i] = 256 + int(mark&0xff)
+		} else {
+			port := uint32(binary.BigEndian.Uint16(key[8:]))
+			chain[i] = int((uint32(ne.Uint16(key[0:])) ^ binary.BigEndian.Uint32(key[4:]) ^ port>>8 ^ port) & 0xff)
+		}
+		length[chain[i]]++
+		v4++
+	}
+	least := max(64, v4/32)
+	l.long = make([]bool, len(ids))
+	for i, h := range chain {
+		l.long[i] = h >= 0 && length[h] >= least
+	}
+	return nil
+}
+
+// dests reads the destinations of service i, whose identity attributes
+// are id, and reports false for a service the interface does not serve.
+func (l *legacyFloor) dests(i int, id []byte) (bool, error) {
+	key, v4 := legacyKey(id)
 	if !v4 {
 		return false, nil
 	}
-	if l.bulk {
+	if l.all {
 		_, err := l.answer(key, l.counts[key]+1)
+		return true, err
+	}
+	if l.long[i] {
+		// A batch's first count is the last one's second (or the
+		// first of all); its second is taken when the next batch or
+		// the listing's end is reached (see finish).
+		if batch := i / legacyBatchLen; l.counts == nil || batch != l.batch && l.pending {
+			if err := l.loadCounts(); err != nil {
+				return true, err
+			}
+			l.batch, l.pending = batch, false
+		}
+		_, err := l.answer(key, l.counts[key]+1)
+		l.pending = true
 		return true, err
 	}
 	room := max(l.guess, 16)
@@ -349,6 +416,15 @@ func (l *legacyFloor) dests(id []byte) (bool, error) {
 	l.guess = 2 * n
 	_, err = l.count(key)
 	return true, err
+}
+
+// finish takes the last batch's second count.
+func (l *legacyFloor) finish() error {
+	if !l.pending {
+		return nil
+	}
+	l.pending = false
+	return l.loadCounts()
 }
 
 // answer asks for the destinations of the service key with room entries,
@@ -530,7 +606,7 @@ const floorChildEnv = "LVSKIT_BENCH_FLOOR"
 
 // floorChild runs the operation named by the environment: "list" (or
 // "save"), "list-getsockopt" (the list as our client reads it),
-// "list-getsockopt-bulk" (as it would with counts read at once), "zero",
+// "list-getsockopt-bulk" (every count read at once, none after), "zero",
 // "flush", or a table, "<layout>:<services>:<dests>", to restore (built
 // and encoded before the clock starts). An optional ":buf=<bytes>" suffix
 // sets the receive buffer size and makes a listing use that one socket
@@ -571,15 +647,15 @@ func floorChild(spec string) int {
 		run = func() error { return c.floorList(dests, nil) }
 	case "list-getsockopt", "list-getsockopt-bulk":
 		// What our listing asks: IPv4 services' destinations with the
-		// kernel's getsockopt interface (see ipvs.Conn.AppendDestinations);
-		// or, -bulk, what it would ask with every count read at once.
+		// kernel's getsockopt interface (see ipvs.Conn.EachDestinations);
+		// or, -bulk, with every count read at once and none after.
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", err)
 			return 1
 		}
 		defer unix.Close(fd)
-		legacy := &legacyFloor{fd: fd, bulk: spec == "list-getsockopt-bulk"}
+		legacy := &legacyFloor{fd: fd, all: spec == "list-getsockopt-bulk"}
 		run = func() error { return c.floorList(dests, legacy) }
 	case "zero":
 		run = func() error { return c.request(cmdZero, 0) }
