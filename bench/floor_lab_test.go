@@ -267,7 +267,7 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 	}
 	for i, id := range ids {
 		if legacy != nil {
-			if ok, err := legacy.dests(i, id); ok || err != nil {
+			if ok, err := legacy.dests(i); ok || err != nil {
 				if err != nil {
 					return err
 				}
@@ -305,6 +305,8 @@ type legacyFloor struct {
 	buf     []byte
 	guess   int
 	all     bool
+	keys    [][16]byte // each service's, from start
+	v4      []bool     // whether the interface serves it
 	long    []bool
 	batch   int  // the batch of the last counts in bulk
 	pending bool // answers were read after them
@@ -349,15 +351,19 @@ func legacyKey(id []byte) (key [16]byte, v4 bool) {
 // byte; fwmarks apart by their low byte; long: at least 64 services and
 // 1/32 of the IPv4 ones), or, with all, takes every count.
 func (l *legacyFloor) start(ids [][]byte) error {
+	l.keys = make([][16]byte, len(ids))
+	l.v4 = make([]bool, len(ids))
+	for i, id := range ids {
+		l.keys[i], l.v4[i] = legacyKey(id)
+	}
 	if l.all {
 		return l.loadCounts()
 	}
 	chain := make([]int, len(ids))
 	var length [512]int
 	v4 := 0
-	for i, id := range ids {
-		key, ok := legacyKey(id)
-		if chain[i] = -1; !ok {
+	for i, key := range l.keys {
+		if chain[i] = -1; !l.v4[i] {
 			continue
 		}
 		if mark := ne.Uint32(key[12:]); mark != 0 {
@@ -377,11 +383,11 @@ func (l *legacyFloor) start(ids [][]byte) error {
 	return nil
 }
 
-// dests reads the destinations of service i, whose identity attributes
-// are id, and reports false for a service the interface does not serve.
-func (l *legacyFloor) dests(i int, id []byte) (bool, error) {
-	key, v4 := legacyKey(id)
-	if !v4 {
+// dests reads the destinations of service i and reports false for a
+// service the interface does not serve.
+func (l *legacyFloor) dests(i int) (bool, error) {
+	key := l.keys[i]
+	if !l.v4[i] {
 		return false, nil
 	}
 	if l.all {
