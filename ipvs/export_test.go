@@ -99,8 +99,12 @@ const (
 	SoGetDests    = soGetDests
 )
 
-// LegacyBatchLen is how many services one batch of EachDestinations holds.
-const LegacyBatchLen = legacyBatchLen
+// LegacyBatchLen is how many services one batch of EachDestinations
+// holds at most; LegacyBatchHeld, how many destinations.
+const (
+	LegacyBatchLen  = legacyBatchLen
+	LegacyBatchHeld = legacyBatchHeld
+)
 
 // LegacyChainForTest returns the kernel's hash chain of svc as
 // EachDestinations infers it.

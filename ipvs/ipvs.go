@@ -469,7 +469,7 @@ func AppendDestinations(c Reader, dst []DestinationEntry, svc *Service) ([]Desti
 // service(n-1) in that order, as AppendDestinations reads them, holding
 // one service's at a time in a reused slice (valid only during the
 // call). Once fn fails it is not called again and its error is returned.
-// A Conn reads services that share a long hash chain in batches (see
+// A Conn reads IPv4 services in batches, chain by chain (see
 // Conn.EachDestinations).
 func EachDestinations(c Reader, n int, service func(i int) *Service, fn func(i int, dests []DestinationEntry) error) error {
 	if b, ok := c.(interface {

@@ -49,8 +49,10 @@ type fakeKernel struct {
 	legacyErr                           unix.Errno
 	beforeLegacyDests, afterLegacyDests func()
 	beforeLegacyServices                func()
-	// legacyCalls counts the legacy requests by option.
+	// legacyCalls counts the legacy requests by option; destsAsked lists
+	// the services of the legacy destinations requests answered.
 	legacyCalls map[int]int
+	destsAsked  []ipvs.Service
 	requests    int
 	lastSeq     uint32
 }

@@ -92,64 +92,58 @@ var hostEndian = binary.NativeEndian
 // whole answer; the caller then reads them over netlink. A kernel that
 // refuses the requests (other than for a missing service) is not asked
 // again.
-//
-// The answer is asked with room for twice the destinations the last
-// service had (c.legacyGuess): what decides that it is whole is the count
-// read after it, so no count is needed before unless the room was too
-// small, and a table read in order costs two requests a service.
 func (c *Conn) appendDestsLegacy(dst []DestinationEntry, svc *Service) ([]DestinationEntry, bool) {
-	if c.legacy == nil || !c.noStats || svc.Family != AFInet || !svc.Addr.Is4() && svc.FWMark == 0 {
+	if _, ok := legacyChain(svc); !ok || c.legacy == nil || !c.noStats {
 		return dst, false
 	}
-	d, res := c.readDestsLegacy(dst, svc, max(c.legacyGuess, minLegacyRoom))
-	if res == legacyRoomFull {
-		// Count them, and offer one slot more than the count.
-		count, ok := c.legacyCount(svc)
-		if !ok {
-			return dst, false
-		}
-		d, res = c.readDestsLegacy(dst, svc, count+1)
-	}
-	if res != legacyComplete {
+	d := dst
+	if !c.readLegacy(svc, func(entries []byte) bool {
+		d = appendLegacyDests(dst, entries, legacyDestSize)
+		return true
+	}) {
 		return dst, false
 	}
-	c.legacyGuess = 2 * (len(d) - len(dst))
 	c.replyDatagrams = 1 // one answer, written whole under the kernel's lock
 	c.legacyReads++
 	return d, true
 }
 
-// minLegacyRoom is the least room a destinations request offers.
-const minLegacyRoom = 16
-
-// How a legacy read of a service's destinations ended.
-const (
-	legacyComplete   = iota // the whole answer
-	legacyRoomFull          // the answer filled the room: more may not have fit
-	legacyIncomplete        // refused, a tunnelled destination, or the count after differs
-)
-
-// readDestsLegacy appends svc's destinations from one IP_VS_SO_GET_DESTS
-// answer offering room entries, when the answer leaves room and the
-// service's count read right after it (destinations of both families)
-// equals the entries written. Fewer written than that count means servers
-// of the other family were left out, or the service changed.
-func (c *Conn) readDestsLegacy(dst []DestinationEntry, svc *Service, room int) ([]DestinationEntry, int) {
+// readLegacy reads svc's destinations with one IP_VS_SO_GET_DESTS and
+// hands the entries written (legacyDestSize bytes apart) to take, which
+// must copy what it keeps: the service's count read right after them
+// (destinations of both families) reuses the buffer. It reports true
+// when take took them and the count equals their number; fewer written
+// than that count means servers of the other family were left out, or
+// the service changed.
+//
+// The answer is asked with room for twice the destinations the last
+// service had (c.legacyGuess): what decides that it is whole is the count
+// read after it, so no count is needed before unless the room was too
+// small, and a table read in order costs two requests a service.
+func (c *Conn) readLegacy(svc *Service, take func(entries []byte) bool) bool {
+	room := max(c.legacyGuess, minLegacyRoom)
 	entries, ok := c.legacyAnswer(svc, room)
-	if !ok {
-		return dst, legacyIncomplete
+	if ok && len(entries) == room*legacyDestSize {
+		// More may not have fit: count them, and offer one slot more.
+		var count int
+		if count, ok = c.legacyCount(svc); ok {
+			room = count + 1
+			entries, ok = c.legacyAnswer(svc, room)
+		}
 	}
 	written := len(entries) / legacyDestSize
-	if written == room {
-		return dst, legacyRoomFull
+	if !ok || written == room || !take(entries) {
+		return false
 	}
-	// Decoded before the count, whose request reuses the buffer.
-	d := appendLegacyDests(dst, entries, legacyDestSize)
 	if count, ok := c.legacyCount(svc); !ok || count != written {
-		return dst, legacyIncomplete
+		return false
 	}
-	return d, legacyComplete
+	c.legacyGuess = 2 * written
+	return true
 }
+
+// minLegacyRoom is the least room a destinations request offers.
+const minLegacyRoom = 16
 
 // legacyAnswer asks one IP_VS_SO_GET_DESTS for svc offering room entries
 // and returns the entries written, legacyDestSize bytes apart in c's

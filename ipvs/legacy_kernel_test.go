@@ -47,8 +47,11 @@ func (k *fakeKernel) Getsockopt(opt int, b []byte) error {
 	if _, err := k.fake.Service(key); err != nil {
 		return unix.ESRCH
 	}
-	if opt == ipvs.SoGetDests && k.beforeLegacyDests != nil {
-		k.beforeLegacyDests()
+	if opt == ipvs.SoGetDests {
+		k.destsAsked = append(k.destsAsked, key)
+		if k.beforeLegacyDests != nil {
+			k.beforeLegacyDests()
+		}
 	}
 	dests, err := k.fake.Destinations(key)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestBatchedReadsOfOneChain(t *testing.T) {
 }
 
 // TestBatchesOnlyForLongChains: a table whose chains are all short is
-// read one service at a time, without counts in bulk.
+// read with one count a service, none in bulk.
 func TestBatchesOnlyForLongChains(t *testing.T) {
 	k := newFakeKernel()
 	var svcs []ipvs.Service
@@ -184,5 +184,106 @@ func TestLegacyChainsOfServices(t *testing.T) {
 	}
 	if six := chain(ipvs.Service{Family: ipvs.AFInet6, Protocol: ipvs.ProtoTCP, Port: 80}); six != -1 {
 		t.Errorf("IPv6 service in legacy chain %d", six)
+	}
+}
+
+// chainsTable fills k with n TCP services on port 80 in 64 hash chains
+// (the chain follows the address's low byte), each with dests servers,
+// and returns them in the order added, which jumps between chains.
+func chainsTable(t *testing.T, k *fakeKernel, n int, dests func(i int) int) []ipvs.Service {
+	t.Helper()
+	var svcs []ipvs.Service
+	for i := range n {
+		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.%d.%d.%d", i/64/250, i/64%250, i%64+1), 80)
+		execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s})
+		for j := range dests(i) {
+			d := destination(fmt.Sprintf("172.16.%d.%d", j, i%250+1), 8080, ipvs.FwdMasq, uint32(j))
+			execFake(t, k, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &s, Dest: &d})
+		}
+		svcs = append(svcs, s)
+	}
+	return svcs
+}
+
+// chainSwitches counts the requests in asked for a service in another
+// hash chain than the request before.
+func chainSwitches(t *testing.T, asked []ipvs.Service) int {
+	t.Helper()
+	n, last := 0, -1
+	for _, s := range asked {
+		h, ok := ipvs.LegacyChainForTest(&s)
+		if !ok {
+			t.Fatalf("legacy request for %s, which has no chain", key(s))
+		}
+		if h != last {
+			n++
+		}
+		last = h
+	}
+	return n
+}
+
+// TestReadsByChain: services in short chains are read chain by chain
+// within a batch, each with one answer and one count, and handed out in
+// the caller's order with what a dump lists.
+func TestReadsByChain(t *testing.T) {
+	k := newFakeKernel()
+	svcs := chainsTable(t, k, 1000, func(i int) int { return i % 4 })
+	c := openLegacy(t, k)
+	k.legacyCalls, k.destsAsked = nil, nil
+	eachDestinations(t, c, overNetlink(t, k), svcs)
+	if n := k.legacyCalls[ipvs.SoGetServices]; n != 0 {
+		t.Errorf("%d bulk counts for chains of about 16 services", n)
+	}
+	if got := k.legacyCalls[ipvs.SoGetDests]; got != len(svcs) {
+		t.Errorf("%d destination requests for %d services, want one each", got, len(svcs))
+	}
+	if got := k.legacyCalls[ipvs.SoGetService]; got != len(svcs) {
+		t.Errorf("%d counts for %d services, want one each", got, len(svcs))
+	}
+	if got := chainSwitches(t, k.destsAsked); got != 64 {
+		t.Errorf("requests moved to another chain %d times, want 64 (each chain once)", got)
+	}
+	if n, _ := ipvs.LegacyReadsForTest(c); n != len(svcs) {
+		t.Errorf("%d services read with the legacy interface, want %d", n, len(svcs))
+	}
+}
+
+// TestBatchesSizedByDestinations: a batch holds at most LegacyBatchHeld
+// destinations. What does not fit the first batch is read in the
+// caller's order; the batches after it are sized so that their services
+// fit, and are read chain by chain.
+func TestBatchesSizedByDestinations(t *testing.T) {
+	const n, dests = 3000, 40
+	k := newFakeKernel()
+	svcs := chainsTable(t, k, n, func(int) int { return dests })
+	c := openLegacy(t, k)
+	k.destsAsked = nil
+	eachDestinations(t, c, overNetlink(t, k), svcs)
+	first := ipvs.LegacyBatchLen
+	fit := ipvs.LegacyBatchHeld / dests
+	// The first batch: its services that fit, one request that did not
+	// fit, and the rest in the caller's order (each in a new chain).
+	index := map[string]int{}
+	for i, s := range svcs {
+		index[key(s)] = i
+	}
+	i := slices.IndexFunc(k.destsAsked, func(s ipvs.Service) bool { return index[key(s)] >= first })
+	if i < 0 {
+		t.Fatalf("no destination request after the first batch")
+	}
+	if got, want := chainSwitches(t, k.destsAsked[:i]), 64+1+(first-fit); got > want {
+		t.Errorf("first batch: requests moved chain %d times, want at most %d", got, want)
+	}
+	rest := k.destsAsked[i:]
+	if len(rest) != n-first {
+		t.Fatalf("%d destination requests after the first batch, want %d (one each)", len(rest), n-first)
+	}
+	batches := (n - first + fit - 1) / fit
+	if got, want := chainSwitches(t, rest), 64*batches; got > want {
+		t.Errorf("later batches: requests moved chain %d times, want at most %d (%d batches of %d)", got, want, batches, fit)
+	}
+	if got, _ := ipvs.LegacyReadsForTest(c); got != n {
+		t.Errorf("%d services read with the legacy interface, want %d", got, n)
 	}
 }

@@ -833,11 +833,42 @@ func TestLegacyChainsMatchTheKernel(t *testing.T) {
 // a service.
 func TestBatchedReadsOnTheKernel(t *testing.T) {
 	c, dumps := openLegacyAndDumps(t)
+	svcs, notLegacy := batchTable(t, c, func(i int) string { return fmt.Sprintf("10.%d.%d.7", i/250, i%250) })
+	readInBatches(t, c, dumps, svcs, notLegacy)
+	batches := (len(svcs) + ipvs.LegacyBatchLen - 1) / ipvs.LegacyBatchLen
+	if n := ipvs.LegacyBulkCountsForTest(c); n != batches+1 {
+		t.Errorf("%d counts in bulk, want %d (one before the first batch, one after each)", n, batches+1)
+	}
+}
+
+// TestReadsByChainOnTheKernel: in a table of 1,100 services over 200
+// short hash chains, one of them with 700 servers (more than the first
+// answer has room for), EachDestinations reads chain by chain what
+// GET_DEST dumps list, with the legacy interface for all but the
+// services it cannot read whole, and no counts in bulk.
+func TestReadsByChainOnTheKernel(t *testing.T) {
+	c, dumps := openLegacyAndDumps(t)
+	svcs, notLegacy := batchTable(t, c, func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i/200/250, i/200%250, i%200+1) })
+	big := svcs[500]
+	for j := range 700 {
+		d := destination(fmt.Sprintf("192.168.%d.%d", 100+j/250, j%250+1), 80, ipvs.FwdRoute, uint32(j))
+		mustExec(t, c, ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &big, Dest: &d})
+	}
+	readInBatches(t, c, dumps, svcs, notLegacy)
+	if n := ipvs.LegacyBulkCountsForTest(c); n != 0 {
+		t.Errorf("%d counts in bulk for chains of 5 or 6 services", n)
+	}
+}
+
+// batchTable adds 1,100 TCP services on port 80 at addr(i), service i
+// with i%5 servers, one of which is an IPv6 one (i%50 == 1) or tunnelled
+// (i%50 == 2), and returns them with the number of such services, which
+// the legacy interface cannot read whole.
+func batchTable(t *testing.T, c *ipvs.Conn, addr func(i int) string) (svcs []ipvs.Service, notLegacy int) {
+	t.Helper()
 	p := c.Pipeline(256)
-	var svcs []ipvs.Service
-	notLegacy := 0
 	for i := range 1100 {
-		s := v4Service(ipvs.ProtoTCP, fmt.Sprintf("10.%d.%d.7", i/250, i%250), 80)
+		s := v4Service(ipvs.ProtoTCP, addr(i), 80)
 		p.Submit(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}, nil)
 		for j := range i % 5 {
 			d := destination(fmt.Sprintf("192.168.%d.%d", j, i%250+1), 8080, ipvs.FwdRoute, uint32(j))
@@ -856,17 +887,22 @@ func TestBatchedReadsOnTheKernel(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	return svcs, notLegacy
+}
+
+// readInBatches reads the kernel's services with EachDestinations, in
+// another order than its chains', and checks them against dumps and that
+// all but notLegacy were read with the legacy interface.
+func readInBatches(t *testing.T, c, dumps *ipvs.Conn, svcs []ipvs.Service, notLegacy int) {
+	t.Helper()
 	read, ok := c.SnapshotServiceKeys(nil) // not a dump: see TestLegacyChainsMatchTheKernel
 	if !ok || len(read) != len(svcs) {
 		t.Fatalf("%d services in the kernel, want %d", len(read), len(svcs))
 	}
-	slices.Reverse(read) // another order than the chain's
+	// Another order than the chains': a listing's, sorted by address.
+	slices.SortFunc(read, func(a, b ipvs.Service) int { return a.Addr.Compare(b.Addr) })
 	eachDestinations(t, c, dumps, read)
 	if n, enabled := ipvs.LegacyReadsForTest(c); n != len(svcs)-notLegacy || !enabled {
 		t.Errorf("%d services read with the legacy interface (enabled: %v), want %d", n, enabled, len(svcs)-notLegacy)
-	}
-	batches := (len(read) + ipvs.LegacyBatchLen - 1) / ipvs.LegacyBatchLen
-	if n := ipvs.LegacyBulkCountsForTest(c); n != batches+1 {
-		t.Errorf("%d counts in bulk, want %d (one before the first batch, one after each)", n, batches+1)
 	}
 }

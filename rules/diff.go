@@ -188,7 +188,7 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 
 // diffRead is diff with the kernel's destinations read through c in the
 // order diff asks for them, with ipvs.EachDestinations (which reads
-// services that share a long hash chain in batches); settle may read a
+// IPv4 services in batches, chain by chain); settle may read a
 // service again and returns the destinations to use.
 func diffRead(c ipvs.Reader, svcs []ipvs.Service, pairs *pairing, settle func(i int, dests []ipvs.DestinationEntry) ([]ipvs.DestinationEntry, error), o DiffOptions) (*Plan, error) {
 	reads := pairs.reads()

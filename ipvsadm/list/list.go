@@ -115,11 +115,11 @@ func ForEachService(c ipvs.Reader, svcs []ipvs.ServiceEntry, noSort bool, fn fun
 		})
 }
 
-// Walk fetches every service and, one service at a time in listing order
-// (kernel order if noSort), its destinations, and calls fn; what -S
-// prints. The services' counters are not kept (Stats is zero). It holds
-// one copy of the services and one service's destinations; fn must keep
-// neither pointer.
+// Walk fetches every service and its destinations, and calls fn for each
+// in listing order (kernel order if noSort); what -S prints. The
+// services' counters are not kept (Stats is zero). It holds one copy of
+// the services and at most a batch's destinations (see
+// ipvs.Conn.EachDestinations); fn must keep neither pointer.
 func Walk(c ipvs.Reader, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	svcs, err := fetchTable(c, noSort, false)
 	if err != nil {
