@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lvskit/lvskit/internal/svchash"
 	"github.com/lvskit/lvskit/internal/sysenv"
 )
 
@@ -293,13 +294,15 @@ func (c *rawConn) floorList(dests *rawConn, legacy *legacyFloor) error {
 // IP_VS_SO_GET_DESTS answer offering twice the room the last service
 // needed (at least 16 entries, each slot marked), then the service's
 // count (IP_VS_SO_GET_SERVICE); an answer that fills its room is counted
-// first and asked again. Services in long chains (as ipvs.longChains
+// first and asked again. Services in long chains (as svchash.Long
 // finds them): in batches of 1,024 services in the dump's order, every
 // count at once with one IP_VS_SO_GET_SERVICES before the batch's answers
 // (unless the last batch's second count is at hand) and one after, and
 // one answer a service with one slot more than its count. With all set,
 // every service is read that way with one count in bulk for the whole
-// table and none after: less than any correct client can ask.
+// table and none after: less than any correct client can ask. Every
+// service is read in the dump's order, the kernel's chain by chain,
+// where the client reads chain by chain only within each batch.
 type legacyFloor struct {
 	fd      int
 	buf     []byte
@@ -346,10 +349,8 @@ func legacyKey(id []byte) (key [16]byte, v4 bool) {
 	return key, v4
 }
 
-// start marks the services in long hash chains (the kernel's chain up to
-// its per-namespace constant: protocol ^ address ^ port>>8 ^ port, low
-// byte; fwmarks apart by their low byte; long: at least 64 services and
-// 1/32 of the IPv4 ones), or, with all, takes every count.
+// start marks the services in long hash chains (as the client infers
+// them: svchash), or, with all, takes every count.
 func (l *legacyFloor) start(ids [][]byte) error {
 	l.keys = make([][16]byte, len(ids))
 	l.v4 = make([]bool, len(ids))
@@ -359,27 +360,14 @@ func (l *legacyFloor) start(ids [][]byte) error {
 	if l.all {
 		return l.loadCounts()
 	}
-	chain := make([]int, len(ids))
-	var length [512]int
-	v4 := 0
+	chains := make([]int, len(ids))
 	for i, key := range l.keys {
-		if chain[i] = -1; !l.v4[i] {
-			continue
+		chains[i] = -1
+		if l.v4[i] {
+			chains[i] = svchash.Chain(ne.Uint16(key[0:]), [4]byte(key[4:8]), binary.BigEndian.Uint16(key[8:]), ne.Uint32(key[12:]))
 		}
-		if mark := ne.Uint32(key[12:]); mark != 0 {
-			chain[i] = 256 + int(mark&0xff)
-		} else {
-			port := uint32(binary.BigEndian.Uint16(key[8:]))
-			chain[i] = int((uint32(ne.Uint16(key[0:])) ^ binary.BigEndian.Uint32(key[4:]) ^ port>>8 ^ port) & 0xff)
-		}
-		length[chain[i]]++
-		v4++
 	}
-	least := max(64, v4/32)
-	l.long = make([]bool, len(ids))
-	for i, h := range chain {
-		l.long[i] = h >= 0 && length[h] >= least
-	}
+	l.long = svchash.Long(chains)
 	return nil
 }
 
@@ -394,7 +382,7 @@ func (l *legacyFloor) dests(i int) (bool, error) {
 		_, err := l.answer(key, l.counts[key]+1)
 		return true, err
 	}
-	if l.long[i] {
+	if l.long != nil && l.long[i] {
 		// A batch's first count is the last one's second (or the
 		// first of all); its second is taken when the next batch or
 		// the listing's end is reached (see finish).

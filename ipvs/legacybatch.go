@@ -1,8 +1,9 @@
 package ipvs
 
 import (
-	"encoding/binary"
 	"slices"
+
+	"github.com/lvskit/lvskit/internal/svchash"
 )
 
 // Services that share a hash chain are read in batches.
@@ -37,15 +38,10 @@ const (
 	legacyBatchHeld = 16384
 )
 
-// A chain is long enough to read in batches when it holds at least
-// longChainMin services and at least 1/longChainShare of the IPv4
-// services: each batch's two counts copy every IPv4 service entry (104
-// bytes), where a chain walk compares a few fields a service, so counts
-// in bulk pay only where they spare a service's count a walk that long.
-const (
-	longChainMin   = 64
-	longChainShare = 32
-)
+// A chain is long enough to read in batches by svchash.Long's rule: at
+// least 64 services, and at least 1/32 of the IPv4 ones (each batch's
+// two counts copy every IPv4 service entry, so counts in bulk pay only
+// where they spare a service's count a walk that long).
 
 // Within a batch, the other IPv4 services are read chain by chain, each
 // with its answer and the count right after it, and their answers held
@@ -100,47 +96,31 @@ func (c *Conn) EachDestinations(n int, service func(i int) *Service, fn func(i i
 	return nil
 }
 
-// legacyChain returns the kernel's hash chain of svc up to the constant
-// the kernel mixes in for the namespace (the same for every service of
-// it): 0–255 in the table of addresses and ports, 256–511 in that of
-// fwmarks. ok is false for services the legacy interface does not serve.
+// legacyChain returns svc's hash chain (see svchash.Chain); ok is false
+// for services the legacy interface does not serve.
 func legacyChain(svc *Service) (chain int, ok bool) {
 	switch {
 	case svc.Family != AFInet:
 		return 0, false
 	case svc.FWMark != 0:
-		return 256 + int(svc.FWMark&0xff), true
+		return svchash.Chain(0, [4]byte{}, 0, svc.FWMark), true
 	case !svc.Addr.Is4():
 		return 0, false
 	}
-	a := svc.Addr.As4()
-	port := uint32(svc.Port)
-	h := uint32(svc.Protocol) ^ binary.BigEndian.Uint32(a[:]) ^ port>>8 ^ port
-	return int(h & 0xff), true
+	return svchash.Chain(uint16(svc.Protocol), svc.Addr.As4(), svc.Port, 0), true
 }
 
 // longChains reports which of the n services lie in long chains, or nil
 // when none do.
 func longChains(n int, service func(i int) *Service) []bool {
-	var length [512]int
-	v4 := 0
+	chains := make([]int, n)
 	for i := range n {
-		if h, ok := legacyChain(service(i)); ok {
-			length[h]++
-			v4++
+		var ok bool
+		if chains[i], ok = legacyChain(service(i)); !ok {
+			chains[i] = -1
 		}
 	}
-	least := max(longChainMin, v4/longChainShare)
-	var long []bool
-	for i := range n {
-		if h, ok := legacyChain(service(i)); ok && length[h] >= least {
-			if long == nil {
-				long = make([]bool, n)
-			}
-			long[i] = true
-		}
-	}
-	return long
+	return svchash.Long(chains)
 }
 
 // legacyKey identifies an IPv4 service in legacy service entries.

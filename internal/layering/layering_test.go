@@ -14,6 +14,8 @@ const module = "github.com/lvskit/lvskit/"
 // layers lists the module's packages from the bottom up; a package may
 // import packages of lower layers only. Test files are not held to it.
 var layers = [][]string{
+	// Facts about the kernel that more than one package relies on.
+	{"internal/svchash"},
 	// The kernel interface and leaf helpers.
 	{"ipvs", "names", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, listing, host networking.

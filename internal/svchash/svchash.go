@@ -1,0 +1,61 @@
+// Package svchash infers which of the kernel's IPVS service hash chains
+// an IPv4 service is filed in, and which chains are long enough for the
+// ipvs client to read their services in batches with counts in bulk.
+// It sends no request; the client (ipvs) and the benchmark's floor
+// (bench), which sends the same requests raw, share it so that they
+// agree on the rule.
+package svchash
+
+import "encoding/binary"
+
+// Chain returns the chain of an IPv4 service as the kernel (6.1) hashes
+// it, up to the constant it mixes in for the namespace (the same for
+// every service of it): 0–255 in the table of addresses and ports,
+// 256–511 in that of fwmarks (a fwmark service is known by its mark
+// alone). addr is in network order, as the legacy structures hold it.
+func Chain(proto uint16, addr [4]byte, port uint16, fwmark uint32) int {
+	if fwmark != 0 {
+		return 256 + int(fwmark&0xff)
+	}
+	p := uint32(port)
+	h := uint32(proto) ^ binary.BigEndian.Uint32(addr[:]) ^ p>>8 ^ p
+	return int(h & 0xff)
+}
+
+// Chains is the number of chains Chain returns.
+const Chains = 512
+
+// A chain is long when it holds at least MinLong services and at least
+// 1/LongShare of the IPv4 services: a count in bulk copies every IPv4
+// service entry (104 bytes), where a chain walk compares a few fields a
+// service, so counts in bulk pay only where they spare a service's count
+// a walk that long.
+const (
+	MinLong   = 64
+	LongShare = 32
+)
+
+// Long reports which services lie in long chains, given each service's
+// chain (negative for a service the legacy interface does not serve), or
+// nil when none do.
+func Long(chains []int) []bool {
+	var length [Chains]int
+	v4 := 0
+	for _, h := range chains {
+		if h >= 0 {
+			length[h]++
+			v4++
+		}
+	}
+	least := max(MinLong, v4/LongShare)
+	var long []bool
+	for i, h := range chains {
+		if h >= 0 && length[h] >= least {
+			if long == nil {
+				long = make([]bool, len(chains))
+			}
+			long[i] = true
+		}
+	}
+	return long
+}
