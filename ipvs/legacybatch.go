@@ -6,7 +6,8 @@ import (
 	"github.com/lvskit/lvskit/internal/svchash"
 )
 
-// Services that share a hash chain are read in batches.
+// IPv4 services are read in batches: those that share a long hash chain
+// with their counts in bulk, the others chain by chain.
 //
 // The kernel (6.1) files services in 256 buckets and every request that
 // names a service walks its bucket's chain from the head. Where many
