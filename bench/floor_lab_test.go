@@ -360,14 +360,13 @@ func (l *legacyFloor) start(ids [][]byte) error {
 	if l.all {
 		return l.loadCounts()
 	}
-	chains := make([]int, len(ids))
-	for i, key := range l.keys {
-		chains[i] = -1
-		if l.v4[i] {
-			chains[i] = svchash.Chain(ne.Uint16(key[0:]), [4]byte(key[4:8]), binary.BigEndian.Uint16(key[8:]), ne.Uint32(key[12:]))
+	l.long = svchash.Long(len(ids), func(i int) int {
+		if !l.v4[i] {
+			return -1
 		}
-	}
-	l.long = svchash.Long(chains)
+		key := &l.keys[i]
+		return svchash.Chain(ne.Uint16(key[0:]), [4]byte(key[4:8]), binary.BigEndian.Uint16(key[8:]), ne.Uint32(key[12:]))
+	})
 	return nil
 }
 

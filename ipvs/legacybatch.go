@@ -114,14 +114,12 @@ func legacyChain(svc *Service) (chain int, ok bool) {
 // longChains reports which of the n services lie in long chains, or nil
 // when none do.
 func longChains(n int, service func(i int) *Service) []bool {
-	chains := make([]int, n)
-	for i := range n {
-		var ok bool
-		if chains[i], ok = legacyChain(service(i)); !ok {
-			chains[i] = -1
+	return svchash.Long(n, func(i int) int {
+		if h, ok := legacyChain(service(i)); ok {
+			return h
 		}
-	}
-	return svchash.Long(chains)
+		return -1
+	})
 }
 
 // legacyKey identifies an IPv4 service in legacy service entries.
@@ -196,6 +194,11 @@ func (b *legacyBatch) fits(n int) bool {
 
 // hold keeps entries (legacyDestSize bytes apart) as slot s's answer.
 func (b *legacyBatch) hold(s int, entries []byte) {
+	if b.held == nil {
+		// Allocated once, whole: grown by append, it left garbage that
+		// raised a listing's peak memory.
+		b.held = make([]byte, 0, legacyBatchHeld*legacyDestUsed)
+	}
 	b.from[s], b.kept[s] = len(b.held), true
 	for e := entries; len(e) > 0; e = e[legacyDestSize:] {
 		b.held = append(b.held, e[:legacyDestUsed]...)

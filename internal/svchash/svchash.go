@@ -35,24 +35,25 @@ const (
 	LongShare = 32
 )
 
-// Long reports which services lie in long chains, given each service's
-// chain (negative for a service the legacy interface does not serve), or
-// nil when none do.
-func Long(chains []int) []bool {
+// Long reports which of n services lie in long chains, given each
+// service's chain (negative for a service the legacy interface does not
+// serve), or nil when none do. chain is called twice for each service
+// (a listing's memory counts: no slice of chains is kept).
+func Long(n int, chain func(i int) int) []bool {
 	var length [Chains]int
 	v4 := 0
-	for _, h := range chains {
-		if h >= 0 {
+	for i := range n {
+		if h := chain(i); h >= 0 {
 			length[h]++
 			v4++
 		}
 	}
 	least := max(MinLong, v4/LongShare)
 	var long []bool
-	for i, h := range chains {
-		if h >= 0 && length[h] >= least {
+	for i := range n {
+		if h := chain(i); h >= 0 && length[h] >= least {
 			if long == nil {
-				long = make([]bool, len(chains))
+				long = make([]bool, n)
 			}
 			long[i] = true
 		}

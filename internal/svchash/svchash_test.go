@@ -34,7 +34,7 @@ func TestLong(t *testing.T) {
 		chains = append(chains, 4)
 	}
 	chains = append(chains, -1, -1)
-	long := Long(chains)
+	long := Long(len(chains), func(i int) int { return chains[i] })
 	for i, h := range chains {
 		if want := h == 3; long[i] != want {
 			t.Fatalf("service %d in chain %d: long %v, want %v", i, h, long[i], want)
@@ -45,7 +45,7 @@ func TestLong(t *testing.T) {
 	for i := range LongShare * MinLong {
 		chains = append(chains, 8+i%200)
 	}
-	if long := Long(chains); long != nil {
+	if long := Long(len(chains), func(i int) int { return chains[i] }); long != nil {
 		t.Errorf("long chains among %d services, the longest holding %d", len(chains), MinLong)
 	}
 }
