@@ -221,6 +221,26 @@ func (s side) restore(t *testing.T, ns *netns, tab *table, path string) result {
 	return r
 }
 
+// restoreAndFlush lets s restore tab (from path) into a fresh namespace
+// and flush it again, recording both in cases; with save, it returns what
+// the restored table saves (see savedText), else "".
+func (s side) restoreAndFlush(t *testing.T, tab *table, path string, cases map[string]*benchdata.Case, save bool) string {
+	t.Helper()
+	ns := newNetns(t)
+	defer ns.close(t)
+	record(cases["restore"], s, s.restore(t, ns, tab, path))
+	var saved string
+	if save {
+		saved = savedText(t, ns, tab)
+	}
+	r := s.do(t, ns, "flush")
+	if r.code != 0 || r.stderr != "" {
+		t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
+	}
+	record(cases["flush"], s, r)
+	return saved
+}
+
 // measureCase measures every operation on one table, with no other
 // table in the kernel while an operation runs. Each repetition lets each
 // side in turn restore the table into a fresh namespace (the kernel keeps
@@ -253,17 +273,7 @@ func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory
 		order := rotate(rep)
 		saved := map[side]string{}
 		for _, s := range order {
-			ns := newNetns(t)
-			record(cases["restore"], s, s.restore(t, ns, tab, path))
-			if rep == 0 {
-				saved[s] = savedText(t, ns, tab)
-			}
-			r := s.do(t, ns, "flush")
-			if r.code != 0 || r.stderr != "" {
-				t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
-			}
-			record(cases["flush"], s, r)
-			ns.close(t)
+			saved[s] = s.restoreAndFlush(t, tab, path, cases, rep == 0)
 		}
 		for _, s := range []side{ours, floor} {
 			if rep == 0 && saved[s] != saved[ref] {
@@ -303,16 +313,8 @@ func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory
 		read.close(t)
 	}
 	for rep := c.reps; rep < restores; rep++ { // restores alone
-
 		for _, s := range rotate(rep) {
-			ns := newNetns(t)
-			record(cases["restore"], s, s.restore(t, ns, tab, path))
-			r := s.do(t, ns, "flush")
-			if r.code != 0 || r.stderr != "" {
-				t.Errorf("%s -C of %s: status %d, %s", s.name, tab, r.code, clip(r.stderr))
-			}
-			record(cases["flush"], s, r)
-			ns.close(t)
+			s.restoreAndFlush(t, tab, path, cases, false)
 		}
 	}
 	out := make([]benchdata.Case, 0, len(benchdata.Ops))

@@ -264,11 +264,7 @@ func (c *Conn) readBatch(b *legacyBatch, long []bool, service func(i int) *Servi
 		b.hold(s, entries)
 	}
 	if b.fresh = c.legacyCounts(b); !b.fresh {
-		for s := range b.kept {
-			if b.before[s] >= 0 {
-				b.kept[s] = false
-			}
-		}
+		clear(b.kept) // only answers in bulk are held yet (readByChain follows)
 		return
 	}
 	b.countsInto(b.after)
