@@ -258,6 +258,18 @@ func (s side) restoreAndFlush(t *testing.T, tab *table, path string, cases map[s
 // listing of 1,000 × 10 took 127–149 ms alone and 180–341 ms beside two
 // tables of 10,000 × 10 in one boot), which made every operation grow
 // faster than its table and no production director has.
+//
+// Every listing and saving, of each side, runs right after a getsockopt
+// floor listing of the same table (recorded as that floor's sample).
+// QEMU's TCG emulates the TLB in software, in a table whose size it
+// changes only when the guest flushes its TLB (as a switch between
+// processes does), so a program that spends its life in one long string
+// of system calls keeps the size it started with, which depends on what
+// ran before it. In one boot, on shared 10,000 × 10, our -Sn took
+// 2.6–2.9 s right after that floor and 6.8–12.0 s after two short
+// processes; the reference's took 8.0–14.9 s and 8.5–15.8 s (five
+// rounds each). Unprimed, which side had run before decided whether our
+// reads of that table took 4 s or 9 s.
 func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
 	tab, err := newTable(c.layout, c.services, c.dests)
 	if err != nil {
@@ -295,12 +307,15 @@ func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory
 			for _, op := range []string{"list", "save", "zero"} {
 				got := map[side]result{}
 				for _, s := range rotate(rep + round) {
+					if op == "list" || op == "save" {
+						// The getsockopt floor right before each
+						// side's read: a sample of its own, and one
+						// emulator state for every read (see above).
+						c := cases[op]
+						c.OwnFloor = append(c.OwnFloor, floorRun(t, read, "list-getsockopt").wall.Nanoseconds())
+					}
 					got[s] = s.do(t, read, op)
 					record(cases[op], s, got[s])
-				}
-				if op == "list" || op == "save" {
-					c := cases[op]
-					c.OwnFloor = append(c.OwnFloor, floorRun(t, read, "list-getsockopt").wall.Nanoseconds())
 				}
 				if d := differ(got[ref], got[ours]); d != "" {
 					t.Errorf("%s %s: %s", tab, benchdata.Commands[op], d)
