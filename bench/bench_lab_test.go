@@ -268,8 +268,9 @@ func (s side) restoreAndFlush(t *testing.T, tab *table, path string, cases map[s
 // ran before it. In one boot, on shared 10,000 × 10, our -Sn took
 // 2.6–2.9 s right after that floor and 6.8–12.0 s after two short
 // processes; the reference's took 8.0–14.9 s and 8.5–15.8 s (five
-// rounds each). Unprimed, which side had run before decided whether our
-// reads of that table took 4 s or 9 s.
+// rounds each). Unprimed (session 16's run), our -Sn of that table took
+// 3.9–4.5 s where the getsockopt floor had run just before it and
+// 5.3–9.9 s where the reference had.
 func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
 	tab, err := newTable(c.layout, c.services, c.dests)
 	if err != nil {
