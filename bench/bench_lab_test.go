@@ -265,13 +265,12 @@ func (s side) restoreAndFlush(t *testing.T, tab *table, path string, cases map[s
 // changes only when the guest flushes its TLB (as a switch between
 // processes does), so a program that spends its life in one long string
 // of system calls keeps the size it started with, which depends on what
-// ran before it. In one boot, on the shared layout's 10,000 services
-// (without destinations), our -Sn took 2.6–2.9 s right after that floor
-// and 6.8–12.0 s after two short processes; the reference's took
-// 8.0–14.9 s and 8.5–15.8 s (five rounds each). Unprimed (session 16's
-// run), our -Sn of shared 10,000 × 10 took 3.9–4.5 s where the
-// getsockopt floor had run just before it and 5.3–9.9 s where the
-// reference had.
+// ran before it. In one boot, on shared 10,000 × 10, our -Sn took
+// 2.6–2.9 s right after that floor and 6.8–12.0 s after two short
+// processes; the reference's took 8.0–14.9 s and 8.5–15.8 s (five
+// rounds each). Unprimed (session 16's run), our -Sn of that table took
+// 3.9–4.5 s where the getsockopt floor had run just before it and
+// 5.3–9.9 s where the reference had.
 func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
 	tab, err := newTable(c.layout, c.services, c.dests)
 	if err != nil {
