@@ -178,14 +178,19 @@ func (c *rawConn) exchange(dump bool, each func(payload []byte)) error {
 				}
 				typ, mseq, payload := ne.Uint16(d[4:]), ne.Uint32(d[8:]), d[16:l]
 				d = d[min((l+3)&^3, len(d)):]
+				// A failure answers whatever request failed: a restore's
+				// requests go unacknowledged ahead of the barrier, and
+				// the kernel reports their errors all the same.
+				if typ == nlmsgError {
+					if code := int32(ne.Uint32(payload)); code != 0 {
+						return unix.Errno(-code)
+					}
+				}
 				if mseq != seq {
 					continue
 				}
 				switch typ {
 				case nlmsgError:
-					if code := int32(ne.Uint32(payload)); code != 0 {
-						return unix.Errno(-code)
-					}
 					if !dump {
 						return nil
 					}
