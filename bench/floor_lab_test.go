@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -489,9 +490,20 @@ func (l *legacyFloor) get(opt int, b []byte) error {
 }
 
 // floorRestore sends pre-encoded batches (see encodeRestore), each ended by
-// a NOOP barrier, and waits for every barrier.
-func (c *rawConn) floorRestore(batches [][]byte) error {
-	for _, b := range batches {
+// a NOOP barrier, and waits for every barrier. With a non-nil marks, it
+// writes a line before each batch, "batch <index> <wall ns> <cpu ns>",
+// the process's time since the start and its CPU time so far: where in
+// a restore the kernel's time goes.
+func (c *rawConn) floorRestore(batches [][]byte, marks io.Writer) error {
+	start := time.Now()
+	for i, b := range batches {
+		if marks != nil {
+			var ru unix.Rusage
+			if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+				return err
+			}
+			fmt.Fprintf(marks, "batch %d %d %d\n", i, time.Since(start).Nanoseconds(), ru.Stime.Nano()+ru.Utime.Nano())
+		}
 		c.out = append(c.out[:0], b...)
 		c.seq++
 		var h [16]byte
@@ -510,8 +522,9 @@ func (c *rawConn) floorRestore(batches [][]byte) error {
 // encodeRestore encodes tab's NEW_SERVICE and NEW_DEST requests, without
 // acknowledgements, in batches of at most 64 KiB, as libipvs lays out
 // their attributes. Sequence numbers start above the ones used so far and
-// stay below the barriers' (floorRestore numbers those after them).
-func encodeRestore(c *rawConn, tab *table) [][]byte {
+// stay below the barriers' (floorRestore numbers those after them). A
+// batch ends with the first request that takes it to limit bytes or more.
+func encodeRestore(c *rawConn, tab *table, limit int) [][]byte {
 	var batches [][]byte
 	var b []byte
 	msg := func(cmd uint8, fill func([]byte) []byte) {
@@ -523,7 +536,7 @@ func encodeRestore(c *rawConn, tab *table) [][]byte {
 		b = append(b, h[:]...)
 		b = fill(b)
 		ne.PutUint32(b[start:], uint32(len(b)-start))
-		if len(b) >= 60<<10 {
+		if len(b) >= limit {
 			batches = append(batches, b)
 			b = nil
 		}
@@ -596,6 +609,24 @@ func addr16(a netip.Addr) []byte {
 	return raw[:]
 }
 
+// Two knobs of a floor restore, for finding where its time goes (see
+// docs/benchmarks.md, session 18); the benchmark sets neither.
+const (
+	// floorBatchEnv sets the size at which a restore's batch ends, in
+	// bytes (default floorBatchLimit).
+	floorBatchEnv = "LVSKIT_BENCH_BATCH"
+	// floorMarksEnv, when not empty, makes a restore write its time
+	// before each batch to standard error (see floorRestore).
+	floorMarksEnv = "LVSKIT_BENCH_MARKS"
+)
+
+// floorBatchLimit is where a restore's batch ends, as our client's do
+// (at most 64 KiB a sendmsg). Smaller batches were slower in the lab:
+// fwmark 10,000 × 10 took 1.7–1.8 s with 60 KiB, 2.0–3.6 s with 16,000
+// bytes, 2.1–3.1 s with 3,000 and 2.4–2.5 s with 1,000 (three rounds, one
+// boot).
+const floorBatchLimit = 60 << 10
+
 // floorChildEnv makes the test binary run one floor operation in its
 // own namespace (the one it was started in) instead of the tests, and
 // print the operation's time in nanoseconds: the floor is measured in a
@@ -665,8 +696,19 @@ func floorChild(spec string) int {
 			fmt.Fprintln(os.Stderr, "floor:", err)
 			return 2
 		}
-		batches := encodeRestore(c, tab)
-		run = func() error { return c.floorRestore(batches) }
+		limit := floorBatchLimit
+		if v := os.Getenv(floorBatchEnv); v != "" {
+			if limit, err = strconv.Atoi(v); err != nil || limit < 1 {
+				fmt.Fprintf(os.Stderr, "floor: %s=%q: want a size in bytes\n", floorBatchEnv, v)
+				return 2
+			}
+		}
+		var marks io.Writer
+		if os.Getenv(floorMarksEnv) != "" {
+			marks = os.Stderr
+		}
+		batches := encodeRestore(c, tab, limit)
+		run = func() error { return c.floorRestore(batches, marks) }
 	}
 	start := time.Now()
 	if err := run(); err != nil {
