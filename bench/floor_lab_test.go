@@ -520,10 +520,11 @@ func (c *rawConn) floorRestore(batches [][]byte, marks io.Writer) error {
 }
 
 // encodeRestore encodes tab's NEW_SERVICE and NEW_DEST requests, without
-// acknowledgements, in batches of at most 64 KiB, as libipvs lays out
-// their attributes. Sequence numbers start above the ones used so far and
-// stay below the barriers' (floorRestore numbers those after them). A
-// batch ends with the first request that takes it to limit bytes or more.
+// acknowledgements, in batches, as libipvs lays out their attributes: a
+// batch ends with the first request that takes it to limit bytes or more
+// (floorBatchLimit keeps it under 64 KiB). Sequence numbers start above
+// the ones used so far and stay below the barriers' (floorRestore numbers
+// those after them).
 func encodeRestore(c *rawConn, tab *table, limit int) [][]byte {
 	var batches [][]byte
 	var b []byte
