@@ -312,8 +312,8 @@ func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory
 						// The getsockopt floor right before each
 						// side's read: a sample of its own, and one
 						// emulator state for every read (see above).
-						c := cases[op]
-						c.OwnFloor = append(c.OwnFloor, floorRun(t, read, "list-getsockopt").wall.Nanoseconds())
+						primer := floorRun(t, read, "list-getsockopt")
+						cases[op].OwnFloor = append(cases[op].OwnFloor, primer.wall.Nanoseconds())
 					}
 					got[s] = s.do(t, read, op)
 					record(cases[op], s, got[s])
