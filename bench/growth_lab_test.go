@@ -1,0 +1,199 @@
+//go:build lab
+
+package bench
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/bench/benchdata"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lab/labtest"
+)
+
+// growthConfig is how TestRestoreGrowth measures: each round restores
+// the small and then the large table (or the other way round) of every
+// layout, back to back, by each side.
+type growthConfig struct {
+	small, large, dests, rounds int
+	layouts                     []layout
+}
+
+var (
+	growthFull  = growthConfig{small: 1000, large: 10000, dests: 10, rounds: 11, layouts: []layout{spread, fwmark, ports, ipv6, shared}}
+	growthSmoke = growthConfig{small: 100, large: 1000, dests: 10, rounds: 2, layouts: []layout{spread, fwmark}}
+)
+
+// TestRestoreGrowth measures how the restore of ours and of the floor
+// grows from the small table to the large one (1,000 and 10,000 × 10
+// at full size), with the two sizes restored back to back by the
+// same side in every round.
+//
+// TestBenchmarks measures the sizes minutes or hours apart, and the
+// VM's speed is not constant over that time: the lab's guest ran one
+// fixed awk loop in 740–1,250 ms, in phases of ten seconds to a minute,
+// with nothing else running in it, while a fixed loop on the host took
+// 15–20 or 30–38 ms in phases of its own (docs/benchmarks.md, session
+// 19). A growth figure from two medians taken in different phases
+// carries the ratio of the phases' speeds. A pair of restores a few
+// seconds apart mostly falls within one phase, so the median of the
+// rounds' ratios is the growth with the drift mostly cancelled; the
+// growth of the medians is printed beside it. A fixed loop in this
+// process (speedProbe) is timed just before and just after every
+// restore, which shows the phase each restore fell in; the last column
+// divides each restore by its probe, which also takes out a phase that
+// changed between the two restores of a pair, as far as the probe sees
+// it (in session 19 it hardly narrowed the rounds' range).
+//
+// It asserts what TestBenchmarks does of a restore (it succeeds, with
+// nothing on stderr), that the namespace then holds all of the table's
+// services and that the flush succeeds; never durations.
+func TestRestoreGrowth(t *testing.T) {
+	labtest.Require(t)
+	g := growthSmoke
+	if cfg := chooseConfig(t); cfg.mode == "full" {
+		g = growthFull
+		idleSpells = cfg.idleSpells
+	} else {
+		idleSpells = smoke.idleSpells
+	}
+	dir := t.TempDir()
+	type key struct {
+		l layout
+		s side
+	}
+	type pairs struct{ small, large []timed }
+	got := map[key]*pairs{}
+	var probes []int64
+	for _, l := range g.layouts {
+		tabs := [2]*table{}
+		paths := [2]string{}
+		for i, n := range []int{g.small, g.large} {
+			tab, err := newTable(l, n, g.dests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tabs[i], paths[i] = tab, writeTable(t, dir, tab)
+		}
+		for round := range g.rounds {
+			sides := []side{ours, floor}
+			if round%2 == 1 {
+				slices.Reverse(sides)
+			}
+			for _, s := range sides {
+				p := got[key{l, s}]
+				if p == nil {
+					p = &pairs{}
+					got[key{l, s}] = p
+				}
+				order := []int{0, 1}
+				if (round/2)%2 == 1 {
+					order = []int{1, 0}
+				}
+				for _, i := range order {
+					r := restoreCounted(t, s, tabs[i], paths[i])
+					probes = append(probes, r.probe)
+					fmt.Printf("growth round %d: %s %s: %s (probe %s)\n", round, s.name, tabs[i], ms(r.wall), ms(r.probe))
+					if i == 0 {
+						p.small = append(p.small, r)
+					} else {
+						p.large = append(p.large, r)
+					}
+				}
+			}
+		}
+	}
+
+	fmt.Printf("\nRestore growth, paired, %d × %d → %d × %d, %d rounds; speed probe %s–%s:\n\n",
+		g.small, g.dests, g.large, g.dests, g.rounds, ms(slices.Min(probes)), ms(slices.Max(probes)))
+	fmt.Println("| layout | side | small (median) | large (median) | growth of the medians | the rounds' growth: median (lowest–highest) | the same, each restore divided by its probe |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, l := range g.layouts {
+		for _, s := range []side{ours, floor} {
+			p := got[key{l, s}]
+			var small, large []int64
+			raw := make([]float64, len(p.small))
+			scaled := make([]float64, len(p.small))
+			for i := range p.small {
+				small, large = append(small, p.small[i].wall), append(large, p.large[i].wall)
+				raw[i] = float64(p.large[i].wall) / float64(p.small[i].wall)
+				scaled[i] = raw[i] * float64(p.small[i].probe) / float64(p.large[i].probe)
+			}
+			medS, medL := benchdata.Median(small), benchdata.Median(large)
+			fmt.Printf("| %s | %s | %s | %s | ×%.1f | %s | %s |\n", l, s.name,
+				ms(medS), ms(medL), float64(medL)/float64(medS), spreadOf(raw), spreadOf(scaled))
+		}
+	}
+}
+
+// timed is one restore's time and the speed probe around it.
+type timed struct {
+	wall, probe int64 // nanoseconds
+}
+
+// spreadOf formats the median and range of growth ratios.
+func spreadOf(r []float64) string {
+	r = slices.Clone(r)
+	slices.Sort(r)
+	return fmt.Sprintf("×%.1f (×%.1f–%.1f)", r[len(r)/2], r[0], r[len(r)-1])
+}
+
+// restoreCounted lets s restore tab into a fresh namespace, checks that
+// the namespace then holds tab's services and flushes it. It returns the
+// restore's time and the mean of a speed probe just before the restore
+// (after the idle wait) and one just after it.
+func restoreCounted(t *testing.T, s side, tab *table, path string) timed {
+	t.Helper()
+	ns := newNetns(t)
+	defer ns.close(t)
+	waitIdle(t)
+	before := speedProbe()
+	r := s.restore(t, ns, tab, path)
+	after := speedProbe()
+	if n := servicesIn(t, ns); n != len(tab.services) {
+		t.Fatalf("%s restored %d services of %s, want %d", s.name, n, tab, len(tab.services))
+	}
+	if f := s.do(t, ns, "flush"); f.code != 0 || f.stderr != "" {
+		t.Fatalf("%s -C of %s: status %d, %s", s.name, tab, f.code, clip(f.stderr))
+	}
+	return timed{wall: r.wall.Nanoseconds(), probe: (before + after).Nanoseconds() / 2}
+}
+
+// servicesIn counts the services of namespace ns (one service dump).
+func servicesIn(t *testing.T, ns *netns) int {
+	t.Helper()
+	var n int
+	inNetns(t, ns, func() {
+		c, err := ipvs.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		svcs, err := c.Services()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = len(svcs)
+	})
+	return n
+}
+
+// speedProbe times a fixed computation in this process: the VM's speed
+// at the moment, for the reader of the output (see TestRestoreGrowth).
+func speedProbe() time.Duration {
+	start := time.Now()
+	x := uint64(os.Getpid())
+	for range 20_000_000 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+	}
+	d := time.Since(start)
+	if x == 0 { // keep the loop; an xorshift state never becomes 0
+		panic("speed probe")
+	}
+	return d
+}
