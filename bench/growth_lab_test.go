@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +15,9 @@ import (
 	"github.com/lvskit/lvskit/lab/labtest"
 )
 
-// growthConfig is how TestRestoreGrowth measures: each round restores
-// the small and then the large table (or the other way round) of every
-// layout, back to back, by each side.
+// growthConfig is how TestGrowth measures: each round restores, lists
+// and saves the small and then the large table (or the other way round)
+// of every layout, back to back, by each side.
 type growthConfig struct {
 	small, large, dests, rounds int
 	layouts                     []layout
@@ -27,10 +28,10 @@ var (
 	growthSmoke = growthConfig{small: 100, large: 1000, dests: 10, rounds: 2, layouts: []layout{spread, fwmark}}
 )
 
-// TestRestoreGrowth measures how the restore of ours and of the floor
-// grows from the small table to the large one (1,000 and 10,000 × 10
-// at full size), with the two sizes restored back to back by the
-// same side in every round.
+// TestGrowth measures how our -R, -Ln and -Sn and the floor's restore
+// and listing grow from the small table to the large one (1,000 and
+// 10,000 × 10 at full size), with the two sizes measured back to back by
+// the same side in every round.
 //
 // TestBenchmarks measures the sizes minutes or hours apart, and the
 // VM's speed is not constant over that time: the lab's guest ran one
@@ -38,20 +39,21 @@ var (
 // with nothing else running in it, while a fixed loop on the host took
 // 15–20 or 30–38 ms in phases of its own (docs/benchmarks.md, session
 // 19). A growth figure from two medians taken in different phases
-// carries the ratio of the phases' speeds. A pair of restores a few
-// seconds apart mostly falls within one phase, so the median of the
-// rounds' ratios is the growth with the drift mostly cancelled; the
-// growth of the medians is printed beside it. A fixed loop in this
-// process (speedProbe) is timed just before and just after every
-// restore, which shows the phase each restore fell in; the last column
-// divides each restore by its probe, which also takes out a phase that
-// changed between the two restores of a pair, as far as the probe sees
-// it (in session 19 it hardly narrowed the rounds' range).
+// carries the ratio of the phases' speeds. A pair of runs a few seconds
+// apart mostly falls within one phase, so the median of the rounds'
+// ratios is the growth with the drift mostly cancelled; the growth of
+// the medians is printed beside it. A fixed loop in this process
+// (speedProbe) is timed just before and just after every timed run,
+// which shows the phase each run fell in; the last column divides each
+// run by its probe, which also takes out a phase that changed between
+// the two runs of a pair, as far as the probe sees it (in session 19 it
+// hardly narrowed the rounds' range).
 //
 // It asserts what TestBenchmarks does of a restore (it succeeds, with
 // nothing on stderr), that the namespace then holds all of the table's
-// services and that the flush succeeds; never durations.
-func TestRestoreGrowth(t *testing.T) {
+// services, that our -Ln and -Sn succeed with a line for every service
+// and destination, and that the flush succeeds; never durations.
+func TestGrowth(t *testing.T) {
 	labtest.Require(t)
 	g := growthSmoke
 	if cfg := chooseConfig(t); cfg.mode == "full" {
@@ -62,8 +64,9 @@ func TestRestoreGrowth(t *testing.T) {
 	}
 	dir := t.TempDir()
 	type key struct {
-		l layout
-		s side
+		l  layout
+		s  side
+		op string
 	}
 	type pairs struct{ small, large []timed }
 	got := map[key]*pairs{}
@@ -84,50 +87,65 @@ func TestRestoreGrowth(t *testing.T) {
 				slices.Reverse(sides)
 			}
 			for _, s := range sides {
-				p := got[key{l, s}]
-				if p == nil {
-					p = &pairs{}
-					got[key{l, s}] = p
-				}
 				order := []int{0, 1}
 				if (round/2)%2 == 1 {
 					order = []int{1, 0}
 				}
 				for _, i := range order {
-					r := restoreCounted(t, s, tabs[i], paths[i])
-					probes = append(probes, r.probe)
-					fmt.Printf("growth round %d: %s %s: %s (probe %s)\n", round, s.name, tabs[i], ms(r.wall), ms(r.probe))
-					if i == 0 {
-						p.small = append(p.small, r)
-					} else {
-						p.large = append(p.large, r)
+					runs := measureTable(t, s, tabs[i], paths[i])
+					for _, op := range growthOps {
+						r, ok := runs[op]
+						if !ok {
+							continue // the floor does not save
+						}
+						k := key{l, s, op}
+						if got[k] == nil {
+							got[k] = &pairs{}
+						}
+						probes = append(probes, r.probe)
+						fmt.Printf("growth round %d: %s %s %s: %s (probe %s)\n", round, s.name, op, tabs[i], ms(r.wall), ms(r.probe))
+						if i == 0 {
+							got[k].small = append(got[k].small, r)
+						} else {
+							got[k].large = append(got[k].large, r)
+						}
 					}
 				}
 			}
 		}
 	}
 
-	fmt.Printf("\nRestore growth, paired, %d × %d → %d × %d, %d rounds; speed probe %s–%s:\n\n",
+	fmt.Printf("\nGrowth, paired, %d × %d → %d × %d, %d rounds; speed probe %s–%s:\n\n",
 		g.small, g.dests, g.large, g.dests, g.rounds, ms(slices.Min(probes)), ms(slices.Max(probes)))
-	fmt.Println("| layout | side | small (median) | large (median) | growth of the medians | the rounds' growth: median (lowest–highest) | the same, each restore divided by its probe |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| layout | side | operation | small (median) | large (median) | growth of the medians | the rounds' growth: median (lowest–highest) | the same, each run divided by its probe |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, l := range g.layouts {
 		for _, s := range []side{ours, floor} {
-			p := got[key{l, s}]
-			var small, large []int64
-			raw := make([]float64, len(p.small))
-			scaled := make([]float64, len(p.small))
-			for i := range p.small {
-				small, large = append(small, p.small[i].wall), append(large, p.large[i].wall)
-				raw[i] = float64(p.large[i].wall) / float64(p.small[i].wall)
-				scaled[i] = raw[i] * float64(p.small[i].probe) / float64(p.large[i].probe)
+			for _, op := range growthOps {
+				p := got[key{l, s, op}]
+				if p == nil {
+					continue
+				}
+				var small, large []int64
+				raw := make([]float64, len(p.small))
+				scaled := make([]float64, len(p.small))
+				for i := range p.small {
+					small, large = append(small, p.small[i].wall), append(large, p.large[i].wall)
+					raw[i] = float64(p.large[i].wall) / float64(p.small[i].wall)
+					scaled[i] = raw[i] * float64(p.small[i].probe) / float64(p.large[i].probe)
+				}
+				medS, medL := benchdata.Median(small), benchdata.Median(large)
+				fmt.Printf("| %s | %s | %s | %s | %s | ×%.1f | %s | %s |\n", l, s.name, benchdata.Commands[op],
+					ms(medS), ms(medL), float64(medL)/float64(medS), spreadOf(raw), spreadOf(scaled))
 			}
-			medS, medL := benchdata.Median(small), benchdata.Median(large)
-			fmt.Printf("| %s | %s | %s | %s | ×%.1f | %s | %s |\n", l, s.name,
-				ms(medS), ms(medL), float64(medL)/float64(medS), spreadOf(raw), spreadOf(scaled))
 		}
 	}
 }
+
+// growthOps are the operations TestGrowth times on each table, in the
+// order it runs them. The floor's listing stands for its saving too (both
+// ask the kernel the same), so the floor has no "save".
+var growthOps = []string{"restore", "list", "save"}
 
 // timed is one restore's time and the speed probe around it.
 type timed struct {
@@ -141,24 +159,51 @@ func spreadOf(r []float64) string {
 	return fmt.Sprintf("×%.1f (×%.1f–%.1f)", r[len(r)/2], r[0], r[len(r)-1])
 }
 
-// restoreCounted lets s restore tab into a fresh namespace, checks that
-// the namespace then holds tab's services and flushes it. It returns the
-// restore's time and the mean of a speed probe just before the restore
-// (after the idle wait) and one just after it.
-func restoreCounted(t *testing.T, s side, tab *table, path string) timed {
+// measureTable lets s restore tab into a fresh namespace, checks that
+// the namespace then holds tab's services, lists and saves it (ours: -Ln
+// and -Sn; the floor: its getsockopt listing, once) and flushes it. Each
+// read runs right after an unmeasured getsockopt floor listing, as in
+// TestBenchmarks (the emulator's TLB). Every timed run has the mean of a
+// speed probe just before it (after the idle wait) and one just after.
+func measureTable(t *testing.T, s side, tab *table, path string) map[string]timed {
 	t.Helper()
 	ns := newNetns(t)
 	defer ns.close(t)
-	waitIdle(t)
-	before := speedProbe()
-	r := s.restore(t, ns, tab, path)
-	after := speedProbe()
+	out := map[string]timed{}
+	out["restore"] = probed(t, func() result { return s.restore(t, ns, tab, path) })
 	if n := servicesIn(t, ns); n != len(tab.services) {
 		t.Fatalf("%s restored %d services of %s, want %d", s.name, n, tab, len(tab.services))
+	}
+	for _, op := range []string{"list", "save"} {
+		floorRun(t, ns, "list-getsockopt")
+		if s == floor {
+			out[op] = probed(t, func() result { return floorRun(t, ns, "list-getsockopt") })
+			break
+		}
+		var r result
+		out[op] = probed(t, func() result { r = run(t, ns, "", s.ipvsadm, benchdata.Commands[op]); return r })
+		lines := strings.Count(r.stdout, "\n")
+		want := len(tab.services) * (1 + tab.dests)
+		if op == "list" {
+			want += 3 // the version line and the two column heads
+		}
+		if r.code != 0 || r.stderr != "" || lines != want {
+			t.Fatalf("%s %s of %s: status %d, %d lines (want %d), %s", s.name, benchdata.Commands[op], tab, r.code, lines, want, clip(r.stderr))
+		}
 	}
 	if f := s.do(t, ns, "flush"); f.code != 0 || f.stderr != "" {
 		t.Fatalf("%s -C of %s: status %d, %s", s.name, tab, f.code, clip(f.stderr))
 	}
+	return out
+}
+
+// probed runs fn after the idle wait, between two speed probes.
+func probed(t *testing.T, fn func() result) timed {
+	t.Helper()
+	waitIdle(t)
+	before := speedProbe()
+	r := fn()
+	after := speedProbe()
 	return timed{wall: r.wall.Nanoseconds(), probe: (before + after).Nanoseconds() / 2}
 }
 
@@ -168,15 +213,15 @@ func servicesIn(t *testing.T, ns *netns) int {
 	var n int
 	inNetns(t, ns, func() {
 		c, err := ipvs.Open()
+		if err == nil {
+			var svcs []ipvs.ServiceEntry
+			svcs, err = c.Services()
+			c.Close()
+			n = len(svcs)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer c.Close()
-		svcs, err := c.Services()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n = len(svcs)
 	})
 	return n
 }
