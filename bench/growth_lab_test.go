@@ -43,8 +43,9 @@ var (
 // apart mostly falls within one phase, so the median of the rounds'
 // ratios is the growth with the drift mostly cancelled; the growth of
 // the medians is printed beside it. A fixed loop in this process
-// (speedProbe) is timed just before and just after every timed run,
-// which shows the phase each run fell in; the last column divides each
+// (speedProbe) is timed after the idle wait before every timed run
+// (whose own idle wait follows it, at least idleSpells tenths of a
+// second) and right after the run, which shows the phase each run fell in; the last column divides each
 // run by its probe, which also takes out a phase that changed between
 // the two runs of a pair, as far as the probe sees it (in session 19 it
 // hardly narrowed the rounds' range).
@@ -55,12 +56,11 @@ var (
 // and destination, and that the flush succeeds; never durations.
 func TestGrowth(t *testing.T) {
 	labtest.Require(t)
+	cfg := chooseConfig(t)
+	idleSpells = cfg.idleSpells
 	g := growthSmoke
-	if cfg := chooseConfig(t); cfg.mode == "full" {
+	if cfg.mode == "full" {
 		g = growthFull
-		idleSpells = cfg.idleSpells
-	} else {
-		idleSpells = smoke.idleSpells
 	}
 	dir := t.TempDir()
 	type key struct {
@@ -68,8 +68,7 @@ func TestGrowth(t *testing.T) {
 		s  side
 		op string
 	}
-	type pairs struct{ small, large []timed }
-	got := map[key]*pairs{}
+	got := map[key]*[2][]timed{} // each key's runs of the small and the large table
 	var probes []int64
 	for _, l := range g.layouts {
 		tabs := [2]*table{}
@@ -100,15 +99,11 @@ func TestGrowth(t *testing.T) {
 						}
 						k := key{l, s, op}
 						if got[k] == nil {
-							got[k] = &pairs{}
+							got[k] = &[2][]timed{}
 						}
+						got[k][i] = append(got[k][i], r)
 						probes = append(probes, r.probe)
 						fmt.Printf("growth round %d: %s %s %s: %s (probe %s)\n", round, s.name, op, tabs[i], ms(r.wall), ms(r.probe))
-						if i == 0 {
-							got[k].small = append(got[k].small, r)
-						} else {
-							got[k].large = append(got[k].large, r)
-						}
 					}
 				}
 			}
@@ -127,12 +122,13 @@ func TestGrowth(t *testing.T) {
 					continue
 				}
 				var small, large []int64
-				raw := make([]float64, len(p.small))
-				scaled := make([]float64, len(p.small))
-				for i := range p.small {
-					small, large = append(small, p.small[i].wall), append(large, p.large[i].wall)
-					raw[i] = float64(p.large[i].wall) / float64(p.small[i].wall)
-					scaled[i] = raw[i] * float64(p.small[i].probe) / float64(p.large[i].probe)
+				raw := make([]float64, len(p[0]))
+				scaled := make([]float64, len(p[0]))
+				for i, sm := range p[0] {
+					lg := p[1][i]
+					small, large = append(small, sm.wall), append(large, lg.wall)
+					raw[i] = float64(lg.wall) / float64(sm.wall)
+					scaled[i] = raw[i] * float64(sm.probe) / float64(lg.probe)
 				}
 				medS, medL := benchdata.Median(small), benchdata.Median(large)
 				fmt.Printf("| %s | %s | %s | %s | %s | ×%.1f | %s | %s |\n", l, s.name, benchdata.Commands[op],
@@ -147,7 +143,7 @@ func TestGrowth(t *testing.T) {
 // ask the kernel the same), so the floor has no "save".
 var growthOps = []string{"restore", "list", "save"}
 
-// timed is one restore's time and the speed probe around it.
+// timed is one run's time and the speed probe around it.
 type timed struct {
 	wall, probe int64 // nanoseconds
 }
@@ -164,7 +160,7 @@ func spreadOf(r []float64) string {
 // and -Sn; the floor: its getsockopt listing, once) and flushes it. Each
 // read runs right after an unmeasured getsockopt floor listing, as in
 // TestBenchmarks (the emulator's TLB). Every timed run has the mean of a
-// speed probe just before it (after the idle wait) and one just after.
+// speed probe before it (see probed) and one right after.
 func measureTable(t *testing.T, s side, tab *table, path string) map[string]timed {
 	t.Helper()
 	ns := newNetns(t)
@@ -174,21 +170,22 @@ func measureTable(t *testing.T, s side, tab *table, path string) map[string]time
 	if n := servicesIn(t, ns); n != len(tab.services) {
 		t.Fatalf("%s restored %d services of %s, want %d", s.name, n, tab, len(tab.services))
 	}
-	for _, op := range []string{"list", "save"} {
+	if s == floor {
 		floorRun(t, ns, "list-getsockopt")
-		if s == floor {
-			out[op] = probed(t, func() result { return floorRun(t, ns, "list-getsockopt") })
-			break
-		}
-		var r result
-		out[op] = probed(t, func() result { r = run(t, ns, "", s.ipvsadm, benchdata.Commands[op]); return r })
-		lines := strings.Count(r.stdout, "\n")
-		want := len(tab.services) * (1 + tab.dests)
-		if op == "list" {
-			want += 3 // the version line and the two column heads
-		}
-		if r.code != 0 || r.stderr != "" || lines != want {
-			t.Fatalf("%s %s of %s: status %d, %d lines (want %d), %s", s.name, benchdata.Commands[op], tab, r.code, lines, want, clip(r.stderr))
+		out["list"] = probed(t, func() result { return floorRun(t, ns, "list-getsockopt") })
+	} else {
+		for _, op := range []string{"list", "save"} {
+			floorRun(t, ns, "list-getsockopt")
+			var r result
+			out[op] = probed(t, func() result { r = run(t, ns, "", s.ipvsadm, benchdata.Commands[op]); return r })
+			lines := strings.Count(r.stdout, "\n")
+			want := len(tab.services) * (1 + tab.dests)
+			if op == "list" {
+				want += 3 // the version line and the two column heads
+			}
+			if r.code != 0 || r.stderr != "" || lines != want {
+				t.Fatalf("%s %s of %s: status %d, %d lines (want %d), %s", s.name, benchdata.Commands[op], tab, r.code, lines, want, clip(r.stderr))
+			}
 		}
 	}
 	if f := s.do(t, ns, "flush"); f.code != 0 || f.stderr != "" {
@@ -197,7 +194,10 @@ func measureTable(t *testing.T, s side, tab *table, path string) map[string]time
 	return out
 }
 
-// probed runs fn after the idle wait, between two speed probes.
+// probed runs fn between two speed probes, the first after an idle
+// wait. fn's own run waits for idle again (runEnv) between the first
+// probe and its start: the probe's 40–60 ms of CPU are followed by at
+// least idleSpells idle tenths of a second.
 func probed(t *testing.T, fn func() result) timed {
 	t.Helper()
 	waitIdle(t)
@@ -227,7 +227,7 @@ func servicesIn(t *testing.T, ns *netns) int {
 }
 
 // speedProbe times a fixed computation in this process: the VM's speed
-// at the moment, for the reader of the output (see TestRestoreGrowth).
+// at the moment, for the reader of the output (see TestGrowth).
 func speedProbe() time.Duration {
 	start := time.Now()
 	x := uint64(os.Getpid())
