@@ -98,14 +98,16 @@ demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
 ## bench: time our ipvsadm, Debian's and the kernel floor in the lab (one
-## boot, full size: the reference needs a long time), keep the log in
-## $(BENCH_LOG), then write docs/benchmarks.json and the plot
-## docs/benchmarks.svg and print the tables docs/benchmarks.md keeps.
-## BENCH_RUN narrows it, e.g. BENCH_RUN='TestBenchmarks/spread_1000x10'.
+## boot, full size: the reference needs a long time), then the growth
+## from 1,000 to 10,000 services measured in pairs (TestGrowth); keep the
+## log in $(BENCH_LOG), merge its results into docs/benchmarks.json,
+## redraw the plot docs/benchmarks.svg and print the tables
+## docs/benchmarks.md keeps. BENCH_RUN narrows it, e.g.
+## BENCH_RUN='TestBenchmarks/spread_1000x10' or BENCH_RUN=TestGrowth.
 ## The guest gets BENCH_MEM MiB: a table of 10,000 x 100 is a million
 ## destinations.
 BENCH_LOG ?= .cache/bench.log
-BENCH_RUN ?= ^TestBenchmarks$$
+BENCH_RUN ?= ^(TestBenchmarks|TestGrowth)$$
 BENCH_MEM ?= 4096
 bench: deps build labrun
 	@mkdir -p $(dir $(BENCH_LOG))
@@ -113,12 +115,16 @@ bench: deps build labrun
 	@st=$$(cat $(BENCH_LOG).status); if [ "$$st" != 0 ]; then echo "bench: the lab run failed (status $$st)" >&2; exit $$st; fi
 	$(MAKE) bench-plot BENCH_PLOT_LOGS=$(BENCH_LOG)
 
-## bench-plot: redraw docs/benchmarks.svg and docs/benchmarks.json from the
-## log of the last bench run ($(BENCH_LOG)), or from the runs in
-## BENCH_PLOT_LOGS (a later log's tables replace an earlier one's)
+## bench-plot: merge the results of the last bench run ($(BENCH_LOG)), or
+## of the runs in BENCH_PLOT_LOGS, into $(BENCH_BASE) and write them to
+## docs/benchmarks.json and docs/benchmarks.svg: a later run's table
+## replaces the same table of an earlier one, the others stay, so a
+## narrowed run loses nothing. BENCH_BASE= starts from the logs alone.
+## benchplot refuses to merge a smoke run into full-size results.
 BENCH_PLOT_LOGS ?= $(BENCH_LOG)
+BENCH_BASE ?= docs/benchmarks.json
 bench-plot:
-	$(GO) run ./bench/benchplot $(foreach l,$(BENCH_PLOT_LOGS),-in $(l)) -json docs/benchmarks.json -plot docs/benchmarks.svg
+	$(GO) run ./bench/benchplot $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(l)) -json docs/benchmarks.json -plot docs/benchmarks.svg
 
 ## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
 ## at most FUZZMINTIME); found inputs go to Go's cache, failures to the

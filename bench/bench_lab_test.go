@@ -115,10 +115,16 @@ type result struct {
 	stdout, stderr string
 	code           int
 	wall           time.Duration
+	probe          time.Duration // the mean of the speed probes around the run, if probeRuns
 }
 
 // idleSpells is the current configuration's idle wait (see waitIdle).
 var idleSpells = 10
+
+// probeRuns makes every timed run take a speed probe (see speedProbe)
+// right after its idle wait and another right after it ends; TestGrowth
+// sets it.
+var probeRuns bool
 
 // TestBenchmarks measures, for every table of the configuration, the
 // restore, list, save, zero and flush of our ipvsadm, Debian's and the
@@ -419,7 +425,7 @@ func floorRun(t *testing.T, ns *netns, spec string) result {
 	if err != nil {
 		t.Fatalf("floor %s: %q", spec, r.stdout)
 	}
-	return result{wall: time.Duration(n)}
+	return result{wall: time.Duration(n), probe: r.probe}
 }
 
 // TestMain lets the test binary serve as the floor's process.
@@ -564,6 +570,10 @@ func runEnv(t *testing.T, ns *netns, stdinPath string, env []string, path string
 	cmd := &exec.Cmd{Path: path, Args: append([]string{"ipvsadm"}, args...), Stdin: stdin, Stdout: out, Stderr: errf,
 		Env: append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, env...)}
 	waitIdle(t)
+	var probe time.Duration
+	if probeRuns {
+		probe = speedProbe()
+	}
 	var start time.Time
 	inNetns(t, ns, func() {
 		start = time.Now()
@@ -576,6 +586,9 @@ func runEnv(t *testing.T, ns *netns, stdinPath string, env []string, path string
 	wall := time.Since(start)
 	timer.Stop()
 	res := result{wall: wall}
+	if probeRuns {
+		res.probe = (probe + speedProbe()) / 2
+	}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {

@@ -31,7 +31,8 @@ var (
 // TestGrowth measures how our -R, -Ln and -Sn and the floor's restore
 // and listing grow from the small table to the large one (1,000 and
 // 10,000 × 10 at full size), with the two sizes measured back to back by
-// the same side in every round.
+// the same side in every round, and prints the growth table of
+// docs/benchmarks.md and the results for bench/benchplot.
 //
 // TestBenchmarks measures the sizes minutes or hours apart, and the
 // VM's speed is not constant over that time: the lab's guest ran one
@@ -42,13 +43,12 @@ var (
 // carries the ratio of the phases' speeds. A pair of runs a few seconds
 // apart mostly falls within one phase, so the median of the rounds'
 // ratios is the growth with the drift mostly cancelled; the growth of
-// the medians is printed beside it. A fixed loop in this process
-// (speedProbe) is timed after the idle wait before every timed run
-// (whose own idle wait follows it, at least idleSpells tenths of a
-// second) and right after the run, which shows the phase each run fell in; the last column divides each
-// run by its probe, which also takes out a phase that changed between
-// the two runs of a pair, as far as the probe sees it (in session 19 it
-// hardly narrowed the rounds' range).
+// the medians is printed beside it. Every timed run takes a speed probe
+// (a fixed loop in this process, see probeRuns) right after its idle
+// wait and another right after it, which shows the phase each run fell
+// in; the last column divides each run by its probe, which also takes
+// out a phase that changed between the two runs of a pair, as far as the
+// probe sees it (in session 19 it hardly narrowed the rounds' range).
 //
 // It asserts what TestBenchmarks does of a restore (it succeeds, with
 // nothing on stderr), that the namespace then holds all of the table's
@@ -58,18 +58,14 @@ func TestGrowth(t *testing.T) {
 	labtest.Require(t)
 	cfg := chooseConfig(t)
 	idleSpells = cfg.idleSpells
+	probeRuns = true
+	t.Cleanup(func() { probeRuns = false })
 	g := growthSmoke
 	if cfg.mode == "full" {
 		g = growthFull
 	}
 	dir := t.TempDir()
-	type key struct {
-		l  layout
-		s  side
-		op string
-	}
-	got := map[key]*[2][]timed{} // each key's runs of the small and the large table
-	var probes []int64
+	res := &benchdata.Results{Mode: cfg.mode}
 	for _, l := range g.layouts {
 		tabs := [2]*table{}
 		paths := [2]string{}
@@ -79,6 +75,16 @@ func TestGrowth(t *testing.T) {
 				t.Fatal(err)
 			}
 			tabs[i], paths[i] = tab, writeTable(t, dir, tab)
+		}
+		pairs := map[side]map[string]*benchdata.Pair{}
+		for _, s := range []side{ours, floor} {
+			pairs[s] = map[string]*benchdata.Pair{}
+			for _, op := range growthOps {
+				if s == floor && op == "save" {
+					continue // the floor's listing stands for its saving
+				}
+				pairs[s][op] = &benchdata.Pair{Layout: string(l), Dests: g.dests, Small: g.small, Large: g.large, Side: s.name, Op: op}
+			}
 		}
 		for round := range g.rounds {
 			sides := []side{ours, floor}
@@ -93,48 +99,35 @@ func TestGrowth(t *testing.T) {
 				for _, i := range order {
 					runs := measureTable(t, s, tabs[i], paths[i])
 					for _, op := range growthOps {
-						r, ok := runs[op]
-						if !ok {
-							continue // the floor does not save
+						p := pairs[s][op]
+						if p == nil {
+							continue
 						}
-						k := key{l, s, op}
-						if got[k] == nil {
-							got[k] = &[2][]timed{}
+						r := runs[op]
+						wall, probe := r.wall.Nanoseconds(), r.probe.Nanoseconds()
+						if i == 0 {
+							p.SmallRuns, p.SmallProbes = append(p.SmallRuns, wall), append(p.SmallProbes, probe)
+						} else {
+							p.LargeRuns, p.LargeProbes = append(p.LargeRuns, wall), append(p.LargeProbes, probe)
 						}
-						got[k][i] = append(got[k][i], r)
-						probes = append(probes, r.probe)
-						fmt.Printf("growth round %d: %s %s %s: %s (probe %s)\n", round, s.name, op, tabs[i], ms(r.wall), ms(r.probe))
+						fmt.Printf("growth round %d: %s %s %s: %s (probe %s)\n", round, s.name, op, tabs[i], ms(wall), ms(probe))
 					}
+				}
+			}
+		}
+		for _, s := range []side{ours, floor} {
+			for _, op := range growthOps {
+				if p := pairs[s][op]; p != nil {
+					res.Growth = append(res.Growth, *p)
 				}
 			}
 		}
 	}
 
-	fmt.Printf("\nGrowth, paired, %d × %d → %d × %d, %d rounds; speed probe %s–%s:\n\n",
-		g.small, g.dests, g.large, g.dests, g.rounds, ms(slices.Min(probes)), ms(slices.Max(probes)))
-	fmt.Println("| layout | side | operation | small (median) | large (median) | growth of the medians | the rounds' growth: median (lowest–highest) | the same, each run divided by its probe |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
-	for _, l := range g.layouts {
-		for _, s := range []side{ours, floor} {
-			for _, op := range growthOps {
-				p := got[key{l, s, op}]
-				if p == nil {
-					continue
-				}
-				var small, large []int64
-				raw := make([]float64, len(p[0]))
-				scaled := make([]float64, len(p[0]))
-				for i, sm := range p[0] {
-					lg := p[1][i]
-					small, large = append(small, sm.wall), append(large, lg.wall)
-					raw[i] = float64(lg.wall) / float64(sm.wall)
-					scaled[i] = raw[i] * float64(sm.probe) / float64(lg.probe)
-				}
-				medS, medL := benchdata.Median(small), benchdata.Median(large)
-				fmt.Printf("| %s | %s | %s | %s | %s | ×%.1f | %s | %s |\n", l, s.name, benchdata.Commands[op],
-					ms(medS), ms(medL), float64(medL)/float64(medS), spreadOf(raw), spreadOf(scaled))
-			}
-		}
+	fmt.Printf("\nGrowth, %s size, %d rounds:\n\n", cfg.mode, g.rounds)
+	res.Markdown(os.Stdout)
+	if err := res.Write(os.Stdout); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -143,41 +136,27 @@ func TestGrowth(t *testing.T) {
 // ask the kernel the same), so the floor has no "save".
 var growthOps = []string{"restore", "list", "save"}
 
-// timed is one run's time and the speed probe around it.
-type timed struct {
-	wall, probe int64 // nanoseconds
-}
-
-// spreadOf formats the median and range of growth ratios.
-func spreadOf(r []float64) string {
-	r = slices.Clone(r)
-	slices.Sort(r)
-	return fmt.Sprintf("×%.1f (×%.1f–%.1f)", r[len(r)/2], r[0], r[len(r)-1])
-}
-
 // measureTable lets s restore tab into a fresh namespace, checks that
 // the namespace then holds tab's services, lists and saves it (ours: -Ln
 // and -Sn; the floor: its getsockopt listing, once) and flushes it. Each
 // read runs right after an unmeasured getsockopt floor listing, as in
-// TestBenchmarks (the emulator's TLB). Every timed run has the mean of a
-// speed probe before it (see probed) and one right after.
-func measureTable(t *testing.T, s side, tab *table, path string) map[string]timed {
+// TestBenchmarks (the emulator's TLB).
+func measureTable(t *testing.T, s side, tab *table, path string) map[string]result {
 	t.Helper()
 	ns := newNetns(t)
 	defer ns.close(t)
-	out := map[string]timed{}
-	out["restore"] = probed(t, func() result { return s.restore(t, ns, tab, path) })
+	out := map[string]result{}
+	out["restore"] = s.restore(t, ns, tab, path)
 	if n := servicesIn(t, ns); n != len(tab.services) {
 		t.Fatalf("%s restored %d services of %s, want %d", s.name, n, tab, len(tab.services))
 	}
 	if s == floor {
 		floorRun(t, ns, "list-getsockopt")
-		out["list"] = probed(t, func() result { return floorRun(t, ns, "list-getsockopt") })
+		out["list"] = floorRun(t, ns, "list-getsockopt")
 	} else {
 		for _, op := range []string{"list", "save"} {
 			floorRun(t, ns, "list-getsockopt")
-			var r result
-			out[op] = probed(t, func() result { r = run(t, ns, "", s.ipvsadm, benchdata.Commands[op]); return r })
+			r := run(t, ns, "", s.ipvsadm, benchdata.Commands[op])
 			lines := strings.Count(r.stdout, "\n")
 			want := len(tab.services) * (1 + tab.dests)
 			if op == "list" {
@@ -186,25 +165,13 @@ func measureTable(t *testing.T, s side, tab *table, path string) map[string]time
 			if r.code != 0 || r.stderr != "" || lines != want {
 				t.Fatalf("%s %s of %s: status %d, %d lines (want %d), %s", s.name, benchdata.Commands[op], tab, r.code, lines, want, clip(r.stderr))
 			}
+			out[op] = r
 		}
 	}
 	if f := s.do(t, ns, "flush"); f.code != 0 || f.stderr != "" {
 		t.Fatalf("%s -C of %s: status %d, %s", s.name, tab, f.code, clip(f.stderr))
 	}
 	return out
-}
-
-// probed runs fn between two speed probes, the first after an idle
-// wait. fn's own run waits for idle again (runEnv) between the first
-// probe and its start: the probe's 40–60 ms of CPU are followed by at
-// least idleSpells idle tenths of a second.
-func probed(t *testing.T, fn func() result) timed {
-	t.Helper()
-	waitIdle(t)
-	before := speedProbe()
-	r := fn()
-	after := speedProbe()
-	return timed{wall: r.wall.Nanoseconds(), probe: (before + after).Nanoseconds() / 2}
 }
 
 // servicesIn counts the services of namespace ns (one service dump).

@@ -51,12 +51,31 @@ type Memory struct {
 	Reference int64  `json:"reference"`
 }
 
-// Results is one benchmark run.
+// Pair is one side's operation on a layout's small and large table as
+// TestGrowth (package bench) measures it: both sizes back to back in each
+// round, so that a pair mostly shares one phase of the VM's speed. Runs
+// are wall times and probes the speed probe around each run (the mean of
+// one before and one after), in nanoseconds, round by round.
+type Pair struct {
+	Layout      string  `json:"layout"`
+	Dests       int     `json:"dests"`
+	Small       int     `json:"small"` // services
+	Large       int     `json:"large"`
+	Side        string  `json:"side"` // "ours" or "floor"
+	Op          string  `json:"op"`
+	SmallRuns   []int64 `json:"small_runs"`
+	LargeRuns   []int64 `json:"large_runs"`
+	SmallProbes []int64 `json:"small_probes"`
+	LargeProbes []int64 `json:"large_probes"`
+}
+
+// Results is one benchmark run (or several merged).
 type Results struct {
 	Mode    string   `json:"mode"` // "full" or "smoke"
 	Startup *Case    `json:"startup,omitempty"`
 	Cases   []Case   `json:"cases"`
 	Memory  []Memory `json:"memory"`
+	Growth  []Pair   `json:"growth,omitempty"`
 }
 
 // Median returns the median of runs (the upper one of an even count).
@@ -85,8 +104,9 @@ func (r *Results) Write(w io.Writer) error {
 	return err
 }
 
-// Read finds the last results written into a log (or reads a bare JSON
-// document).
+// Read reads the results written into a log, every block merged in the
+// order written (a test run's log holds one block per test), or a bare
+// JSON document.
 func Read(rd io.Reader) (*Results, error) {
 	data, err := io.ReadAll(rd)
 	if err != nil {
@@ -96,33 +116,43 @@ func Read(rd io.Reader) (*Results, error) {
 		var r Results
 		return &r, json.Unmarshal(trimmed, &r)
 	}
-	var found []byte
+	var r *Results
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == beginMarker && sc.Scan() {
-			found = bytes.Clone(bytes.TrimSpace(sc.Bytes()))
+		if strings.TrimSpace(sc.Text()) != beginMarker || !sc.Scan() {
+			continue
+		}
+		var next Results
+		if err := json.Unmarshal(bytes.TrimSpace(sc.Bytes()), &next); err != nil {
+			return nil, err
+		}
+		if r == nil {
+			r = &next
+		} else if err := r.Merge(&next); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if found == nil {
+	if r == nil {
 		return nil, errors.New("no benchmark results in the log")
 	}
-	var r Results
-	if err := json.Unmarshal(found, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return r, nil
 }
 
-// Merge adds the results of another run (make bench-plot with several
-// logs): a case or memory figure of o replaces r's of the same table and
-// operation (or name), so each case's runs stay those of one boot and one
-// rotation; the others are appended. r keeps its start-up unless it has
-// none.
-func (r *Results) Merge(o *Results) {
+// Merge adds the results of a later run (make bench-plot with several
+// logs, or on top of docs/benchmarks.json): a case, memory figure or
+// growth pair of o replaces r's of the same table and operation (or
+// name), so each one's runs stay those of one boot; the others are
+// appended. o's start-up replaces r's if it has one. Results of another
+// mode (a smoke run onto full-size results) are refused, and r is left
+// as it was.
+func (r *Results) Merge(o *Results) error {
+	if r.Mode != o.Mode {
+		return fmt.Errorf("results of a %s run cannot be merged into those of a %s run", o.Mode, r.Mode)
+	}
 	for _, c := range o.Cases {
 		if old := r.Find(c.Layout, c.Services, c.Dests, c.Op); old != nil {
 			*old = c
@@ -138,9 +168,20 @@ func (r *Results) Merge(o *Results) {
 			r.Memory = append(r.Memory, m)
 		}
 	}
-	if r.Startup == nil {
+	for _, p := range o.Growth {
+		i := slices.IndexFunc(r.Growth, func(x Pair) bool {
+			return x.Layout == p.Layout && x.Dests == p.Dests && x.Small == p.Small && x.Large == p.Large && x.Side == p.Side && x.Op == p.Op
+		})
+		if i >= 0 {
+			r.Growth[i] = p
+		} else {
+			r.Growth = append(r.Growth, p)
+		}
+	}
+	if o.Startup != nil {
 		r.Startup = o.Startup
 	}
+	return nil
 }
 
 // Find returns the case of an operation on a table, or nil.
@@ -190,6 +231,34 @@ func (r *Results) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "Start-up (`-Ln` of an empty table): reference %s, ours %s (%s the reference).\n\n",
 			ms(Median(s.Reference)), ms(Median(s.Ours)), ratio(Median(s.Ours), Median(s.Reference)))
 	}
+	if len(r.Cases) > 0 {
+		r.casesMarkdown(w)
+	}
+	if g := r.growth(); len(g) > 0 {
+		fmt.Fprintln(w, "Growth of the median time from one size to the next (×10 services is linear at ×10):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| layout | sizes | op | floor | ours | reference |")
+		fmt.Fprintln(w, "|---|---|---|--:|--:|--:|")
+		for _, l := range g {
+			fmt.Fprintln(w, l)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Growth) > 0 {
+		r.pairsMarkdown(w)
+	}
+	if len(r.Memory) > 0 {
+		fmt.Fprintln(w, "| peak RSS | ours | reference | ours / reference |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|")
+		for _, m := range r.Memory {
+			fmt.Fprintf(w, "| %s | %.1f MiB | %.1f MiB | %s |\n", m.Name, float64(m.Ours)/(1<<20), float64(m.Reference)/(1<<20), ratio(m.Ours, m.Reference))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// casesMarkdown writes the table of times and multiples of the floor.
+func (r *Results) casesMarkdown(w io.Writer) {
 	fmt.Fprintln(w, "| table | op | runs | floor | ours | reference | ours / floor | reference / floor | ours / reference | getsockopt floor | ours / it |")
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, c := range r.Cases {
@@ -204,24 +273,59 @@ func (r *Results) Markdown(w io.Writer) {
 			ratio(o, f), ratio(rf, f), ratio(o, rf), own, ownRatio)
 	}
 	fmt.Fprintln(w)
-	if g := r.growth(); len(g) > 0 {
-		fmt.Fprintln(w, "Growth of the median time from one size to the next (×10 services is linear at ×10):")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| layout | sizes | op | floor | ours | reference |")
-		fmt.Fprintln(w, "|---|---|---|--:|--:|--:|")
-		for _, l := range g {
-			fmt.Fprintln(w, l)
-		}
-		fmt.Fprintln(w)
+}
+
+// pairsMarkdown writes the growth measured in pairs (r.Growth): per
+// layout, side and operation the medians of each size, the growth of the
+// medians, and the median and range of the rounds' own growth, also with
+// each run divided by its speed probe.
+func (r *Results) pairsMarkdown(w io.Writer) {
+	var probes []int64
+	for _, p := range r.Growth {
+		probes = append(append(probes, p.SmallProbes...), p.LargeProbes...)
 	}
-	if len(r.Memory) > 0 {
-		fmt.Fprintln(w, "| peak RSS | ours | reference | ours / reference |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|")
-		for _, m := range r.Memory {
-			fmt.Fprintf(w, "| %s | %.1f MiB | %.1f MiB | %s |\n", m.Name, float64(m.Ours)/(1<<20), float64(m.Reference)/(1<<20), ratio(m.Ours, m.Reference))
-		}
-		fmt.Fprintln(w)
+	fmt.Fprint(w, "Growth measured in pairs (each round times both sizes back to back")
+	if len(probes) > 0 {
+		fmt.Fprintf(w, "; speed probe %s–%s", ms(slices.Min(probes)), ms(slices.Max(probes)))
 	}
+	fmt.Fprintln(w, "):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| layout | sizes | side | op | rounds | small (median) | large (median) | growth of the medians | the rounds' growth: median (lowest–highest) | the same, each run divided by its probe |")
+	fmt.Fprintln(w, "|---|---|---|---|--:|--:|--:|--:|---|---|")
+	for _, p := range r.Growth {
+		n := min(len(p.SmallRuns), len(p.LargeRuns))
+		var raw, scaled []float64
+		for i := range n {
+			g := float64(p.LargeRuns[i]) / float64(p.SmallRuns[i])
+			raw = append(raw, g)
+			if i < len(p.SmallProbes) && i < len(p.LargeProbes) {
+				scaled = append(scaled, g*float64(p.SmallProbes[i])/float64(p.LargeProbes[i]))
+			}
+		}
+		medS, medL := Median(p.SmallRuns), Median(p.LargeRuns)
+		fmt.Fprintf(w, "| %s ×%d | %s → %s | %s | `%s` | %d | %s | %s | %s | %s | %s |\n", p.Layout, p.Dests,
+			Thousands(p.Small), Thousands(p.Large), p.Side, Commands[p.Op], n,
+			ms(medS), ms(medL), growthRatio(medL, medS), spreadOf(raw), spreadOf(scaled))
+	}
+	fmt.Fprintln(w)
+}
+
+func growthRatio(a, b int64) string {
+	if a <= 0 || b <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("×%.1f", float64(a)/float64(b))
+}
+
+// spreadOf formats the median (the upper one of an even count) and range
+// of growth ratios.
+func spreadOf(r []float64) string {
+	if len(r) == 0 {
+		return "—"
+	}
+	r = slices.Clone(r)
+	slices.Sort(r)
+	return fmt.Sprintf("×%.1f (×%.1f–%.1f)", r[len(r)/2], r[0], r[len(r)-1])
 }
 
 // growth lists the growth rows: for each layout and destinations per

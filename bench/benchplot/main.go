@@ -62,8 +62,8 @@ func run(in []string, jsonOut, plotOut, layout string, dests int) error {
 		}
 		if r == nil {
 			r = next
-		} else {
-			r.Merge(next)
+		} else if err := r.Merge(next); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	if jsonOut != "" {
