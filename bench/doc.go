@@ -5,13 +5,15 @@
 // kernel's hash buckets or sharing one, many ports on one address, fwmark,
 // IPv6) and sizes (100 to 50,000 services, 1 to 100 destinations each),
 // the start-up on an empty table and the peak memory of -Ln and -R.
-// The three run alternately, each first in turn, and medians are compared.
+// The three run alternately, each first in turn, and medians are compared
+// (TestBenchmarks). TestGrowth measures how ours and the floor grow from
+// one size to ten times it, both sizes back to back in every round.
 //
-// It holds a lab test (files with the build tag lab) and two helpers:
+// It holds the lab tests (files with the build tag lab) and two helpers:
 // package benchdata (the results, their tables and their JSON) and the
 // tool benchplot (the plot of docs/benchmarks.md). make bench runs the
-// test at full size and then benchplot; a plain make lab runs it at smoke
-// size, as a check that the measurements still work. Durations are
+// tests at full size and then benchplot; a plain make lab runs them at
+// smoke size, as a check that the measurements still work. Durations are
 // reported, never asserted: the VM's speed follows the host's load. Peak
 // memory is asserted, because it does not.
 package bench

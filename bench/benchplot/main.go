@@ -66,20 +66,28 @@ func run(in []string, jsonOut, plotOut, layout string, dests int) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
+	// Both files are made before either is written, so a plot that
+	// cannot be drawn leaves the results file as it was.
+	var js, img []byte
 	if jsonOut != "" {
 		var b bytes.Buffer
 		if err := r.WriteJSON(&b); err != nil {
 			return err
 		}
-		if err := writeFile(jsonOut, b.Bytes()); err != nil {
+		js = b.Bytes()
+	}
+	if plotOut != "" {
+		var err error
+		if img, err = drawPanels(r, layout, dests, filepath.Ext(plotOut) == ".png"); err != nil {
 			return err
 		}
 	}
-	if plotOut != "" {
-		img, err := drawPanels(r, layout, dests, filepath.Ext(plotOut) == ".png")
-		if err != nil {
+	if js != nil {
+		if err := writeFile(jsonOut, js); err != nil {
 			return err
 		}
+	}
+	if img != nil {
 		if err := writeFile(plotOut, img); err != nil {
 			return err
 		}
