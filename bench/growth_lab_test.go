@@ -5,6 +5,7 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,8 +29,9 @@ var (
 	growthSmoke = growthConfig{small: 100, large: 1000, dests: 10, rounds: 2, layouts: []layout{spread, fwmark}}
 )
 
-// TestGrowth measures how our -R, -Ln and -Sn and the floor's restore
-// and listing grow from the small table to the large one (1,000 and
+// TestGrowth measures how each of our operations (-R, -Ln, -Sn, lvsctl
+// apply of 1 % changes, -Z, -C) and the floor's restore, listing, zero
+// and flush grow from the small table to the large one (1,000 and
 // 10,000 × 10 at full size), with the two sizes measured back to back by
 // the same side in every round, and prints the growth table of
 // docs/benchmarks.md and the results for bench/benchplot.
@@ -53,7 +55,8 @@ var (
 // It asserts what TestBenchmarks does of a restore (it succeeds, with
 // nothing on stderr), that the namespace then holds all of the table's
 // services, that our -Ln and -Sn succeed with a line for every service
-// and destination, and that the flush succeeds; never durations.
+// and destination, that lvsctl apply converges and leaves every
+// service, and that the zero and the flush succeed; never durations.
 func TestGrowth(t *testing.T) {
 	labtest.Require(t)
 	cfg := chooseConfig(t)
@@ -65,23 +68,25 @@ func TestGrowth(t *testing.T) {
 		g = growthFull
 	}
 	dir := t.TempDir()
+	journal := filepath.Join(dir, "journal")
 	res := &benchdata.Results{Mode: cfg.mode}
 	for _, l := range g.layouts {
-		tabs := [2]*table{}
-		paths := [2]string{}
+		var tabs [2]*table
+		var paths, changed [2]string
 		for i, n := range []int{g.small, g.large} {
 			tab, err := newTable(l, n, g.dests)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tabs[i], paths[i] = tab, writeTable(t, dir, tab)
+			changed[i], _ = writeChanged(t, dir, tab)
 		}
 		pairs := map[side]map[string]*benchdata.Pair{}
 		for _, s := range []side{ours, floor} {
 			pairs[s] = map[string]*benchdata.Pair{}
 			for _, op := range growthOps {
-				if s == floor && op == "save" {
-					continue // the floor's listing stands for its saving
+				if s == floor && (op == "save" || op == "apply") {
+					continue // see growthOps
 				}
 				pairs[s][op] = &benchdata.Pair{Layout: string(l), Dests: g.dests, Small: g.small, Large: g.large, Side: s.name, Op: op}
 			}
@@ -97,7 +102,7 @@ func TestGrowth(t *testing.T) {
 					order = []int{1, 0}
 				}
 				for _, i := range order {
-					runs := measureTable(t, s, tabs[i], paths[i])
+					runs := measureTable(t, s, tabs[i], paths[i], changed[i], journal)
 					for _, op := range growthOps {
 						p := pairs[s][op]
 						if p == nil {
@@ -133,15 +138,19 @@ func TestGrowth(t *testing.T) {
 
 // growthOps are the operations TestGrowth times on each table, in the
 // order it runs them. The floor's listing stands for its saving too (both
-// ask the kernel the same), so the floor has no "save".
-var growthOps = []string{"restore", "list", "save"}
+// ask the kernel the same), so the floor has no "save"; nor an "apply",
+// which is a listing and a few requests (TestLvsctlApplyBench measures
+// its floor).
+var growthOps = []string{"restore", "list", "save", "apply", "zero", "flush"}
 
 // measureTable lets s restore tab into a fresh namespace, checks that
 // the namespace then holds tab's services, lists and saves it (ours: -Ln
-// and -Sn; the floor: its getsockopt listing, once) and flushes it. Each
-// read runs right after an unmeasured getsockopt floor listing, as in
-// TestBenchmarks (the emulator's TLB).
-func measureTable(t *testing.T, s side, tab *table, path string) map[string]result {
+// and -Sn; the floor: its getsockopt listing, once), lets ours apply
+// changed (tab with 1 % of its destinations changed) with lvsctl, zeroes
+// and flushes it. Each read (-Ln, -Sn, apply) runs right after an
+// unmeasured getsockopt floor listing, as in TestBenchmarks (the
+// emulator's TLB).
+func measureTable(t *testing.T, s side, tab *table, path, changed, journal string) map[string]result {
 	t.Helper()
 	ns := newNetns(t)
 	defer ns.close(t)
@@ -167,9 +176,22 @@ func measureTable(t *testing.T, s side, tab *table, path string) map[string]resu
 			}
 			out[op] = r
 		}
+		floorRun(t, ns, "list-getsockopt")
+		r := run(t, ns, changed, labtest.Ours("lvsctl"), "apply", "--drain-timeout", "0", "--journal-dir", journal, "-")
+		if r.code != 0 || !strings.Contains(r.stdout, "converged") {
+			t.Fatalf("lvsctl apply to %s: %+v", tab, clipResult(r))
+		}
+		if n := servicesIn(t, ns); n != len(tab.services) {
+			t.Fatalf("lvsctl apply left %d services of %s, want %d", n, tab, len(tab.services))
+		}
+		out["apply"] = r
 	}
-	if f := s.do(t, ns, "flush"); f.code != 0 || f.stderr != "" {
-		t.Fatalf("%s -C of %s: status %d, %s", s.name, tab, f.code, clip(f.stderr))
+	for _, op := range []string{"zero", "flush"} {
+		r := s.do(t, ns, op)
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("%s %s of %s: status %d, %s", s.name, benchdata.Commands[op], tab, r.code, clip(r.stderr))
+		}
+		out[op] = r
 	}
 	return out
 }

@@ -120,7 +120,17 @@ func newTable(l layout, n, d int) (*table, error) {
 // rules is the table as ipvsadm -R input, in the order and form ipvsadm
 // -Sn writes (one -A line, then its -a lines).
 func (t *table) rules() []byte {
+	b, _ := t.rulesChanged(0)
+	return b
+}
+
+// rulesChanged is rules with one destination in every `every` changed,
+// if every > 0, alternately: one is replaced by a new one (see replaced),
+// the next gets weight 5. It also returns the number of
+// destinations to add, remove or reweight.
+func (t *table) rulesChanged(every int) ([]byte, int) {
 	var b bytes.Buffer
+	k, changes := 0, 0
 	for i := range t.services {
 		s := &t.services[i]
 		var svc string
@@ -132,10 +142,48 @@ func (t *table) rules() []byte {
 		}
 		fmt.Fprintf(&b, "-A %s -s wlc\n", svc)
 		for _, d := range s.dests {
-			fmt.Fprintf(&b, "-a %s -r %s -m -w 1\n", svc, d)
+			k++
+			weight := 1
+			if every > 0 && k%every == 0 {
+				if (k/every)%2 == 0 {
+					weight = 5
+					changes++
+				} else {
+					d = replaced(d)
+					changes += 2
+				}
+			}
+			fmt.Fprintf(&b, "-a %s -r %s -m -w %d\n", svc, d, weight)
 		}
 	}
-	return b.Bytes()
+	return b.Bytes(), changes
+}
+
+// replaced is the destination that replaces d (192.168.j.y or
+// [2001:db8:1::j:y]) in a changed table: j+100 in place of j, a new
+// address for every table newTable makes with at most 155 destinations.
+func replaced(d netip.AddrPort) netip.AddrPort {
+	if d.Addr().Is4() {
+		a := d.Addr().As4()
+		a[2] += 100
+		return netip.AddrPortFrom(netip.AddrFrom4(a), d.Port())
+	}
+	a := d.Addr().As16()
+	a[13] += 100
+	return netip.AddrPortFrom(netip.AddrFrom16(a), d.Port())
+}
+
+// writeChanged writes tab's restore input with one destination in 100
+// changed (see rulesChanged) into dir: the input of lvsctl apply's
+// benchmarks. It returns the path and the number of changes.
+func writeChanged(t *testing.T, dir string, tab *table) (string, int) {
+	t.Helper()
+	b, changes := tab.rulesChanged(100)
+	p := filepath.Join(dir, "changed-"+strings.ReplaceAll(tab.spec(), ":", "-"))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, changes
 }
 
 // writeTable writes the table's restore input into dir.

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,42 +16,6 @@ import (
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/save/desired"
 )
-
-// writeChangedRules writes the table of writeRules with 1 % of its
-// destinations changed: a third get another weight, a third are replaced
-// by new ones (one removed, one added in the same service), spread over
-// the services. It returns the path and the number of changed
-// destinations.
-func writeChangedRules(t *testing.T, dir string, services int) (string, int) {
-	t.Helper()
-	var b strings.Builder
-	changes := 0
-	every := 100 // one destination in 100
-	k := 0
-	for i := range services {
-		x, y := i/250, i%250+1
-		fmt.Fprintf(&b, "-A -t 10.0.%d.%d:80 -s wlc\n", x, y)
-		for j := 1; j <= 10; j++ {
-			k++
-			switch {
-			case k%every == 0 && (k/every)%2 == 0:
-				fmt.Fprintf(&b, "-a -t 10.0.%d.%d:80 -r 192.168.%d.%d:80 -m -w 5\n", x, y, j, y)
-				changes++
-			case k%every == 0:
-				// replaced: 192.168.j.y leaves, 192.168.(j+100).y comes
-				fmt.Fprintf(&b, "-a -t 10.0.%d.%d:80 -r 192.168.%d.%d:80 -m -w 1\n", x, y, j+100, y)
-				changes += 2
-			default:
-				fmt.Fprintf(&b, "-a -t 10.0.%d.%d:80 -r 192.168.%d.%d:80 -m -w 1\n", x, y, j, y)
-			}
-		}
-	}
-	p := filepath.Join(dir, fmt.Sprintf("changed-%d", services))
-	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p, changes
-}
 
 // TestLvsctlApplyBench measures lvsctl apply of a 1 %-changed file to an
 // N×10 table (N = 10,000 under make bench, 1,000 otherwise) against
@@ -78,8 +41,12 @@ func TestLvsctlApplyBench(t *testing.T) {
 		fmt.Println("lvsctl bench: smoke size, measured without idle waits")
 	}
 	dir := t.TempDir()
-	base := writeRules(t, dir, services)
-	changed, nChanged := writeChangedRules(t, dir, services)
+	tab, err := newTable(spread, services, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := writeTable(t, dir, tab)
+	changed, nChanged := writeChanged(t, dir, tab)
 	lvsctl := labtest.Ours("lvsctl")
 	// Every run starts from a fresh namespace holding the base table,
 	// restored by our ipvsadm (not measured; Debian's takes minutes at
@@ -217,25 +184,6 @@ func clipResult(r result) result {
 	return r
 }
 
-// order, so -Sn sorts identically whatever the kernel's dump order, and
-// two namespaces holding the table save identical text.
-func writeRules(t *testing.T, dir string, services int) string {
-	t.Helper()
-	var b bytes.Buffer
-	for i := range services {
-		x, y := i/250, i%250+1
-		fmt.Fprintf(&b, "-A -t 10.0.%d.%d:80 -s wlc\n", x, y)
-		for j := 1; j <= 10; j++ {
-			fmt.Fprintf(&b, "-a -t 10.0.%d.%d:80 -r 192.168.%d.%d:80 -m -w 1\n", x, y, j, y)
-		}
-	}
-	p := filepath.Join(dir, fmt.Sprintf("rules-%d", services))
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func ms(ns int64) string { return fmt.Sprintf("%.0f ms", float64(ns)/1e6) }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
@@ -262,6 +210,7 @@ func openIn(t *testing.T, ns *netns) *ipvs.Conn {
 	})
 	return c
 }
+
 func tableName(services int) string {
 	return fmt.Sprintf("%s×10", thousands(services))
 }

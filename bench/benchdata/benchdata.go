@@ -22,9 +22,10 @@ import (
 // The operations measured, in the order tables show them.
 var Ops = []string{"restore", "list", "save", "zero", "flush"}
 
-// Commands names the ipvsadm command line of each operation.
+// Commands names the ipvsadm command line of each operation, and
+// lvsctl's of apply (which only the growth pairs measure).
 var Commands = map[string]string{
-	"restore": "-R", "list": "-Ln", "save": "-Sn", "zero": "-Z", "flush": "-C",
+	"restore": "-R", "list": "-Ln", "save": "-Sn", "zero": "-Z", "flush": "-C", "apply": "lvsctl apply",
 }
 
 // Case is one operation on one table, with every run's wall time in
