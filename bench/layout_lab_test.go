@@ -178,6 +178,9 @@ func replaced(d netip.AddrPort) netip.AddrPort {
 // benchmarks. It returns the path and the number of changes.
 func writeChanged(t *testing.T, dir string, tab *table) (string, int) {
 	t.Helper()
+	if tab.dests > 155 {
+		t.Fatalf("%s: a changed copy needs at most 155 destinations a service (see replaced)", tab)
+	}
 	b, changes := tab.rulesChanged(100)
 	p := filepath.Join(dir, "changed-"+strings.ReplaceAll(tab.spec(), ":", "-"))
 	if err := os.WriteFile(p, b, 0o644); err != nil {
