@@ -162,27 +162,27 @@ func (r *Results) Merge(o *Results) error {
 		}
 	}
 	for _, m := range o.Memory {
-		i := slices.IndexFunc(r.Memory, func(x Memory) bool { return x.Name == m.Name })
-		if i >= 0 {
-			r.Memory[i] = m
-		} else {
-			r.Memory = append(r.Memory, m)
-		}
+		r.Memory = replaceOrAppend(r.Memory, m, func(x Memory) bool { return x.Name == m.Name })
 	}
 	for _, p := range o.Growth {
-		i := slices.IndexFunc(r.Growth, func(x Pair) bool {
+		r.Growth = replaceOrAppend(r.Growth, p, func(x Pair) bool {
 			return x.Layout == p.Layout && x.Dests == p.Dests && x.Small == p.Small && x.Large == p.Large && x.Side == p.Side && x.Op == p.Op
 		})
-		if i >= 0 {
-			r.Growth[i] = p
-		} else {
-			r.Growth = append(r.Growth, p)
-		}
 	}
 	if o.Startup != nil {
 		r.Startup = o.Startup
 	}
 	return nil
+}
+
+// replaceOrAppend puts v in place of the first element of s that is the
+// same (same reports it), or after the last if none is.
+func replaceOrAppend[T any](s []T, v T, same func(T) bool) []T {
+	if i := slices.IndexFunc(s, same); i >= 0 {
+		s[i] = v
+		return s
+	}
+	return append(s, v)
 }
 
 // Find returns the case of an operation on a table, or nil.
