@@ -10,7 +10,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 # allocation, before main can ask (sysenv.SmallPages): where THP is
 # "always", Debian's default, the first 2 MiB of heap was one huge page
 # and `ipvsadm -Ln` of 10,000 services peaked 0.5-2.3 MiB higher, varying
-# from run to run (docs/benchmarks.md, session 14).
+# from run to run (docs/benchmarks-history.md, session 14).
 LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION) -X runtime.godebugDefault=disablethp=1
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
@@ -101,8 +101,8 @@ demo: deps build labrun
 ## boot, full size: the reference needs a long time), then the growth
 ## from 1,000 to 10,000 services measured in pairs (TestGrowth); keep the
 ## log in $(BENCH_LOG), merge its results into docs/benchmarks.json,
-## redraw the plot docs/benchmarks.svg and print the tables
-## docs/benchmarks.md keeps. BENCH_RUN narrows it, e.g.
+## redraw the plot docs/benchmarks.svg and write the tables into
+## docs/benchmarks.md (bench-plot). BENCH_RUN narrows it, e.g.
 ## BENCH_RUN='TestBenchmarks/spread_1000x10' or BENCH_RUN=TestGrowth.
 ## The guest gets BENCH_MEM MiB: a table of 10,000 x 100 is a million
 ## destinations.
@@ -117,14 +117,16 @@ bench: deps build labrun
 
 ## bench-plot: merge the results of the last bench run ($(BENCH_LOG)), or
 ## of the runs in BENCH_PLOT_LOGS, into $(BENCH_BASE) and write them to
-## docs/benchmarks.json and docs/benchmarks.svg: a later run's table
+## docs/benchmarks.json, docs/benchmarks.svg and the tables of
+## docs/benchmarks.md (between its benchplot markers): a later run's table
 ## replaces the same table of an earlier one, the others stay, so a
-## narrowed run loses nothing. BENCH_BASE= starts from the logs alone.
+## narrowed run loses nothing. BENCH_BASE= starts from the logs alone;
+## BENCH_PLOT_LOGS= redoes the plot and tables from docs/benchmarks.json.
 ## benchplot refuses to merge a smoke run into full-size results.
 BENCH_PLOT_LOGS ?= $(BENCH_LOG)
 BENCH_BASE ?= docs/benchmarks.json
 bench-plot:
-	$(GO) run ./bench/benchplot $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(l)) -json docs/benchmarks.json -plot docs/benchmarks.svg
+	$(GO) run ./bench/benchplot $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(l)) -json docs/benchmarks.json -plot docs/benchmarks.svg -doc docs/benchmarks.md
 
 ## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
 ## at most FUZZMINTIME); found inputs go to Go's cache, failures to the

@@ -11,9 +11,9 @@
 //
 // It holds the lab tests (files with the build tag lab) and two helpers:
 // package benchdata (the results, their tables and their JSON) and the
-// tool benchplot (the plot of docs/benchmarks.md). make bench runs the
-// tests at full size and then benchplot; a plain make lab runs them at
-// smoke size, as a check that the measurements still work. Durations are
-// reported, never asserted: the VM's speed follows the host's load. Peak
-// memory is asserted, because it does not.
+// tool benchplot (the plot and tables of docs/benchmarks.md). make bench
+// runs the tests at full size and then benchplot; a plain make lab runs
+// them at smoke size, as a check that the measurements still work.
+// Durations are reported, never asserted: the VM's speed follows the
+// host's load. Peak memory is asserted, because it does not.
 package bench

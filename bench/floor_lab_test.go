@@ -611,7 +611,7 @@ func addr16(a netip.Addr) []byte {
 }
 
 // Two knobs of a floor restore, for finding where its time goes (see
-// docs/benchmarks.md, session 18); the benchmark sets neither.
+// docs/benchmarks-history.md, session 18); the benchmark sets neither.
 const (
 	// floorBatchEnv sets the size at which a restore's batch ends, in
 	// bytes (default floorBatchLimit).

@@ -40,7 +40,7 @@ var (
 // VM's speed is not constant over that time: the lab's guest ran one
 // fixed awk loop in 740–1,250 ms, in phases of ten seconds to a minute,
 // with nothing else running in it, while a fixed loop on the host took
-// 15–20 or 30–38 ms in phases of its own (docs/benchmarks.md, session
+// 15–20 or 30–38 ms in phases of its own (docs/benchmarks-history.md, session
 // 19). A growth figure from two medians taken in different phases
 // carries the ratio of the phases' speeds. A pair of runs a few seconds
 // apart mostly falls within one phase, so the median of the rounds'

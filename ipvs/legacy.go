@@ -15,7 +15,7 @@ import (
 // IPVS mutex, where a GET_DEST dump costs two system calls, a dump
 // context and socket buffers. In the lab VM, the destinations of 10,000
 // services × 10 took 0.1 s this way against 1.3 s of dumps
-// (docs/benchmarks.md, decision 0010).
+// (docs/benchmarks-history.md, decision 0010).
 //
 // Its answers are incomplete in ways a Conn can see or rule out, so a
 // Conn reads destinations this way only when nothing is missing:

@@ -67,7 +67,7 @@ func open(family string) (*Conn, error) {
 // datagrams larger than 8 KiB come from the page allocator instead of a
 // slab cache: in the lab VM, listing 10,000 services × 10 with 4 KiB
 // buffers took 19 % less time than with the 32 KiB the main socket needs
-// (docs/benchmarks.md). The service dump stays on the main socket: it
+// (docs/benchmarks-history.md). The service dump stays on the main socket: it
 // resumes by skipping the services already sent, so small datagrams make
 // it slower (more than three times, at 10,000 services). A page is the smallest
 // buffer that holds any dump datagram (NLMSG_GOODSIZE is less); beyond

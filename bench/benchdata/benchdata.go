@@ -224,31 +224,38 @@ func ratio(a, b int64) string {
 	return fmt.Sprintf("%.2f×", float64(a)/float64(b))
 }
 
-// Markdown writes the result tables: times and multiples of the floor per
-// table and operation, growth from each size to the next of a layout, and
-// peak memory.
+// Markdown writes the result tables, each under a heading of level 3:
+// start-up, times and multiples of the floor per table and operation,
+// growth from each size to the next of a layout, growth in pairs, and peak
+// memory.
 func (r *Results) Markdown(w io.Writer) {
+	const heading = "###"
 	if s := r.Startup; s != nil {
-		fmt.Fprintf(w, "Start-up (`-Ln` of an empty table): reference %s, ours %s (%s the reference).\n\n",
+		fmt.Fprintf(w, "%s Start-up\n\n", heading)
+		fmt.Fprintf(w, "`-Ln` of an empty table: reference %s, ours %s (%s the reference).\n\n",
 			ms(Median(s.Reference)), ms(Median(s.Ours)), ratio(Median(s.Ours), Median(s.Reference)))
 	}
 	if len(r.Cases) > 0 {
+		fmt.Fprintf(w, "%s Each table\n\n", heading)
 		r.casesMarkdown(w)
 	}
 	if g := r.growth(); len(g) > 0 {
-		fmt.Fprintln(w, "Growth of the median time from one size to the next (×10 services is linear at ×10):")
+		fmt.Fprintf(w, "%s Growth from one table to the next\n\n", heading)
+		fmt.Fprintln(w, "The growth of the medians above, whose tables were measured minutes or hours apart; linear growth equals the growth of the table (the column \"services\").")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| layout | sizes | op | floor | ours | reference |")
-		fmt.Fprintln(w, "|---|---|---|--:|--:|--:|")
+		fmt.Fprintln(w, "| layout | sizes | services | op | floor | ours | reference |")
+		fmt.Fprintln(w, "|---|---|--:|---|--:|--:|--:|")
 		for _, l := range g {
 			fmt.Fprintln(w, l)
 		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Growth) > 0 {
+		fmt.Fprintf(w, "%s The growth pairs\n\n", heading)
 		r.pairsMarkdown(w)
 	}
 	if len(r.Memory) > 0 {
+		fmt.Fprintf(w, "%s Peak memory\n\n", heading)
 		fmt.Fprintln(w, "| peak RSS | ours | reference | ours / reference |")
 		fmt.Fprintln(w, "|---|--:|--:|--:|")
 		for _, m := range r.Memory {
@@ -363,8 +370,8 @@ func (r *Results) growth() []string {
 				if a == nil || b == nil {
 					continue
 				}
-				out = append(out, fmt.Sprintf("| %s ×%d | %s → %s | `%s` | %s | %s | %s |", k.layout, k.dests,
-					Thousands(s[i-1]), Thousands(s[i]), Commands[op],
+				out = append(out, fmt.Sprintf("| %s ×%d | %s → %s | ×%g | `%s` | %s | %s | %s |", k.layout, k.dests,
+					Thousands(s[i-1]), Thousands(s[i]), float64(s[i])/float64(s[i-1]), Commands[op],
 					ratio(Median(b.Floor), Median(a.Floor)), ratio(Median(b.Ours), Median(a.Ours)), ratio(Median(b.Reference), Median(a.Reference))))
 			}
 		}

@@ -2,14 +2,16 @@
 // bench) into what docs/benchmarks.md shows: it reads the run's log (or a
 // results file), writes the results as JSON, draws the log-log plot of
 // time against table size per operation (ours, Debian's ipvsadm, the
-// kernel floor) as SVG, and prints the Markdown tables of the numbers.
-// make bench runs it; it is a development tool, not installed.
+// kernel floor) as SVG, and writes the Markdown tables of the numbers into
+// the document beside the plot (between its benchplot markers), or prints
+// them. make bench runs it; it is a development tool, not installed.
 //
-//	benchplot -in .cache/bench.log -json docs/benchmarks.json -plot docs/benchmarks.svg
+//	benchplot -in .cache/bench.log -json docs/benchmarks.json -plot docs/benchmarks.svg -doc docs/benchmarks.md
 package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"image/color"
@@ -36,12 +38,13 @@ func main() {
 	plotOut := flag.String("plot", "", "write the plot to this file (.svg or .png)")
 	layout := flag.String("layout", "spread", "the layout the plot shows")
 	dests := flag.Int("dests", 10, "destinations per service of the tables the plot shows")
+	docOut := flag.String("doc", "", "write the tables into this Markdown file, between its benchplot markers, instead of printing them")
 	flag.Parse()
 	if len(in) == 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-in LOG]... [-json FILE] [-plot FILE.svg|FILE.png] [-layout spread] [-dests 10]")
+		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-in LOG]... [-json FILE] [-plot FILE.svg|FILE.png] [-doc FILE.md] [-layout spread] [-dests 10]")
 		os.Exit(2)
 	}
-	if err := run(in, *jsonOut, *plotOut, *layout, *dests); err != nil {
+	if err := run(in, *jsonOut, *plotOut, *docOut, *layout, *dests); err != nil {
 		fmt.Fprintln(os.Stderr, "benchplot:", err)
 		os.Exit(1)
 	}
@@ -53,7 +56,7 @@ type logList []string
 func (l *logList) String() string     { return strings.Join(*l, ",") }
 func (l *logList) Set(v string) error { *l = append(*l, v); return nil }
 
-func run(in []string, jsonOut, plotOut, layout string, dests int) error {
+func run(in []string, jsonOut, plotOut, docOut, layout string, dests int) error {
 	var r *benchdata.Results
 	for _, path := range in {
 		next, err := readResults(path)
@@ -66,9 +69,11 @@ func run(in []string, jsonOut, plotOut, layout string, dests int) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	// Both files are made before either is written, so a plot that
-	// cannot be drawn leaves the results file as it was.
-	var js, img []byte
+	// Every file is made before any is written, so a plot that cannot be
+	// drawn or a document without markers leaves the others as they were.
+	var tables bytes.Buffer
+	r.Markdown(&tables)
+	var js, img, doc []byte
 	if jsonOut != "" {
 		var b bytes.Buffer
 		if err := r.WriteJSON(&b); err != nil {
@@ -82,18 +87,55 @@ func run(in []string, jsonOut, plotOut, layout string, dests int) error {
 			return err
 		}
 	}
-	if js != nil {
-		if err := writeFile(jsonOut, js); err != nil {
+	if docOut != "" {
+		old, err := os.ReadFile(docOut)
+		if err != nil {
 			return err
 		}
-	}
-	if img != nil {
-		if err := writeFile(plotOut, img); err != nil {
-			return err
+		if doc, err = withTables(old, tables.Bytes()); err != nil {
+			return fmt.Errorf("%s: %w", docOut, err)
 		}
 	}
-	r.Markdown(os.Stdout)
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{jsonOut, js}, {plotOut, img}, {docOut, doc}} {
+		if f.data != nil {
+			if err := writeFile(f.path, f.data); err != nil {
+				return err
+			}
+		}
+	}
+	if docOut == "" {
+		_, err := os.Stdout.Write(tables.Bytes())
+		return err
+	}
 	return nil
+}
+
+// The markers around the part of a document that benchplot writes.
+const (
+	docBegin = "<!-- benchplot: begin. `make bench-plot` writes what follows, from docs/benchmarks.json; do not edit. -->"
+	docEnd   = "<!-- benchplot: end -->"
+)
+
+// withTables returns doc with what lies between its markers replaced by
+// tables. It refuses a document without exactly one pair of markers in
+// order, which it could only guess at.
+func withTables(doc, tables []byte) ([]byte, error) {
+	b, e := bytes.Index(doc, []byte(docBegin)), bytes.Index(doc, []byte(docEnd))
+	if b < 0 || e < 0 {
+		return nil, fmt.Errorf("no benchplot markers (%q … %q)", docBegin, docEnd)
+	}
+	if e < b || bytes.Count(doc, []byte(docBegin)) > 1 || bytes.Count(doc, []byte(docEnd)) > 1 {
+		return nil, errors.New("the benchplot markers are not one pair in order")
+	}
+	var out bytes.Buffer
+	out.Write(doc[:b+len(docBegin)])
+	out.WriteString("\n\n")
+	out.Write(tables)
+	out.Write(doc[e:])
+	return out.Bytes(), nil
 }
 
 func readResults(path string) (*benchdata.Results, error) {

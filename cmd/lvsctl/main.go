@@ -22,7 +22,8 @@ func main() {
 		// collector reclaims little and only costs time: in the lab VM an
 		// apply at 10,000 services × 10 ran about 6 % faster with
 		// GOGC=400, and its peak memory stayed at 26 to 30 MiB
-		// (docs/benchmarks.md). GOGC in the environment still decides.
+		// (docs/benchmarks-history.md, "lvsctl apply"). GOGC in the
+		// environment still decides.
 		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -17,7 +17,8 @@ import (
 // taken from the system call itself. With a second, idle P it leaves a
 // system call alone for 10 ms and sleeps longer. In the lab VM (one
 // CPU), -Ln of 10,000 IPv6 services × 10 took 1.45–1.88 s with two Ps
-// against 1.83–2.49 s with one, ten alternating cycles (docs/benchmarks.md).
+// against 1.83–2.49 s with one, ten alternating cycles
+// (docs/benchmarks-history.md, session 13).
 func SpareProcessor() {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) < 2 {
 		runtime.GOMAXPROCS(2)
