@@ -199,7 +199,7 @@ func TestLvsctlDrain(t *testing.T) {
 	bg.waitLine(t, "drain-start", time.Minute)
 	bg.cmd.Process.Signal(syscall.SIGINT)
 	code, rest = bg.wait(t, time.Minute)
-	if code != 4 || !strings.Contains(strings.Join(rest, "\n"), "interrupted: 1 real servers still draining") {
+	if code != 4 || !strings.Contains(strings.Join(rest, "\n"), "interrupted: 1 real server still draining") {
 		t.Fatalf("after SIGINT: status %d, output:\n%s", code, strings.Join(rest, "\n"))
 	}
 	st := n.run("dir", labtest.Ours("lvsctl"), "status")

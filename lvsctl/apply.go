@@ -2,9 +2,11 @@ package lvsctl
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +15,7 @@ import (
 
 // apply makes the kernel equal FILE and reports what it did.
 func (r *runner) apply(f *planFlags) (int, error) {
-	want, client, status, err := r.desiredAndKernel(f.File)
+	want, client, status, err := r.desiredAndKernel(f)
 	if err != nil {
 		return status, err
 	}
@@ -27,50 +29,94 @@ func (r *runner) apply(f *planFlags) (int, error) {
 	if err != nil {
 		return ExitFailed, fmt.Errorf("%w (remove it to go on, after checking the weights it records)", err)
 	}
+	// With --json, stdout holds the one document; the event lines go to
+	// stderr.
+	out := r.out
+	if f.JSON {
+		out = r.errOut
+	}
 	var priorDrains []rules.DrainEntry
 	if prior != nil {
 		priorDrains = prior.Drains
 		for _, e := range prior.Drains {
-			fmt.Fprintf(r.out, "journal: resuming %s -r %s (weight %d before the drain, deadline %s)\n",
+			fmt.Fprintf(out, "journal: resuming %s -r %s (weight %d before the drain, deadline %s)\n",
 				e.Service, e.Dest, e.Weight, e.Deadline.UTC().Format(time.RFC3339))
 		}
 	}
 	var rep reporter
-	if r.env.Terminal {
-		rep = &liveReporter{w: r.out, now: r.env.Now, drains: map[string]string{}}
+	if r.env.Terminal && !f.JSON {
+		rep = &liveReporter{w: out, now: r.env.Now, drains: map[string]string{}}
 	} else {
-		rep = &lineReporter{w: bufio.NewWriter(r.out)}
+		rep = &lineReporter{w: bufio.NewWriter(out)}
 	}
+	var applied []rules.Change
+	planned := false
 	a := &rules.Applier{
 		Client:       client,
 		DrainTimeout: f.DrainTimeout,
 		Journal:      j,
 		Source:       f.File,
 		LiveConns:    func() (map[rules.DestKey]int, error) { return liveConns(r.connFile()) },
-		Events:       rep.event,
-		Now:          r.env.Now,
+		Events: func(e rules.Event) {
+			if e.Kind == rules.EventChange && e.Err == nil {
+				applied = append(applied, *e.Change)
+			}
+			rep.event(e)
+		},
+		Now: r.env.Now,
+		// Each plan is checked before its first change; the first one's
+		// warnings come before the changes they warn of.
+		Check: func(p *rules.Plan) error {
+			if err := removalGuard(f, p); err != nil {
+				return err
+			}
+			if !planned {
+				planned = true
+				for _, w := range p.Warnings {
+					fmt.Fprintf(out, "warning: %s\n", w)
+				}
+			}
+			return nil
+		},
 	}
 	res, err := a.Converge(r.env.Context, want, r.diffOptions(f), priorDrains)
 	rep.finish()
-	if res != nil && res.Plan != nil {
-		for _, w := range res.Plan.Warnings {
-			fmt.Fprintf(r.out, "warning: %s\n", w)
-		}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage, err
 	}
 	if err != nil {
-		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", err)
+		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", readError(err))
 	}
-	return r.report(res), nil
+	if f.JSON {
+		return r.reportJSON(res, applied)
+	}
+	return r.report(res, len(applied)), nil
 }
 
 // report prints the apply's end and returns its status.
-func (r *runner) report(res *rules.ConvergeResult) int {
+func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 	fmt.Fprintf(r.out, "plan: %s\n", planLine(res.Plan))
-	if res.Rounds > 1 {
-		fmt.Fprintf(r.out, "the kernel's table changed during the apply: read and planned again %d times\n", res.Rounds-1)
+	if res.Stopped {
+		fmt.Fprintf(r.out, "stopped: the kernel refused %s; %s made\n",
+			plural(len(res.Failed), "change", "changes"), plural(applied, "other change was", "other changes were"))
+		for _, f := range res.Failed {
+			fmt.Fprintf(r.out, "  refused: %v\n", &f)
+		}
+		if len(res.Held) > 0 {
+			fmt.Fprintf(r.out, "nothing was drained or deleted: %s held back:\n", plural(len(res.Held), "removal", "removals"))
+			for i := range res.Held {
+				fmt.Fprintf(r.out, "  held: %s\n", rules.Describe(&res.Held[i]))
+			}
+		} else {
+			fmt.Fprintln(r.out, "nothing was drained or deleted")
+		}
+		fmt.Fprintln(r.out, "fix what the kernel refused and apply again; it plans from the kernel's table as it is then")
+		return ExitFailed
 	}
-	for _, f := range res.Failed {
-		fmt.Fprintf(r.out, "not applied: %v\n", &f)
+	if res.Rounds > 1 {
+		fmt.Fprintf(r.out, "another program changed the kernel's table during the apply: read and planned again %s\n",
+			plural(res.Rounds-1, "time", "times"))
 	}
 	if d := res.Drain; d != nil {
 		for _, f := range d.Failed {
@@ -80,8 +126,9 @@ func (r *runner) report(res *rules.ConvergeResult) int {
 			fmt.Fprintf(r.out, "drains: %d ended without connections, %d at the deadline, %d deleted by someone else\n", d.Done, d.TimedOut, d.Gone)
 		}
 		if len(d.Pending) > 0 {
-			fmt.Fprintf(r.out, "interrupted: %d real servers still draining at weight 0, recorded in the journal; "+
-				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n", len(d.Pending))
+			fmt.Fprintf(r.out, "interrupted: %s still draining at weight 0, recorded in the journal; "+
+				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n",
+				plural(len(d.Pending), "real server", "real servers"))
 			return ExitInterrupted
 		}
 	}
@@ -95,6 +142,14 @@ func (r *runner) report(res *rules.ConvergeResult) int {
 	}
 	fmt.Fprintln(r.out, "converged: the kernel's table equals the file")
 	return ExitOK
+}
+
+// plural is n and the noun in the number n asks for.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func planLine(p *rules.Plan) string {

@@ -19,10 +19,13 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/lvskit/lvskit/internal/kmod"
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/internal/version"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/names"
+	"github.com/lvskit/lvskit/rules"
+	"golang.org/x/sys/unix"
 )
 
 // Exit statuses, decided only in Run.
@@ -58,14 +61,17 @@ type Env struct {
 	Terminal bool
 	// Resolver answers names in rules text; nil means the system's files.
 	Resolver *names.Resolver
+	// Modules says whether the kernel has or can load a module (the
+	// schedulers and persistence engines a file names); nil reads the
+	// running kernel's module tree.
+	Modules rules.HasModule
 	// Context ends an apply's drain (Main ends it on SIGINT and SIGTERM).
 	Context context.Context
 	Now     func() time.Time
 }
 
 type cli struct {
-	JournalDir string           `name:"journal-dir" env:"LVSCTL_JOURNAL_DIR" placeholder:"DIR" help:"Journal directory (default: /run/lvsctl, one directory per network namespace)."`
-	Version    kong.VersionFlag `help:"Print the version and exit."`
+	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	List   listCmd   `cmd:"" help:"List the kernel's services and real servers."`
 	Plan   planCmd   `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
@@ -79,11 +85,19 @@ type listCmd struct {
 	Rate  bool `name:"rate" help:"Add the estimated rates."`
 }
 
+// journalFlag locates the journal, for the commands that read or keep it.
+type journalFlag struct {
+	JournalDir string `name:"journal-dir" env:"LVSCTL_JOURNAL_DIR" placeholder:"DIR" help:"Journal directory (default: /run/lvsctl, one directory per network namespace)."`
+}
+
 type planFlags struct {
 	File         string        `arg:"" name:"FILE" help:"Desired rules: ipvsadm-save text or lvsctl JSON; - for stdin."`
-	JSON         bool          `name:"json" help:"Print the plan as JSON."`
-	DrainTimeout time.Duration `name:"drain-timeout" default:"5m" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once (${default})."`
+	JSON         bool          `name:"json" help:"Print the plan (apply: what was done) as JSON."`
+	DrainTimeout time.Duration `name:"drain-timeout" default:"5m" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
 	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
+	AllowEmpty   bool          `name:"allow-empty" help:"Accept a FILE without any service, which deletes every service."`
+	MaxDelete    int           `name:"max-delete" default:"50" help:"Refuse a plan that takes out more than this percentage of the kernel's real servers (a service without any counts as one); 100 allows any."`
+	journalFlag
 }
 
 type planCmd struct {
@@ -97,11 +111,60 @@ type applyCmd struct {
 
 type statusCmd struct {
 	JSON bool `name:"json" help:"Print the journal as JSON."`
+	journalFlag
+}
+
+// examples end each command's help.
+var examples = map[string][]string{
+	"": {
+		"lvsctl list                           # the table, one row per real server",
+		"lvsctl plan /etc/ipvsadm.rules        # what apply would change; exit 3 if anything",
+		"lvsctl apply /etc/ipvsadm.rules       # change it, draining real servers that leave",
+	},
+	"list": {
+		"lvsctl list --stats --rate",
+		"lvsctl list --json > rules.json       # the desired-state document apply reads",
+	},
+	"plan": {
+		"lvsctl plan /etc/ipvsadm.rules",
+		"ipvsadm-save -n | lvsctl plan -       # always in sync: a check of the tools",
+		"lvsctl plan --json rules.json | jq '.changes[].action'",
+	},
+	"apply": {
+		"lvsctl apply /etc/ipvsadm.rules                    # drains for up to 5 minutes",
+		"lvsctl apply --drain-timeout 30s rules.json",
+		"lvsctl apply --max-delete 100 new-pool.rules       # replacing most real servers on purpose",
+	},
+	"status": {
+		"lvsctl status",
+		"lvsctl status --json",
+	},
+}
+
+// printHelp is kong's help followed by the command's examples.
+func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+		return err
+	}
+	cmd := ""
+	if node := ctx.Selected(); node != nil {
+		cmd = node.Name
+	}
+	if ex := examples[cmd]; len(ex) > 0 {
+		fmt.Fprintln(ctx.Stdout, "\nExamples:")
+		for _, e := range ex {
+			fmt.Fprintln(ctx.Stdout, "  "+e)
+		}
+	}
+	return nil
 }
 
 // usageError is a mistake on the command line or in the rules file: exit 2,
-// nothing changed.
-type usageError struct{ err error }
+// nothing changed. help points the user at the command's help.
+type usageError struct {
+	err  error
+	help bool
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 
@@ -120,6 +183,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": "lvsctl " + version.Version},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(printHelp),
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "lvsctl: internal error: %v\n", err)
@@ -136,7 +200,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "lvsctl: %v (see lvsctl --help)\n", err)
+		fmt.Fprintf(stderr, "lvsctl: %v (see %s --help)\n", err, helpCommand(err))
 		return ExitUsage
 	}
 	if env.Context == nil {
@@ -145,20 +209,27 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 	if env.Now == nil {
 		env.Now = time.Now
 	}
-	r := &runner{env: env, out: stdout, errOut: stderr, journalDir: c.JournalDir}
+	if env.Modules == nil {
+		env.Modules = new(kmod.Modules).Has
+	}
+	r := &runner{env: env, out: stdout, errOut: stderr}
 	var status int
-	switch cmd := kctx.Command(); {
+	cmd := kctx.Command()
+	switch {
 	case cmd == "list":
 		status, err = r.list(&c.List)
 	case strings.HasPrefix(cmd, "plan"):
+		r.journalDir = c.Plan.JournalDir
 		status, err = r.plan(&c.Plan.planFlags)
 	case strings.HasPrefix(cmd, "apply"):
+		r.journalDir = c.Apply.JournalDir
 		if c.Apply.DryRun {
 			status, err = r.plan(&c.Apply.planFlags)
 		} else {
 			status, err = r.apply(&c.Apply.planFlags)
 		}
 	case cmd == "status":
+		r.journalDir = c.Status.JournalDir
 		status, err = r.status(&c.Status)
 	default:
 		err = fmt.Errorf("internal error: unknown command %q", cmd)
@@ -169,6 +240,9 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 		return status
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
+		if ue.help {
+			fmt.Fprintf(stderr, "lvsctl: see lvsctl %s --help\n", strings.Fields(cmd)[0])
+		}
 		return ExitUsage
 	default:
 		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
@@ -190,9 +264,33 @@ type runner struct {
 func (r *runner) open() (ipvs.Client, error) {
 	c, err := r.env.Open()
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the kernel's IPVS (is the ip_vs module loaded?): %w", err)
+		return nil, kernelError(err)
 	}
 	return c, nil
+}
+
+// kernelError says what an error reaching or reading the kernel's IPVS
+// means for the user.
+func kernelError(err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("you must be root (CAP_NET_ADMIN) to use the kernel's IPVS: %w", err)
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("the kernel has no IPVS (load it with modprobe ip_vs): %w", err)
+	}
+	return fmt.Errorf("cannot reach the kernel's IPVS: %w", err)
+}
+
+// helpCommand is the help to point at for a command-line error: the
+// subcommand's when kong's error names one.
+func helpCommand(err error) string {
+	var pe *kong.ParseError
+	if errors.As(err, &pe) && pe.Context != nil {
+		if node := pe.Context.Selected(); node != nil {
+			return "lvsctl " + node.Name
+		}
+	}
+	return "lvsctl"
 }
 
 func (r *runner) sysctl(name string) (string, error) {

@@ -4,16 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lvskit/lvskit/internal/clitable"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/save/desired"
+	"golang.org/x/sys/unix"
 )
 
 // list prints the kernel's table.
@@ -25,7 +26,7 @@ func (r *runner) list(c *listCmd) (int, error) {
 	defer client.Close()
 	set, err := rules.Read(client)
 	if err != nil {
-		return ExitFailed, err
+		return ExitFailed, readError(err)
 	}
 	set.Sort()
 	if c.JSON {
@@ -72,29 +73,50 @@ func (r *runner) list(c *listCmd) (int, error) {
 	return ExitOK, clitable.Write(r.out, header, rows)
 }
 
-// readDesired reads and checks FILE completely.
-func (r *runner) readDesired(file string) (*rules.Set, error) {
-	name := file
+// readDesired reads and checks FILE completely: it must parse, hold at
+// least one service (unless --allow-empty), and name nothing the kernel
+// refuses whatever its table (see rules.Validate).
+func (r *runner) readDesired(f *planFlags) (*rules.Set, error) {
+	name := f.File
 	var in io.Reader
-	if file == "-" {
+	if f.File == "-" {
 		name = "<stdin>"
 		if in = r.env.Stdin; in == nil {
 			in = os.Stdin
 		}
 	} else {
-		f, err := os.Open(file)
+		file, err := os.Open(f.File)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("reading %s: %w", name, err)}
+			return nil, usageError{err: fmt.Errorf("reading %s: %w", name, err)}
 		}
-		defer f.Close()
-		in = f
+		defer file.Close()
+		in = file
 	}
 	// Read a line at a time: the file is never held whole.
 	set, err := desired.ReadFrom(name, in, r.env.Resolver)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usageError{err: err}
+	}
+	if len(set.Services) == 0 && !f.AllowEmpty {
+		return nil, usageError{err: fmt.Errorf("%s holds no service: applied, it would delete every service of the table. "+
+			"An empty file is what a failed write leaves; --allow-empty accepts it", name)}
+	}
+	if err := rules.Validate(set, r.env.Modules); err != nil {
+		return nil, usageError{err: fmt.Errorf("the kernel would refuse these rules of %s; nothing was changed:\n%w", name, err)}
 	}
 	return set, nil
+}
+
+// removalGuard refuses a plan that takes out more than --max-delete
+// percent of the kernel's real servers: what a truncated file, or a file
+// meant for another director, asks for.
+func removalGuard(f *planFlags, p *rules.Plan) error {
+	n, total := p.Removals(), p.Kernel.Servers
+	if n == 0 || f.MaxDelete >= 100 || n*100 <= f.MaxDelete*total {
+		return nil
+	}
+	return usageError{err: fmt.Errorf("the plan takes out %d of the kernel's %d real servers (%d%%), more than --max-delete %d%%; "+
+		"nothing was changed. Check FILE; --max-delete 100 applies it", n, total, n*100/total, f.MaxDelete)}
 }
 
 // diffOptions are the plan's settings from the flags and the host.
@@ -109,8 +131,8 @@ func (r *runner) diffOptions(f *planFlags) rules.DiffOptions {
 
 // desiredAndKernel reads FILE (all of it, checked) and then connects to the
 // kernel; on failure it returns the exit status.
-func (r *runner) desiredAndKernel(file string) (*rules.Set, ipvs.Client, int, error) {
-	want, err := r.readDesired(file)
+func (r *runner) desiredAndKernel(f *planFlags) (*rules.Set, ipvs.Client, int, error) {
+	want, err := r.readDesired(f)
 	if err != nil {
 		return nil, nil, ExitUsage, err
 	}
@@ -121,16 +143,17 @@ func (r *runner) desiredAndKernel(file string) (*rules.Set, ipvs.Client, int, er
 	return want, client, ExitOK, nil
 }
 
-// plan prints the plan; the status says whether the kernel is in sync.
+// plan prints the plan; the status says whether the kernel is in sync. A
+// plan apply would refuse (--max-delete) is printed, then refused.
 func (r *runner) plan(f *planFlags) (int, error) {
-	want, client, status, err := r.desiredAndKernel(f.File)
+	want, client, status, err := r.desiredAndKernel(f)
 	if err != nil {
 		return status, err
 	}
 	defer client.Close()
 	p, err := rules.DiffKernel(client, want, r.diffOptions(f))
 	if err != nil {
-		return ExitFailed, err
+		return ExitFailed, readError(err)
 	}
 	pending := r.pendingDrains()
 	if f.JSON {
@@ -141,10 +164,22 @@ func (r *runner) plan(f *planFlags) (int, error) {
 	if err != nil {
 		return ExitFailed, err
 	}
+	if err := removalGuard(f, p); err != nil {
+		return ExitUsage, err
+	}
 	if p.InSync() {
 		return ExitOK, nil
 	}
 	return ExitChanges, nil
+}
+
+// readError is an error reading the kernel's table, explained when it is
+// a matter of privilege.
+func readError(err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return kernelError(err)
+	}
+	return err
 }
 
 // pendingDrains reads the journal without locking it, for display; a
@@ -187,7 +222,7 @@ func planRows(p *rules.Plan) [][]string {
 			rows = append(rows, []string{string(c.Action), svc, dest, "connections",
 				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
 		case rules.DeleteService:
-			rows = append(rows, []string{string(c.Action), svc, fmt.Sprintf("(%d real servers)", len(c.Dests)), "connections",
+			rows = append(rows, []string{string(c.Action), svc, "(" + plural(len(c.Dests), "real server", "real servers") + ")", "connections",
 				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
 		case rules.AddService:
 			rows = append(rows, []string{string(c.Action), svc, "", "scheduler", c.Service.Scheduler})
@@ -226,17 +261,19 @@ func summary(p *rules.Plan) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[a], a))
 		}
 	}
-	return fmt.Sprintf("%d changes: %s", len(p.Changes), strings.Join(parts, ", "))
+	return fmt.Sprintf("%s: %s", plural(len(p.Changes), "change", "changes"), strings.Join(parts, ", "))
 }
 
 // jsonPlan is the plan's JSON document.
 type jsonPlan struct {
-	InSync        bool               `json:"in_sync"`
-	Changes       []jsonChange       `json:"changes"`
-	Warnings      []string           `json:"warnings"`
-	PendingDrains []rules.DrainEntry `json:"pending_drains"`
+	InSync        bool         `json:"in_sync"`
+	Changes       []jsonChange `json:"changes"`
+	Warnings      []string     `json:"warnings"`
+	PendingDrains []jsonDrain  `json:"pending_drains"`
 }
 
+// jsonChange is one change, in the words of the plan's table: the
+// service and real server as ipvsadm writes them.
 type jsonChange struct {
 	Action          string      `json:"action"`
 	Service         string      `json:"service"`
@@ -245,6 +282,7 @@ type jsonChange struct {
 	ActiveConns     *uint32     `json:"active_conns,omitempty"`
 	InactiveConns   *uint32     `json:"inactive_conns,omitempty"`
 	RealServerCount *int        `json:"real_servers,omitempty"`
+	Error           string      `json:"error,omitempty"`
 }
 
 type jsonField struct {
@@ -253,39 +291,123 @@ type jsonField struct {
 	New   string `json:"new"`
 }
 
-func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry) error {
-	doc := jsonPlan{InSync: p.InSync(), Changes: []jsonChange{}, Warnings: p.Warnings, PendingDrains: pending}
+// jsonDrain is a drain in progress, as plan, apply and status write it.
+type jsonDrain struct {
+	Service       string    `json:"service"`
+	Destination   string    `json:"destination"`
+	WeightBefore  uint32    `json:"weight_before"`
+	Started       time.Time `json:"started"`
+	Deadline      time.Time `json:"deadline"`
+	DeleteService bool      `json:"delete_service"`
+}
+
+func toJSONChange(c *rules.Change) jsonChange {
+	jc := jsonChange{Action: string(c.Action), Service: rules.KeyOf(&c.Service).String()}
+	if c.Dest != nil {
+		jc.Destination = rules.DestKeyOf(c.Dest).String()
+	}
+	for _, f := range c.Fields {
+		jc.Fields = append(jc.Fields, jsonField{f.Name, f.Old, f.New})
+	}
+	if c.Action == rules.DeleteDest || c.Action == rules.DeleteService || c.Action == rules.ReAddDest {
+		a, in := c.Active, c.Inactive
+		jc.ActiveConns, jc.InactiveConns = &a, &in
+	}
+	if c.Action == rules.DeleteService {
+		n := len(c.Dests)
+		jc.RealServerCount = &n
+	}
+	return jc
+}
+
+func toJSONChanges(cs []rules.Change) []jsonChange {
+	out := make([]jsonChange, 0, len(cs))
+	for i := range cs {
+		out = append(out, toJSONChange(&cs[i]))
+	}
+	return out
+}
+
+func toJSONDrains(es []rules.DrainEntry) []jsonDrain {
+	out := make([]jsonDrain, 0, len(es))
+	for _, e := range es {
+		out = append(out, jsonDrain{Service: e.Service.String(), Destination: e.Dest.String(), WeightBefore: e.Weight,
+			Started: e.Started.UTC(), Deadline: e.Deadline.UTC(), DeleteService: e.DeleteService})
+	}
+	return out
+}
+
+func toJSONPlan(p *rules.Plan, pending []rules.DrainEntry) jsonPlan {
+	doc := jsonPlan{InSync: p.InSync(), Changes: toJSONChanges(p.Changes), Warnings: p.Warnings, PendingDrains: toJSONDrains(pending)}
 	if doc.Warnings == nil {
 		doc.Warnings = []string{}
 	}
-	if doc.PendingDrains == nil {
-		doc.PendingDrains = []rules.DrainEntry{}
-	}
-	for i := range p.Changes {
-		c := &p.Changes[i]
-		jc := jsonChange{Action: string(c.Action), Service: rules.KeyOf(&c.Service).String()}
-		if c.Dest != nil {
-			jc.Destination = rules.DestKeyOf(c.Dest).String()
-		}
-		for _, f := range c.Fields {
-			jc.Fields = append(jc.Fields, jsonField{f.Name, f.Old, f.New})
-		}
-		if c.Action == rules.DeleteDest || c.Action == rules.DeleteService || c.Action == rules.ReAddDest {
-			a, in := c.Active, c.Inactive
-			jc.ActiveConns, jc.InactiveConns = &a, &in
-		}
-		if c.Action == rules.DeleteService {
-			n := len(c.Dests)
-			jc.RealServerCount = &n
-		}
-		doc.Changes = append(doc.Changes, jc)
-	}
-	b, err := json.MarshalIndent(doc, "", "  ")
+	return doc
+}
+
+func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry) error {
+	return writeJSON(w, toJSONPlan(p, pending))
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(append(b, '\n'))
 	return err
+}
+
+// jsonApply is what apply --json reports: the plan, then what was done.
+type jsonApply struct {
+	// Result is converged, stopped (the kernel refused a change: nothing
+	// was drained or deleted), interrupted (drains left in the journal)
+	// or not_converged.
+	Result    string       `json:"result"`
+	Plan      jsonPlan     `json:"plan"`
+	Applied   []jsonChange `json:"applied"`
+	Refused   []jsonChange `json:"refused"`
+	Held      []jsonChange `json:"held"`
+	Drains    jsonDrains   `json:"drains"`
+	Remaining []jsonChange `json:"remaining"`
+}
+
+type jsonDrains struct {
+	Empty    int         `json:"ended_without_connections"`
+	Deadline int         `json:"ended_at_deadline"`
+	Gone     int         `json:"deleted_by_others"`
+	Pending  []jsonDrain `json:"pending"`
+}
+
+// reportJSON writes apply's JSON document and returns its status.
+func (r *runner) reportJSON(res *rules.ConvergeResult, applied []rules.Change) (int, error) {
+	doc := jsonApply{Plan: toJSONPlan(res.Plan, nil), Applied: toJSONChanges(applied), Refused: []jsonChange{},
+		Held: toJSONChanges(res.Held), Drains: jsonDrains{Pending: []jsonDrain{}}, Remaining: []jsonChange{}}
+	failed := res.Failed
+	if d := res.Drain; d != nil {
+		doc.Drains = jsonDrains{Empty: d.Done, Deadline: d.TimedOut, Gone: d.Gone, Pending: toJSONDrains(d.Pending)}
+		failed = append(failed, d.Failed...)
+	}
+	for _, f := range failed {
+		jc := toJSONChange(&f.Change)
+		jc.Error = f.Err.Error()
+		doc.Refused = append(doc.Refused, jc)
+	}
+	if res.Remaining != nil {
+		doc.Remaining = toJSONChanges(res.Remaining.Changes)
+	}
+	status := ExitOK
+	switch {
+	case res.Stopped:
+		doc.Result, status = "stopped", ExitFailed
+	case res.Drain != nil && len(res.Drain.Pending) > 0:
+		doc.Result, status = "interrupted", ExitInterrupted
+	case !res.Converged():
+		doc.Result, status = "not_converged", ExitFailed
+	default:
+		doc.Result = "converged"
+	}
+	return status, writeJSON(r.out, doc)
 }
 
 // status prints the journal of interrupted drains.
@@ -308,19 +430,18 @@ func (r *runner) status(c *statusCmd) (int, error) {
 		drains = jr.Drains
 	}
 	if c.JSON {
-		if drains == nil {
-			drains = []rules.DrainEntry{}
-		}
-		b, err := json.MarshalIndent(map[string]any{"journal": dir, "pending_drains": drains}, "", "  ")
-		if err != nil {
+		doc := struct {
+			Journal       string      `json:"journal"`
+			PendingDrains []jsonDrain `json:"pending_drains"`
+		}{dir, toJSONDrains(drains)}
+		if err := writeJSON(r.out, doc); err != nil {
 			return ExitFailed, err
 		}
-		r.out.Write(append(b, '\n'))
 	} else if len(drains) == 0 {
 		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
-		fmt.Fprintf(r.out, "%d drains pending (journal %s, source %s, updated %s); 'lvsctl apply FILE' finishes or cancels them\n",
-			len(drains), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
+		fmt.Fprintf(r.out, "%s pending (journal %s, source %s, updated %s); 'lvsctl apply FILE' finishes or cancels them\n",
+			plural(len(drains), "drain", "drains"), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
 		var rows [][]string
 		for _, e := range drains {
 			then := "drain, keep service"

@@ -34,7 +34,22 @@ func testEnv(t *testing.T, f *ipvstest.Fake) Env {
 		JournalDir: filepath.Join(t.TempDir(), "journal"),
 		ConnFile:   filepath.Join(t.TempDir(), "no-conn-file"),
 		Sysctl:     func(string) (string, error) { return "0", nil },
+		Modules:    fakeModules,
 	}
+}
+
+// fakeModules has the modules of the fake kernel's schedulers and the
+// sip persistence engine.
+func fakeModules(name string) (bool, error) {
+	if name == "ip_vs_pe_sip" {
+		return true, nil
+	}
+	for _, s := range ipvstest.DefaultSchedulers {
+		if name == "ip_vs_"+s {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func run(t *testing.T, env Env, stdin string, args ...string) result {
@@ -148,7 +163,7 @@ func TestBadFileChangesNothing(t *testing.T) {
 		{"-A -t 10.0.0.9:80\x00\n", "<stdin>:1: NUL byte"},
 		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n  \"destinations\": [\n   {\"address\": \"1.2.3.4\", \"port\": 80, \"method\": \"masq\", \"weight\": 1},\n   {\"address\": \"1.2.3.4\", \"port\": 80, \"method\": \"masq\", \"weight\": 2}]}]}\n",
 			"<stdin>:5: destination 1.2.3.4:80 of -t 10.0.0.9:80 given again (first at <stdin>:4)"},
-		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": [],\n  \"bogus\": 1}]}\n", "<stdin>:3: JSON: json: unknown field \"bogus\""},
+		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": [],\n  \"bogus\": 1}]}\n", "<stdin>:3: unknown field \"bogus\""},
 	} {
 		r := run(t, env, tc.text, "apply", "-")
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
@@ -183,7 +198,7 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 	}
 	without := strings.Replace(seedRules, "-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n", "", 1)
 	r := run(t, env, without, "apply", "-")
-	if r.code != ExitInterrupted || !strings.Contains(r.stdout, "interrupted: 1 real servers still draining") {
+	if r.code != ExitInterrupted || !strings.Contains(r.stdout, "interrupted: 1 real server still draining") {
 		t.Fatalf("interrupted apply: %+v", r)
 	}
 	ds, _ := f.Destinations(svc)
@@ -431,7 +446,7 @@ func TestTableChangingUnderApply(t *testing.T) {
 	env := testEnv(t, f)
 	f.FailNext(ipvs.CmdNewService, unix.EEXIST)
 	r := run(t, env, seedRules, "apply", "-")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "read and planned again 1 times") {
+	if r.code != ExitOK || !strings.Contains(r.stdout, "read and planned again 1 time\n") {
 		t.Fatalf("apply with a raced add: %+v", r)
 	}
 	if p := run(t, env, seedRules, "plan", "-"); p.code != ExitOK {
@@ -440,8 +455,9 @@ func TestTableChangingUnderApply(t *testing.T) {
 	changed := strings.Replace(seedRules, "-m -w 3", "-m -w 4", 1)
 	f.FailNext(ipvs.CmdSetDest, unix.ENOMEM)
 	r = run(t, env, changed, "apply", "-")
-	if r.code != ExitFailed || !strings.Contains(r.stdout, "not applied: edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80") ||
-		!strings.Contains(r.stdout, "not converged: 1 changes: 1 edit-dest still differ") {
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "stopped: the kernel refused 1 change; 0 other changes were made") ||
+		!strings.Contains(r.stdout, "  refused: edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80: ipvs SET_DEST: cannot allocate memory") ||
+		!strings.Contains(r.stdout, "nothing was drained or deleted") || strings.Contains(r.stdout, "planned again") {
 		t.Fatalf("apply with a refused edit: %+v", r)
 	}
 	if r := run(t, env, changed, "apply", "-"); r.code != ExitOK {

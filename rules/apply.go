@@ -100,6 +100,9 @@ type Applier struct {
 	LiveConns func() (map[DestKey]int, error)
 	// Events receives progress; nil discards it.
 	Events func(Event)
+	// Check, when set, sees each plan before any of its changes is made;
+	// an error stops the apply there.
+	Check func(*Plan) error
 	// Now and Sleep are the clock (tests replace them).
 	Now   func() time.Time
 	Sleep func(context.Context, time.Duration) error
@@ -156,11 +159,23 @@ func Describe(c *Change) string {
 // ipvsadm -R does (ipvsadm.DefaultWindow), whose reasons hold here too.
 const DefaultWindow = 256
 
-// Changes makes the plan's adds, re-adds and edits, and its deletes when
-// there is no drain (DrainTimeout 0), through one pipeline. It returns
-// the changes the kernel refused; the others are made. Deletes wait for
-// Drain when DrainTimeout is above 0.
+// Changes makes the plan's adds, re-adds and edits through one pipeline
+// and returns the changes the kernel refused; the others are made. Deletes
+// are left to Deletes or Drain, so that nothing leaves the table while an
+// add or edit might still be refused.
 func (a *Applier) Changes(p *Plan) ([]ChangeError, error) {
+	return a.pipeline(p, func(c *Change) bool { return c.Action != DeleteDest && c.Action != DeleteService })
+}
+
+// Deletes deletes the plan's leaving destinations and services at once,
+// without a drain, through one pipeline; it returns the deletes the
+// kernel refused.
+func (a *Applier) Deletes(p *Plan) ([]ChangeError, error) {
+	return a.pipeline(p, func(c *Change) bool { return c.Action == DeleteDest || c.Action == DeleteService })
+}
+
+// pipeline makes the plan's changes that take says to make.
+func (a *Applier) pipeline(p *Plan, take func(*Change) bool) ([]ChangeError, error) {
 	window := a.Window
 	if window < 1 {
 		window = DefaultWindow
@@ -169,7 +184,7 @@ func (a *Applier) Changes(p *Plan) ([]ChangeError, error) {
 	var failed []ChangeError
 	for i := range p.Changes {
 		c := &p.Changes[i]
-		if (c.Action == DeleteDest || c.Action == DeleteService) && a.DrainTimeout > 0 {
+		if !take(c) {
 			continue
 		}
 		reqs := requests(c)

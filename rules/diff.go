@@ -58,6 +58,27 @@ type Change struct {
 type Plan struct {
 	Changes  []Change
 	Warnings []string
+	// Kernel is the size of the table the plan was made from.
+	Kernel TableSize
+}
+
+// TableSize counts a table's services, and its real servers with each
+// service without any counted as one (the unit Removals counts in).
+type TableSize struct{ Services, Servers int }
+
+// Removals counts what a plan takes out of the table: each leaving real
+// server, and each leaving service without real servers.
+func (p *Plan) Removals() int {
+	n := 0
+	for i := range p.Changes {
+		switch c := &p.Changes[i]; c.Action {
+		case DeleteDest:
+			n++
+		case DeleteService:
+			n += max(len(c.Dests), 1)
+		}
+	}
+	return n
 }
 
 // InSync reports whether the plan changes nothing.
@@ -297,6 +318,7 @@ func (p *pairing) reads() []int {
 func diff(services []ipvs.Service, pairs *pairing, destsOf func(i int) ([]ipvs.DestinationEntry, error), o DiffOptions) (*Plan, error) {
 	var adds, svcEdits, destEdits, destDels, svcDels []Change
 	var warnings []string
+	var size TableSize
 	var curOrder []int32 // scratch: positions of the kernel's destinations in canonical order
 	var match []int32    // scratch: the kernel's position of each desired destination, or -1
 	for wi, w := range pairs.want {
@@ -320,6 +342,7 @@ func diff(services []ipvs.Service, pairs *pairing, destsOf func(i int) ([]ipvs.D
 		if err != nil {
 			return nil, err
 		}
+		size.add(len(kernel))
 		// Both lists in canonical order: lookups by binary search, no map
 		// per service.
 		curOrder = canonicalOrder(curOrder[:0], kernel)
@@ -384,6 +407,7 @@ func diff(services []ipvs.Service, pairs *pairing, destsOf func(i int) ([]ipvs.D
 		if err != nil {
 			return nil, err
 		}
+		size.add(len(kernel))
 		ch := Change{Action: DeleteService, Service: services[i]}
 		curOrder = canonicalOrder(curOrder[:0], kernel)
 		for _, j := range curOrder {
@@ -394,12 +418,19 @@ func diff(services []ipvs.Service, pairs *pairing, destsOf func(i int) ([]ipvs.D
 		}
 		svcDels = append(svcDels, ch)
 	}
-	p := &Plan{Changes: make([]Change, 0, len(adds)+len(svcEdits)+len(destEdits)+len(destDels)+len(svcDels))}
+	p := &Plan{Changes: make([]Change, 0, len(adds)+len(svcEdits)+len(destEdits)+len(destDels)+len(svcDels)), Kernel: size}
 	for _, g := range [][]Change{adds, svcEdits, destEdits, destDels, svcDels} {
 		p.Changes = append(p.Changes, g...)
 	}
 	p.Warnings = append(warnings, planWarnings(p, o)...)
 	return p, nil
+}
+
+// add counts a service with n real servers; a service without any counts
+// as one, as Removals counts it.
+func (t *TableSize) add(n int) {
+	t.Services++
+	t.Servers += max(n, 1)
 }
 
 // serviceIndex finds services by key. IPv4 address services, nearly

@@ -2,7 +2,7 @@
 #
 # lvsctl <command> [flags] [FILE]: the commands are list, plan, apply and
 # status; plan and apply take a rules file (ipvsadm-save text or lvsctl
-# JSON). The global flags may appear anywhere.
+# JSON). The flags may appear anywhere after the command.
 
 # Prints the command word typed so far (flag values skipped).
 function __fish_lvsctl_command
@@ -14,7 +14,7 @@ function __fish_lvsctl_command
             continue
         end
         switch $t
-            case --journal-dir --drain-timeout
+            case --journal-dir --drain-timeout --max-delete
                 set skip 1
             case '-*'
             case '*'
@@ -32,7 +32,6 @@ complete -c lvsctl -f
 
 # Global flags.
 complete -c lvsctl -s h -l help -d 'Show context-sensitive help'
-complete -c lvsctl -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -l version -d 'Print the version and exit'
 
 # Commands.
@@ -47,6 +46,9 @@ complete -c lvsctl -n '__fish_lvsctl_command_is list' -l stats -d 'Add the count
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l rate -d 'Add the estimated rates'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l allow-empty -d 'Accept a file without any service'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
 
 # The rules file.

@@ -17,7 +17,7 @@ var layers = [][]string{
 	// Facts about the kernel that more than one package relies on.
 	{"internal/svchash"},
 	// The kernel interface and leaf helpers.
-	{"ipvs", "names", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "lab/internal/wire", "bench/benchdata", "internal/layering"},
+	{"ipvs", "names", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, listing, host networking.
 	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/list", "netfilter"},
 	// The rules text format (written by -S); the doubles built on the lower ones.

@@ -169,6 +169,15 @@ func (f *Fake) FailNext(op ipvs.Op, err error) {
 	f.failures[op] = append(f.failures[op], err)
 }
 
+// FailNth makes the n-th next operation of kind op (from 1) fail with
+// err; the ones before it run.
+func (f *Fake) FailNth(op ipvs.Op, n int, err error) {
+	for range n - 1 {
+		f.failures[op] = append(f.failures[op], nil)
+	}
+	f.FailNext(op, err)
+}
+
 func (f *Fake) injected(op ipvs.Op) error {
 	if f.closed {
 		return &ipvs.OpError{Op: op, Err: unix.EBADF}
@@ -179,6 +188,9 @@ func (f *Fake) injected(op ipvs.Op) error {
 	}
 	err := q[0]
 	f.failures[op] = q[1:]
+	if err == nil {
+		return nil
+	}
 	return &ipvs.OpError{Op: op, Err: err}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -218,29 +219,37 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 	dec.DisallowUnknownFields()
 	var doc Document
 	if err := dec.Decode(&doc); err != nil {
-		line := 1
+		line, msg := 1, "JSON: "+err.Error()
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {
 		case asErr(err, &se):
 			line = lineAt(data, se.Offset)
 		case asErr(err, &te):
-			line = lineAt(data, te.Offset)
+			line, msg = lineAt(data, te.Offset), typeErrorText(te)
 		default:
 			// Unknown fields carry no offset: find the key.
 			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+				msg = "unknown field " + name + " (docs/lvsctl.md lists the fields)"
 				if i := bytes.Index(data, []byte(name)); i >= 0 {
 					line = lineAt(data, int64(i))
 				}
 			}
 		}
-		return nil, &LineError{File: name, Line: line, Msg: "JSON: " + err.Error()}
+		return nil, &LineError{File: name, Line: line, Msg: msg}
 	}
 	if dec.More() {
 		return nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
 	}
 	if doc.Version != SchemaVersion {
-		return nil, &LineError{File: name, Line: 1, Msg: fmt.Sprintf("JSON: version %d, this lvsctl reads version %d", doc.Version, SchemaVersion)}
+		msg := fmt.Sprintf("\"version\": %d, but this lvsctl reads version %d", doc.Version, SchemaVersion)
+		var probe struct {
+			Version *int `json:"version"`
+		}
+		if json.Unmarshal(data, &probe) == nil && probe.Version == nil {
+			msg = fmt.Sprintf("the document has no \"version\"; write \"version\": %d", SchemaVersion)
+		}
+		return nil, &LineError{File: name, Line: 1, Msg: msg}
 	}
 	lines := entryLines(data)
 	r := newReader(name, res)
@@ -278,6 +287,53 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		}
 	}
 	return r.finish()
+}
+
+// typeErrorText says which field of the document holds a value of the
+// wrong kind, in the document's terms: the field's path and the kind of
+// value it takes.
+func typeErrorText(te *json.UnmarshalTypeError) string {
+	path := te.Field
+	if path == "" {
+		path = "the document"
+	} else {
+		parts := strings.Split(path, ".")
+		for i := range parts[:len(parts)-1] {
+			if parts[i] == "services" || parts[i] == "destinations" {
+				parts[i] += "[]"
+			}
+		}
+		path = strings.Join(parts, ".")
+	}
+	want := "a value of another kind"
+	switch te.Type.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want = "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		bits := te.Type.Bits()
+		want = fmt.Sprintf("an integer from 0 to %d", uint64(1)<<bits-1)
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	case reflect.Pointer:
+		switch te.Type.Elem().Kind() {
+		case reflect.Struct:
+			want = "an object"
+		case reflect.Uint16:
+			want = "an integer from 0 to 65535"
+		}
+	}
+	got, ok := map[string]string{"string": "a string", "number": "a number", "bool": "true or false",
+		"array": "a list", "object": "an object", "null": "null"}[te.Value]
+	if !ok {
+		got = strings.TrimPrefix(te.Value, "number ")
+	}
+	return fmt.Sprintf("%s must be %s, not %s", path, want, got)
 }
 
 func asErr[T error](err error, target *T) bool {
