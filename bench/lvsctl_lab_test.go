@@ -14,7 +14,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lab/labtest"
 	"github.com/lvskit/lvskit/rules"
-	"github.com/lvskit/lvskit/save/desired"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // TestLvsctlApplyBench measures lvsctl apply of a 1 %-changed file to an

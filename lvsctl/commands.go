@@ -13,7 +13,7 @@ import (
 	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/rules"
-	"github.com/lvskit/lvskit/save/desired"
+	"github.com/lvskit/lvskit/rules/desired"
 	"golang.org/x/sys/unix"
 )
 

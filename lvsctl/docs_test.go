@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lvskit/lvskit/save/desired"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // TestDocsJSONExamplesParse: every JSON example of docs/lvsctl.md can be

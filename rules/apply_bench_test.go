@@ -7,7 +7,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
-	"github.com/lvskit/lvskit/save/desired"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // benchRules writes an n×10 rules file; with changed, one destination in

@@ -12,7 +12,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lab/labtest"
 	"github.com/lvskit/lvskit/rules"
-	"github.com/lvskit/lvskit/save/desired"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // TestApplyPropertyOnKernel is TestApplyPropertyOnFake on the lab's

@@ -15,8 +15,8 @@ import (
 	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/ipvsadm/list"
 	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/rules/desired"
 	"github.com/lvskit/lvskit/save"
-	"github.com/lvskit/lvskit/save/desired"
 )
 
 // keepOpen hands a fake to ipvsadm.Main, which closes its client.

@@ -3,7 +3,7 @@
 // changes), and applying a plan to a live director (Applier: adds and
 // edits pipelined, drains of leaving real servers recorded in a journal,
 // Converge re-planning when the table changes meanwhile). The kernel is
-// reached only through ipvs.Client. Package save/desired reads a Set from
+// reached only through ipvs.Client. Package rules/desired reads a Set from
 // a rules file.
 package rules
 

@@ -27,7 +27,7 @@ var layers = [][]string{
 	// Debian's wrapper scripts; lvsctl's engine; the real system's environment.
 	{"ipvsadm/wrappers", "rules", "internal/sysenv"},
 	// The rules text (and JSON) read as a desired rule set.
-	{"save/desired"},
+	{"rules/desired"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// Thin mains.
