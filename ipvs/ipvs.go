@@ -18,6 +18,7 @@ package ipvs
 import (
 	"net/netip"
 	"strconv"
+	"strings"
 )
 
 // Family is an address family as the kernel numbers them.
@@ -65,15 +66,38 @@ func (p Protocol) String() string {
 	return "protocol " + strconv.Itoa(int(p))
 }
 
-// Service flag bits (IP_VS_SVC_F_*).
+// ServiceFlags are a service's IP_VS_SVC_F_* bits.
+type ServiceFlags uint32
+
+// Service flag bits.
 const (
-	FlagPersistent uint32 = 0x01
-	FlagHashed     uint32 = 0x02 // kernel-internal; reported, never meaningful to callers
-	FlagOnePacket  uint32 = 0x04
-	FlagSched1     uint32 = 0x08
-	FlagSched2     uint32 = 0x10
-	FlagSched3     uint32 = 0x20
+	FlagPersistent ServiceFlags = 0x01
+	FlagHashed     ServiceFlags = 0x02 // kernel-internal; reported, never meaningful to callers
+	FlagOnePacket  ServiceFlags = 0x04
+	FlagSched1     ServiceFlags = 0x08
+	FlagSched2     ServiceFlags = 0x10
+	FlagSched3     ServiceFlags = 0x20
 )
+
+var serviceFlagNames = [...]string{"persistent", "hashed", "one-packet", "sched1", "sched2", "sched3"}
+
+// String names the set bits, joined by "|" ("persistent|sched1"), an
+// unknown bit as its hexadecimal value; "0" when none is set.
+func (f ServiceFlags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	var parts []string
+	for i, name := range serviceFlagNames {
+		if f&(1<<i) != 0 {
+			parts = append(parts, name)
+		}
+	}
+	if rest := f &^ (1<<len(serviceFlagNames) - 1); rest != 0 {
+		parts = append(parts, "0x"+strconv.FormatUint(uint64(rest), 16))
+	}
+	return strings.Join(parts, "|")
+}
 
 // FwdMethod is a destination's forwarding method with the other
 // connection flags the kernel keeps beside it; the method is the low three
@@ -131,12 +155,29 @@ func (t TunType) String() string {
 	return "type " + strconv.Itoa(int(t))
 }
 
+// TunFlags are a tunnel's checksum flags (one value, not bits).
+type TunFlags uint16
+
 // Tunnel checksum flags.
 const (
-	TunFlagNoCsum  uint16 = 0
-	TunFlagCsum    uint16 = 1
-	TunFlagRemCsum uint16 = 2
+	TunFlagNoCsum  TunFlags = 0
+	TunFlagCsum    TunFlags = 1
+	TunFlagRemCsum TunFlags = 2
 )
+
+// String names the flags as ipvsadm's options do without their "--tun-"
+// ("nocsum", "csum", "remcsum"), else "flags N".
+func (f TunFlags) String() string {
+	switch f {
+	case TunFlagNoCsum:
+		return "nocsum"
+	case TunFlagCsum:
+		return "csum"
+	case TunFlagRemCsum:
+		return "remcsum"
+	}
+	return "flags " + strconv.Itoa(int(f))
+}
 
 // DaemonState is a connection-synchronisation daemon's role.
 type DaemonState uint32
@@ -176,8 +217,8 @@ type Service struct {
 	FWMark    uint32
 	Scheduler string
 	PEName    string
-	Flags     uint32 // Flag* bits; FlagHashed is stripped when reading
-	Timeout   uint32 // persistence timeout in seconds
+	Flags     ServiceFlags // FlagHashed is stripped when reading
+	Timeout   uint32       // persistence timeout in seconds
 	// Netmask is the persistence granularity: for IPv4 the mask as a
 	// big-endian number (255.255.255.0 is 0xffffff00), for IPv6 a prefix length.
 	Netmask uint32
@@ -201,7 +242,7 @@ type Destination struct {
 	Family     Family // may differ from the service's for tunnelled servers
 	Port       uint16
 	TunPort    uint16
-	TunFlags   uint16
+	TunFlags   TunFlags
 	FwdMethod  FwdMethod
 	Weight     uint32 // the kernel stores an int; ipvsadm accepts 0..2147483647
 	UThreshold uint32

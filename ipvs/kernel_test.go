@@ -357,7 +357,7 @@ func parseService(b []byte) (ipvs.Service, bool) {
 	}
 	s.Scheduler, s.PEName = cstr(a[6]), cstr(a[11])
 	if f := a[7]; len(f) == 8 {
-		s.Flags = ne.Uint32(f) & ne.Uint32(f[4:])
+		s.Flags = ipvs.ServiceFlags(ne.Uint32(f) & ne.Uint32(f[4:]))
 	}
 	s.Timeout = a.u32(8)
 	if nm := a[9]; len(nm) == 4 {
@@ -374,7 +374,7 @@ func parseService(b []byte) (ipvs.Service, bool) {
 func parseDest(b []byte, svcFamily ipvs.Family) ipvs.Destination {
 	a := parseAttrs(b)
 	d := ipvs.Destination{Family: ipvs.Family(a.u16(11)), Port: a.be16(2), FwdMethod: ipvs.FwdMethod(a.u32(3)), Weight: a.u32(4),
-		UThreshold: a.u32(5), LThreshold: a.u32(6), TunPort: a.be16(14), TunFlags: a.u16(15)}
+		UThreshold: a.u32(5), LThreshold: a.u32(6), TunPort: a.be16(14), TunFlags: ipvs.TunFlags(a.u16(15))}
 	if v := a[13]; len(v) >= 1 {
 		d.TunType = ipvs.TunType(v[0])
 	}
@@ -490,7 +490,7 @@ func (w *msgWriter) service(s *ipvs.ServiceEntry) {
 		if s.PEName != "" {
 			w.str(11, s.PEName)
 		}
-		flags := ne.AppendUint32(nil, s.Flags|ipvs.FlagHashed)
+		flags := ne.AppendUint32(nil, uint32(s.Flags|ipvs.FlagHashed))
 		w.put(7, ne.AppendUint32(flags, ^uint32(0)))
 		w.u32(8, s.Timeout)
 		if s.Family == ipvs.AFInet6 {
@@ -511,7 +511,7 @@ func (w *msgWriter) dest(d *ipvs.DestinationEntry) {
 		w.u32(4, d.Weight)
 		w.u8(13, uint8(d.TunType))
 		w.be16(14, d.TunPort)
-		w.u16(15, d.TunFlags)
+		w.u16(15, uint16(d.TunFlags))
 		w.u32(5, d.UThreshold)
 		w.u32(6, d.LThreshold)
 		w.u32(7, d.ActiveConns)

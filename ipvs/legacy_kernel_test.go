@@ -130,7 +130,7 @@ func (k *fakeKernel) legacyServices(b []byte) error {
 		binary.BigEndian.PutUint16(e[8:], s.Port)
 		ne.PutUint32(e[12:], s.FWMark)
 		copy(e[16:32], s.Scheduler)
-		ne.PutUint32(e[32:], s.Flags)
+		ne.PutUint32(e[32:], uint32(s.Flags))
 		dests, _ := k.fake.Destinations(s.Service)
 		ne.PutUint32(e[44:], uint32(len(dests))) // of both families
 		n++

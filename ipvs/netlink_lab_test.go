@@ -257,7 +257,7 @@ func TestMobyReadsWhatWeWrite(t *testing.T) {
 		want := mobyService(s)
 		if m.AddressFamily != want.AddressFamily || m.Protocol != want.Protocol || !m.Address.Equal(want.Address) ||
 			m.Port != want.Port || m.FWMark != want.FWMark || m.SchedName != want.SchedName ||
-			m.Flags&^ipvs.FlagHashed != want.Flags || m.Timeout != want.Timeout || m.Netmask != want.Netmask {
+			m.Flags&^uint32(ipvs.FlagHashed) != want.Flags || m.Timeout != want.Timeout || m.Netmask != want.Netmask {
 			t.Errorf("moby reads service\n %+v\nwant\n %+v", *m, *want)
 		}
 		md, err := h.GetDestinations(m)
@@ -299,7 +299,7 @@ func TestWeReadWhatMobyWrites(t *testing.T) {
 	}
 	defer h.Close()
 	ms := &mobyipvs.Service{AddressFamily: unix.AF_INET, Protocol: unix.IPPROTO_TCP, Address: net.ParseIP("10.0.0.9").To4(), Port: 8080,
-		SchedName: "lc", Flags: ipvs.FlagPersistent, Timeout: 120, Netmask: hostOrder(0xffff0000)}
+		SchedName: "lc", Flags: uint32(ipvs.FlagPersistent), Timeout: 120, Netmask: hostOrder(0xffff0000)}
 	m6 := &mobyipvs.Service{AddressFamily: unix.AF_INET6, FWMark: 77, SchedName: "rr", Netmask: 128}
 	if err := h.NewService(ms); err != nil {
 		t.Fatalf("moby NewService: %v", err)
@@ -351,7 +351,7 @@ func isLittleEndian() bool { return binary.NativeEndian.Uint16([]byte{1, 0}) == 
 
 func mobyService(s *ipvs.Service) *mobyipvs.Service {
 	m := &mobyipvs.Service{AddressFamily: uint16(s.Family), Protocol: uint16(s.Protocol), Port: s.Port, FWMark: s.FWMark,
-		SchedName: s.Scheduler, Flags: s.Flags, Timeout: s.Timeout, Netmask: s.Netmask}
+		SchedName: s.Scheduler, Flags: uint32(s.Flags), Timeout: s.Timeout, Netmask: s.Netmask}
 	if s.Family == ipvs.AFInet {
 		m.Netmask = hostOrder(s.Netmask)
 	}
@@ -408,7 +408,7 @@ func TestFakeMatchesKernelStepByStep(t *testing.T) {
 			d.Family = ipvs.AFInet6
 		}
 		if rng.IntN(5) == 0 {
-			d.TunType, d.TunPort, d.TunFlags = ipvs.TunType(rng.IntN(3)), uint16(rng.IntN(2)*6080), uint16(rng.IntN(3))
+			d.TunType, d.TunPort, d.TunFlags = ipvs.TunType(rng.IntN(3)), uint16(rng.IntN(2)*6080), ipvs.TunFlags(rng.IntN(3))
 		}
 		switch k := rng.IntN(20); {
 		case k < 5:

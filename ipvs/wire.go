@@ -280,7 +280,7 @@ func (m *builder) service(s *Service) {
 	// struct ip_vs_flags {flags, mask}: a mask of all ones replaces every
 	// flag, as ipvsadm's full-replacement -A/-E semantics need.
 	flags := m.header(svcAttrFlags, 8)[nlaHdrLen:]
-	native.PutUint32(flags, s.Flags)
+	native.PutUint32(flags, uint32(s.Flags))
 	native.PutUint32(flags[4:], ^uint32(0))
 	m.u32(svcAttrTimeout, s.Timeout)
 	m.netmask(s.Netmask, s.Family)
@@ -311,7 +311,7 @@ func (m *builder) dest(d *Destination) (addrAt int) {
 	m.u32(destAttrWeight, d.Weight)
 	m.u8(destAttrTunType, uint8(d.TunType))
 	m.be16(destAttrTunPort, d.TunPort)
-	m.u16(destAttrTunFlags, d.TunFlags)
+	m.u16(destAttrTunFlags, uint16(d.TunFlags))
 	m.u32(destAttrUThresh, d.UThreshold)
 	m.u32(destAttrLThresh, d.LThreshold)
 	m.endNest(n)
@@ -579,7 +579,7 @@ func decodeService(b []byte, e *ServiceEntry, withStats bool) bool {
 	s.Scheduler = strAttr(a[svcAttrSchedName])
 	s.PEName = strAttr(a[svcAttrPEName])
 	if f := a[svcAttrFlags]; len(f) >= 8 {
-		s.Flags = native.Uint32(f) & native.Uint32(f[4:]) &^ FlagHashed
+		s.Flags = ServiceFlags(native.Uint32(f)&native.Uint32(f[4:])) &^ FlagHashed
 	}
 	s.Timeout = uint32(uintAttr(a[svcAttrTimeout]))
 	if nm := a[svcAttrNetmask]; len(nm) >= 4 {
@@ -625,7 +625,7 @@ func decodeDest(b []byte, svcFamily Family, d *DestinationEntry, withStats bool)
 		case destAttrTunPort:
 			d.TunPort = be16Attr(v)
 		case destAttrTunFlags:
-			d.TunFlags = uint16(uintAttr(v))
+			d.TunFlags = TunFlags(uintAttr(v))
 		case destAttrUThresh:
 			d.UThreshold = uint32(uintAttr(v))
 		case destAttrLThresh:

@@ -268,7 +268,7 @@ func TestEncodeAlikeAsInFull(t *testing.T) {
 		if rng.IntN(10) == 0 {
 			dest = Destination{Family: []Family{AFInet, AFInet6}[rng.IntN(2)], FwdMethod: FwdMethod(rng.IntN(4)),
 				Weight: uint32(rng.IntN(3)), UThreshold: uint32(rng.IntN(2)), LThreshold: uint32(rng.IntN(2)),
-				TunType: TunType(rng.IntN(3)), TunPort: uint16(rng.IntN(2) * 6080), TunFlags: uint16(rng.IntN(2)),
+				TunType: TunType(rng.IntN(3)), TunPort: uint16(rng.IntN(2) * 6080), TunFlags: TunFlags(rng.IntN(2)),
 				Addr: dest.Addr, Port: dest.Port}
 		}
 		flags := uint16(nlmFRequest)

@@ -64,7 +64,7 @@ func genTable(rng *rand.Rand, f *ipvstest.Fake, services, maxDests int) {
 			svc.Flags |= ipvs.FlagOnePacket
 		}
 		if rng.IntN(3) == 0 {
-			svc.Flags |= []uint32{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3}[rng.IntN(3)]
+			svc.Flags |= []ipvs.ServiceFlags{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3}[rng.IntN(3)]
 			if rng.IntN(2) == 0 || (svc.Scheduler == "sh" || svc.Scheduler == "mh") && svc.Flags&(ipvs.FlagSched1|ipvs.FlagSched2) == 0 {
 				// sh and mh have no name for the third flag: alone it
 				// is saved as an empty -b (see TestSaveLosses).
@@ -103,9 +103,9 @@ func genTable(rng *rand.Rand, f *ipvstest.Fake, services, maxDests int) {
 			if rng.IntN(2) == 0 {
 				d.TunType = ipvs.TunType(rng.IntN(3))
 				d.TunPort = uint16(1 + rng.IntN(65535))
-				d.TunFlags = uint16(rng.IntN(3))
+				d.TunFlags = ipvs.TunFlags(rng.IntN(3))
 				if d.FwdMethod == ipvs.FwdTunnel && d.TunType == ipvs.TunGRE {
-					d.TunFlags = uint16(rng.IntN(2)) // see TestSaveLosses
+					d.TunFlags = ipvs.TunFlags(rng.IntN(2)) // see TestSaveLosses
 				}
 			}
 			_ = f.Exec(ipvs.Request{Cmd: ipvs.CmdNewDest, Service: &svc, Dest: &d})

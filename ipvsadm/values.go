@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 )
 
@@ -192,7 +192,7 @@ func parseHostAddress(s string, proto ipvs.Protocol, r *names.Resolver) (hostAdd
 }
 
 func lookupPort(name string, proto ipvs.Protocol, r *names.Resolver) (uint16, bool) {
-	pn := list.TextOf(proto).Services
+	pn := notation.Protocol(proto).Services
 	if pn == "" || r == nil {
 		return 0, false
 	}
@@ -215,7 +215,7 @@ func parseNetmask4(s string, r *names.Resolver) (uint32, bool) {
 
 // schedFlagResult is the outcome of parsing a -b list.
 type schedFlagResult struct {
-	flags uint32
+	flags ipvs.ServiceFlags
 	// failure is ipvsadm's message for a bad item, empty when fine.
 	failure string
 	// crash is set for a list made only of commas: ipvsadm passes strtok's
@@ -233,7 +233,7 @@ func parseSchedFlags(sched, arg string) schedFlagResult {
 	if len(items) == 0 {
 		return schedFlagResult{crash: true}
 	}
-	var flags uint32
+	var flags ipvs.ServiceFlags
 	for _, item := range items {
 		need := ""
 		switch item {

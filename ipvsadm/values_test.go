@@ -154,7 +154,7 @@ func TestParseNetmask4(t *testing.T) {
 func TestParseSchedFlags(t *testing.T) {
 	for _, tc := range []struct {
 		sched, arg string
-		flags      uint32
+		flags      ipvs.ServiceFlags
 		failure    string
 		crash      bool
 	}{

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // An ECMP group works only if every director picks the same real server for
@@ -41,7 +41,7 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 	}
 	ok = true
 	for _, s := range svcs {
-		name := list.TextOf(s.Protocol).Option + " " + hostPort(vip, s.Port)
+		name := notation.Protocol(s.Protocol).Option + " " + hostPort(vip, s.Port)
 		var problems []string
 		if s.Scheduler != "mh" {
 			problems = append(problems, "scheduler "+s.Scheduler)

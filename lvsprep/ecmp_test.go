@@ -62,7 +62,7 @@ func TestDirectorECMPOnADummyAndIPv6(t *testing.T) {
 	}
 }
 
-func addService(t *testing.T, th *testHost, port uint16, sched string, flags uint32, fwd ...ipvs.FwdMethod) ipvs.Service {
+func addService(t *testing.T, th *testHost, port uint16, sched string, flags ipvs.ServiceFlags, fwd ...ipvs.FwdMethod) ipvs.Service {
 	t.Helper()
 	s := ipvs.Service{Family: 2, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("192.0.2.10"), Port: port,
 		Scheduler: sched, Flags: flags, Netmask: 0xffffffff}

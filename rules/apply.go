@@ -43,7 +43,7 @@ type DrainEntry struct {
 	Weight uint32 `json:"weight"`
 	// Flags, when set, are the service's flags before the drain added
 	// mh-fallback; they are put back when the service's drains end.
-	Flags *uint32 `json:"flags,omitempty"`
+	Flags *ipvs.ServiceFlags `json:"flags,omitempty"`
 	// DeleteService is set when the whole service leaves after its drains.
 	DeleteService bool      `json:"delete_service,omitempty"`
 	Started       time.Time `json:"started"`
@@ -243,7 +243,7 @@ type drainService struct {
 	svc     ipvs.Service // the service as it is now (flags as the drain set them)
 	entries []*DrainEntry
 	del     bool // delete the service when its drains end
-	restore *uint32
+	restore *ipvs.ServiceFlags
 }
 
 // Drain drains and deletes the plan's leaving destinations and services

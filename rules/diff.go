@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // Action is what a change does.
@@ -594,15 +594,7 @@ func FlagsText(s *ipvs.Service) string {
 	if s.Flags&ipvs.FlagOnePacket != 0 {
 		parts = append(parts, "ops")
 	}
-	for i, bit := range []uint32{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3} {
-		if s.Flags&bit != 0 {
-			name := string(list.AppendSchedFlags(nil, s.Scheduler, bit))
-			if name == "" {
-				name = "flag-" + strconv.Itoa(i+1)
-			}
-			parts = append(parts, name)
-		}
-	}
+	parts = append(parts, notation.SchedFlagNames(s.Scheduler, s.Flags)...)
 	if len(parts) == 0 {
 		return "-"
 	}
@@ -657,7 +649,7 @@ func destFields(old, new *ipvs.Destination) []Field {
 
 // MethodName names a forwarding method as the JSON document does: masq,
 // local, tunnel, route.
-func MethodName(fwd ipvs.FwdMethod) string { return strings.ToLower(list.FwdTextOf(fwd).Column) }
+func MethodName(fwd ipvs.FwdMethod) string { return strings.ToLower(notation.Method(fwd).Column) }
 
 // planWarnings says where a change or a drain will not do what users
 // expect.

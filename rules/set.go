@@ -19,7 +19,7 @@ import (
 	"strconv"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // Set is a rule set: the services of one director with their destinations.
@@ -125,7 +125,7 @@ func (k ServiceKey) String() string {
 		}
 		return s
 	}
-	return list.TextOf(k.Protocol).Option + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
+	return notation.Protocol(k.Protocol).Option + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
 }
 
 // DestKey identifies a destination within its service.
@@ -145,7 +145,7 @@ func (k DestKey) String() string { return AddrPort(k.Family, k.Addr, k.Port) }
 
 // AddrPort writes an address and port numerically, IPv6 in brackets.
 func AddrPort(family ipvs.Family, a netip.Addr, port uint16) string {
-	return string(list.AppendAddrPort(nil, family, a, port, 0, &list.Options{Numeric: true}))
+	return string(notation.AppendAddrPort(nil, family, a, port))
 }
 
 // Compare orders destination keys canonically: IPv4 before IPv6, then by

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // Write writes one "-A" line per service followed by one "-a" line per
@@ -56,7 +57,7 @@ func (wr *writer) service(e *ipvs.ServiceEntry, dests []ipvs.DestinationEntry) e
 	if svc.Flags&ipvs.FlagPersistent != 0 {
 		b = append(b, " -p "...)
 		b = strconv.AppendUint(b, uint64(svc.Timeout), 10)
-		b = list.AppendPersistence(b, svc, " -M ")
+		b = notation.AppendPersistence(b, svc, " -M ")
 	}
 	if svc.PEName != "" {
 		b = append(b, " --pe "...)
@@ -65,9 +66,9 @@ func (wr *writer) service(e *ipvs.ServiceEntry, dests []ipvs.DestinationEntry) e
 	if svc.Flags&ipvs.FlagOnePacket != 0 {
 		b = append(b, " -o"...)
 	}
-	if list.HasSchedFlags(svc.Flags) {
+	if notation.HasSchedFlags(svc.Flags) {
 		b = append(b, " -b "...)
-		b = list.AppendSchedFlags(b, svc.Scheduler, svc.Flags)
+		b = notation.AppendSchedFlags(b, svc.Scheduler, svc.Flags)
 	}
 	b = append(b, '\n')
 	for i := range dests {
@@ -85,11 +86,11 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 	b = append(b, " -r "...)
 	b = list.AppendAddrPort(b, d.Family, d.Addr, d.Port, svc.Protocol, wr.o)
 	b = append(b, ' ')
-	b = append(b, list.FwdTextOf(d.FwdMethod).Option...)
+	b = append(b, notation.Method(d.FwdMethod).Option...)
 	b = append(b, " -w "...)
 	b = strconv.AppendInt(b, int64(int32(d.Weight)), 10)
 	if d.FwdMethod&7 == ipvs.FwdTunnel {
-		if name, ok := list.TunTypeName(d.TunType); ok {
+		if name, ok := notation.TunTypeName(d.TunType); ok {
 			b = append(b, " --tun-type "...)
 			b = append(b, name...)
 			switch d.TunType {
@@ -97,10 +98,10 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 				b = append(b, " --tun-port "...)
 				b = strconv.AppendUint(b, uint64(d.TunPort), 10)
 				b = append(b, ' ')
-				b = append(b, list.TunCsumTextOf(d.TunFlags).Option...)
+				b = append(b, notation.TunCsum(d.TunFlags).Option...)
 			case ipvs.TunGRE:
 				b = append(b, ' ')
-				b = append(b, list.TunCsumTextOf(d.TunFlags).Option...)
+				b = append(b, notation.TunCsum(d.TunFlags).Option...)
 			}
 		}
 	}
@@ -111,9 +112,9 @@ func (wr *writer) destination(b []byte, svc *ipvs.Service, d *ipvs.Destination) 
 // plus " -6", or the protocol option and the address:port text.
 func appendDesignator(b []byte, svc *ipvs.Service, o *list.Options) []byte {
 	if svc.FWMark != 0 {
-		return list.AppendFWMark(b, svc, "-f ", " -6")
+		return notation.AppendFWMark(b, svc, "-f ", " -6")
 	}
-	b = append(b, list.TextOf(svc.Protocol).Option...)
+	b = append(b, notation.Protocol(svc.Protocol).Option...)
 	b = append(b, ' ')
 	return list.AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
 }

@@ -18,16 +18,17 @@ var layers = [][]string{
 	{"internal/svchash"},
 	// The kernel interface and leaf helpers.
 	{"ipvs", "names", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
-	// Fakes of the kernel, listing, host networking.
-	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/list", "netfilter"},
+	// Fakes of the kernel, ipvsadm's notation, host networking.
+	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter"},
+	// Listings; lvsctl's engine (desired set, diff, plan, apply, drain).
+	{"ipvsadm/list", "rules"},
 	// The rules text format (written by -S); the doubles built on the lower ones.
 	{"save", "ipvsadm/list/listtest", "netfilter/netfiltertest"},
 	// The drop-in CLI with its restore engine.
 	{"ipvsadm"},
-	// Debian's wrapper scripts; lvsctl's engine; the real system's environment.
-	{"ipvsadm/wrappers", "rules", "internal/sysenv"},
-	// The rules text (and JSON) read as a desired rule set.
-	{"rules/desired"},
+	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
+	// rule set; the real system's environment.
+	{"ipvsadm/wrappers", "rules/desired", "internal/sysenv"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// Thin mains.

@@ -975,7 +975,7 @@ func testLargeDumps(t *testing.T, c ipvs.Client) {
 	for i := range 400 {
 		s := with(svc(ipvs.ProtoTCP, fmt.Sprintf("10.2.%d.%d", i/250, i%250+1), uint16(i+1)), func(s *ipvs.Service) {
 			s.Scheduler = []string{"rr", "wlc", "sh", "mh"}[i%4]
-			s.Flags = uint32(i%8) & (ipvs.FlagPersistent | ipvs.FlagOnePacket)
+			s.Flags = ipvs.ServiceFlags(i%8) & (ipvs.FlagPersistent | ipvs.FlagOnePacket)
 		})
 		if s.Flags&ipvs.FlagPersistent != 0 {
 			s.Timeout = 300

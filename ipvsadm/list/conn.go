@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // ErrSilent is returned when ipvsadm would exit with status 1 without a
@@ -165,7 +166,7 @@ func parseInet4(s string) ([16]byte, bool) {
 	if err != nil || !a.Is4() {
 		return [16]byte{}, false
 	}
-	return addr16(a), true
+	return notation.Addr16(a), true
 }
 
 // hexAddr reads the kernel's %08X address form with strtoul(s, NULL, 16)
@@ -305,15 +306,7 @@ func (s *cScanner) dec(dst *uint32) bool {
 // connection writes one line of the connection listing.
 func (p *printer) connection(c *connFields, persistConn bool) {
 	o := p.o
-	proto := ipvs.Protocol(0)
-	switch c.protocol {
-	case "TCP":
-		proto = ipvs.ProtoTCP
-	case "UDP":
-		proto = ipvs.ProtoUDP
-	case "SCTP":
-		proto = ipvs.ProtoSCTP
-	}
+	proto, _ := notation.ProtocolNamed(c.protocol) // 0, named by no one, when unknown
 	b := p.line[:0]
 	b = appendPadded(b, c.protocol, 3)
 	b = append(b, ' ')

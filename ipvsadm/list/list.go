@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 )
 
@@ -267,7 +268,7 @@ func Daemons(w io.Writer, ds []ipvs.Daemon) error {
 			if d.Group.Is4() {
 				family = ipvs.AFInet
 			}
-			b = appendInetNtop(b, family, addr16(d.Group))
+			b = notation.AppendAddr(b, family, notation.Addr16(d.Group))
 		}
 		if d.Port != 0 {
 			b = append(b, ", port="...)
@@ -331,26 +332,15 @@ func (p *printer) title() {
 	p.w.WriteString(t)
 }
 
-// AppendFWMark appends an fwmark service's designator as ipvsadm writes
-// it: mark, the mark as a signed number, then ipv6 for an IPv6 service.
-func AppendFWMark(b []byte, svc *ipvs.Service, mark, ipv6 string) []byte {
-	b = append(b, mark...)
-	b = strconv.AppendInt(b, int64(int32(svc.FWMark)), 10)
-	if svc.Family == ipvs.AFInet6 {
-		b = append(b, ipv6...)
-	}
-	return b
-}
-
 // AppendServiceName appends the listing's service designator: "FWM  <mark>"
 // (signed, plus " IPv6") or "<proto> <addr:port>" with the protocol padded
 // to four columns, cut to 33 characters unless the service is IPv6.
 func AppendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
 	if svc.FWMark != 0 {
-		return AppendFWMark(b, svc, "FWM  ", " IPv6")
+		return notation.AppendFWMark(b, svc, "FWM  ", " IPv6")
 	}
 	start := len(b)
-	b = appendPadded(b, TextOf(svc.Protocol).Column, 4)
+	b = appendPadded(b, notation.Protocol(svc.Protocol).Column, 4)
 	b = append(b, ' ')
 	b = AppendAddrPort(b, svc.Family, svc.Addr, svc.Port, svc.Protocol, o)
 	if svc.Family != ipvs.AFInet6 && len(b)-start > serviceNameCut {
@@ -373,15 +363,15 @@ func (p *printer) serviceEntry(svc *ipvs.ServiceEntry, dests []ipvs.DestinationE
 		b = AppendServiceName(b, &svc.Service, o)
 		b = append(b, ' ')
 		b = append(b, svc.Scheduler...)
-		if HasSchedFlags(svc.Flags) {
+		if notation.HasSchedFlags(svc.Flags) {
 			b = append(b, " ("...)
-			b = AppendSchedFlags(b, svc.Scheduler, svc.Flags)
+			b = notation.AppendSchedFlags(b, svc.Scheduler, svc.Flags)
 			b = append(b, ')')
 		}
 		if svc.Flags&ipvs.FlagPersistent != 0 {
 			b = append(b, " persistent "...)
 			b = strconv.AppendUint(b, uint64(svc.Timeout), 10)
-			b = AppendPersistence(b, &svc.Service, " mask ")
+			b = notation.AppendPersistence(b, &svc.Service, " mask ")
 			if svc.PEName != "" {
 				b = append(b, " pe "...)
 				b = append(b, svc.PEName...)
@@ -423,7 +413,7 @@ func (p *printer) destination(svc *ipvs.Service, d *ipvs.DestinationEntry) {
 		b = appendConns(b, d)
 	default:
 		b = append(b, ' ')
-		b = appendPadded(b, FwdTextOf(d.FwdMethod).Column, 7)
+		b = appendPadded(b, notation.Method(d.FwdMethod).Column, 7)
 		if o.Format == TunInfo {
 			b = append(b, ' ')
 			start := len(b)

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm/list"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
 )
@@ -99,8 +99,6 @@ type Counters struct {
 	Rate  bool // estimated rates
 }
 
-var csumNames = map[uint16]string{ipvs.TunFlagNoCsum: "nocsum", ipvs.TunFlagCsum: "csum", ipvs.TunFlagRemCsum: "remcsum"}
-
 // ToDocument converts a set (in its order) to the JSON document.
 func ToDocument(set *rules.Set, c Counters) Document {
 	doc := Document{Version: SchemaVersion, Services: make([]JSONService, 0, len(set.Services))}
@@ -139,7 +137,7 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		port := svc.Port
 		js.Port = &port
 	}
-	js.SchedulerFlags = schedFlagNames(svc.Scheduler, svc.Flags)
+	js.SchedulerFlags = notation.SchedFlagNames(svc.Scheduler, svc.Flags)
 	if svc.Flags&ipvs.FlagPersistent != 0 {
 		js.Persistence = &JSONPersistence{Timeout: svc.Timeout, Netmask: netmaskText(svc)}
 	}
@@ -152,13 +150,13 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		jd := JSONDestination{Address: d.Addr.String(), Port: d.Port, Method: d.FwdMethod.String(),
 			Weight: int64(int32(d.Weight)), UpperThreshold: d.UThreshold, LowerThreshold: d.LThreshold}
 		if d.FwdMethod&7 == ipvs.FwdTunnel {
-			name, _ := list.TunTypeName(d.TunType)
+			name, _ := notation.TunTypeName(d.TunType)
 			jd.Tunnel = &JSONTunnel{Type: name}
 			if d.TunType == ipvs.TunGUE {
 				jd.Tunnel.Port = d.TunPort
 			}
 			if d.TunType != ipvs.TunIPIP {
-				jd.Tunnel.Checksum = csumNames[d.TunFlags]
+				jd.Tunnel.Checksum = d.TunFlags.String()
 			}
 		}
 		counters := s.Dests[i].KernelCounters()
@@ -172,23 +170,6 @@ func jsonService(s *rules.Service, c Counters) JSONService {
 		js.Destinations = append(js.Destinations, jd)
 	}
 	return js
-}
-
-// schedFlagNames names the SCHED1..3 bits as ipvsadm's -b accepts them:
-// the scheduler's own names where it has them, flag-N otherwise.
-func schedFlagNames(sched string, flags uint32) []string {
-	var out []string
-	for i, bit := range []uint32{ipvs.FlagSched1, ipvs.FlagSched2, ipvs.FlagSched3} {
-		if flags&bit == 0 {
-			continue
-		}
-		name := string(list.AppendSchedFlags(nil, sched, bit))
-		if name == "" {
-			name = "flag-" + strconv.Itoa(i+1)
-		}
-		out = append(out, name)
-	}
-	return out
 }
 
 func netmaskText(svc *ipvs.Service) string {
@@ -384,11 +365,11 @@ func (js *JSONService) argv() ([]string, error) {
 		if want := familyName(familyOf(addr)); js.Family != "" && js.Family != want {
 			return nil, fmt.Errorf("family %q but address %s", js.Family, addr)
 		}
-		opt := map[string]string{"tcp": "-t", "udp": "-u", "sctp": "--sctp-service"}[js.Protocol]
-		if opt == "" {
+		proto, ok := notation.ProtocolNamed(js.Protocol)
+		if !ok || js.Protocol != proto.String() {
 			return nil, fmt.Errorf("protocol %q: tcp, udp or sctp", js.Protocol)
 		}
-		a = append(a, opt, hostPort(addr, *js.Port))
+		a = append(a, notation.Protocol(proto).Option, hostPort(addr, *js.Port))
 	}
 	if js.Scheduler != "" {
 		a = append(a, "-s", js.Scheduler)
@@ -418,16 +399,15 @@ func (jd *JSONDestination) argv() ([]string, error) {
 		return nil, fmt.Errorf("address %q: not an IP address", jd.Address)
 	}
 	a := []string{"-r", hostPort(addr, jd.Port)}
-	switch jd.Method {
-	case "masq":
-		a = append(a, "-m")
-	case "route", "":
-		a = append(a, "-g")
-	case "tunnel":
-		a = append(a, "-i")
-	default:
-		return nil, fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
+	method := ipvs.FwdRoute
+	if jd.Method != "" {
+		var ok bool
+		method, ok = notation.MethodNamed(jd.Method)
+		if !ok || jd.Method != method.String() || method == ipvs.FwdLocal {
+			return nil, fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
+		}
 	}
+	a = append(a, notation.Method(method).Option)
 	a = append(a, "-w", strconv.FormatInt(jd.Weight, 10))
 	if jd.UpperThreshold != 0 {
 		a = append(a, "-x", strconv.FormatUint(uint64(jd.UpperThreshold), 10))

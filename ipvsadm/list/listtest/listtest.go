@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
 // Table is an IPVS table in kernel dump order.
@@ -240,8 +241,6 @@ func parseAddrPort(s string) (netip.Addr, uint16, error) {
 	return ap.Addr(), ap.Port(), nil
 }
 
-var protocols = map[string]ipvs.Protocol{"TCP": ipvs.ProtoTCP, "UDP": ipvs.ProtoUDP, "SCTP": ipvs.ProtoSCTP}
-
 // serviceDesignator parses the designator at the start of fields and
 // returns the service identity and the remaining fields.
 func serviceDesignator(fields []string) (ipvs.Service, []string, error) {
@@ -262,7 +261,7 @@ func serviceDesignator(fields []string) (ipvs.Service, []string, error) {
 		}
 		return s, rest, nil
 	}
-	proto, ok := protocols[fields[0]]
+	proto, ok := notation.ProtocolNamed(fields[0])
 	if !ok {
 		return s, nil, fmt.Errorf("unknown protocol %q", fields[0])
 	}
@@ -279,16 +278,16 @@ func serviceDesignator(fields []string) (ipvs.Service, []string, error) {
 
 // schedFlagBits turns a listing's flag text back into bits. An empty text
 // can only come from the SCHED3 bit under sh or mh.
-func schedFlagBits(text string) (uint32, error) {
+func schedFlagBits(text string) (ipvs.ServiceFlags, error) {
 	if text == "" {
 		return ipvs.FlagSched3, nil
 	}
-	bits := map[string]uint32{
+	bits := map[string]ipvs.ServiceFlags{
 		"flag-1": ipvs.FlagSched1, "flag-2": ipvs.FlagSched2, "flag-3": ipvs.FlagSched3,
 		"sh-fallback": ipvs.FlagSched1, "sh-port": ipvs.FlagSched2,
 		"mh-fallback": ipvs.FlagSched1, "mh-port": ipvs.FlagSched2,
 	}
-	var f uint32
+	var f ipvs.ServiceFlags
 	for _, item := range strings.Split(text, ",") {
 		b, ok := bits[item]
 		if !ok {
@@ -333,7 +332,7 @@ func (t *Table) serviceLine(f format, line string) (*Entry, error) {
 	}
 	s.Scheduler = rest[0]
 	rest = rest[1:]
-	var flags uint32
+	var flags ipvs.ServiceFlags
 	if len(rest) > 0 && strings.HasPrefix(rest[0], "(") {
 		bits, err := schedFlagBits(strings.TrimSuffix(strings.TrimPrefix(rest[0], "("), ")"))
 		if err != nil {
@@ -415,8 +414,6 @@ func (t *Table) statColumns(k string, st *ipvs.Stats, f format, cols []string, d
 	return nil
 }
 
-var fwdNames = map[string]ipvs.FwdMethod{"Masq": ipvs.FwdMasq, "Local": ipvs.FwdLocal, "Tunnel": ipvs.FwdTunnel, "Route": ipvs.FwdRoute}
-
 func (t *Table) destLine(e *Entry, f format, line string) error {
 	fields := strings.Fields(strings.TrimPrefix(line, "  -> "))
 	if len(fields) == 0 {
@@ -467,7 +464,7 @@ func (t *Table) destLine(e *Entry, f format, line string) error {
 	if len(cols) == 0 {
 		return fmt.Errorf("no forwarding method")
 	}
-	fwd, ok := fwdNames[cols[0]]
+	fwd, ok := notation.MethodNamed(cols[0])
 	if !ok {
 		return fmt.Errorf("unknown forwarding method %q", cols[0])
 	}
@@ -495,7 +492,7 @@ func (t *Table) destLine(e *Entry, f format, line string) error {
 
 var (
 	tunTypes  = map[string]ipvs.TunType{"ipip": ipvs.TunIPIP, "gue": ipvs.TunGUE, "gre": ipvs.TunGRE}
-	csumTexts = map[string]uint16{"-c": ipvs.TunFlagNoCsum, "+c": ipvs.TunFlagCsum, "r+c": ipvs.TunFlagRemCsum}
+	csumTexts = map[string]ipvs.TunFlags{"-c": ipvs.TunFlagNoCsum, "+c": ipvs.TunFlagCsum, "r+c": ipvs.TunFlagRemCsum}
 )
 
 // tunInfo reads a --tun-info column: n/a, ipip, gue:<port>:<csum>, gre:<csum>.
