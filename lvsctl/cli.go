@@ -93,7 +93,7 @@ type journalFlag struct {
 type planFlags struct {
 	File         string        `arg:"" name:"FILE" help:"Desired rules: ipvsadm-save text or lvsctl JSON; - for stdin."`
 	JSON         bool          `name:"json" help:"Print the plan (apply: what was done) as JSON."`
-	DrainTimeout time.Duration `name:"drain-timeout" default:"5m" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
+	DrainTimeout time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
 	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
 	AllowEmpty   bool          `name:"allow-empty" help:"Accept a FILE without any service, which deletes every service."`
 	MaxDelete    int           `name:"max-delete" default:"50" help:"Refuse a plan that takes out more than this percentage of the kernel's real servers (a service without any counts as one); 100 allows any."`
@@ -181,7 +181,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
-		kong.Vars{"version": "lvsctl " + version.Version},
+		kong.Vars{"version": "lvsctl " + version.Version, "drain_timeout": shortDuration(rules.DefaultDrainTimeout)},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Help(printHelp),
 	)
@@ -267,6 +267,17 @@ func (r *runner) open() (ipvs.Client, error) {
 		return nil, kernelError(err)
 	}
 	return c, nil
+}
+
+// shortDuration writes d without zero trailing units: "5m", not "5m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	for _, z := range []string{"0s", "0m"} {
+		if strings.HasSuffix(s, z) && len(s) > len(z) && s[len(s)-len(z)-1] >= 'a' {
+			s = strings.TrimSuffix(s, z)
+		}
+	}
+	return s
 }
 
 // kernelError says what an error reaching or reading the kernel's IPVS

@@ -38,15 +38,6 @@ type testCase struct {
 	run  func(t *testing.T, c ipvs.Client)
 }
 
-// Names lists the cases, for callers that report which ran.
-func Names() []string {
-	out := make([]string, len(cases))
-	for i, c := range cases {
-		out[i] = c.name
-	}
-	return out
-}
-
 var cases = []testCase{
 	{"Info", testInfo},
 	{"EmptyTables", testEmpty},

@@ -59,19 +59,6 @@ var DefaultPersistenceEngines = []string{"sip"}
 // Option configures a Fake.
 type Option func(*Fake)
 
-// WithSchedulers sets the schedulers the fake kernel knows (default
-// DefaultSchedulers). Any other name fails with ENOENT, as a missing
-// ip_vs_<name> module does. "none" (no scheduler) always works.
-func WithSchedulers(names ...string) Option {
-	return func(f *Fake) { f.schedulers = set(names) }
-}
-
-// WithPersistenceEngines sets the persistence engines the fake kernel knows
-// (default DefaultPersistenceEngines).
-func WithPersistenceEngines(names ...string) Option {
-	return func(f *Fake) { f.pes = set(names) }
-}
-
 // WithInterfaces sets the network interfaces of the fake namespace (default
 // just "lo"). Sync daemons need one; "lo" has the loopback MTU (65536),
 // others 1500.
@@ -91,11 +78,6 @@ func WithInterfaces(names ...string) Option {
 // WithInfo sets what Info reports (default version 1.2.1, size 4096).
 func WithInfo(info ipvs.Info) Option {
 	return func(f *Fake) { f.info = info }
-}
-
-// WithHZ sets the kernel tick rate, which bounds timeouts (default 250).
-func WithHZ(hz uint32) Option {
-	return func(f *Fake) { f.hz = hz }
 }
 
 func set(names []string) map[string]bool {

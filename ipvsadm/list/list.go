@@ -87,28 +87,16 @@ func Service(w io.Writer, c ipvs.Reader, key ipvs.Service, o Options) error {
 	}
 	p := newPrinter(w, &o)
 	p.title()
-	if err := ForEachService(c, []ipvs.ServiceEntry{svc}, o.NoSort, p.serviceEntry); err != nil {
+	if err := forEachService(c, []ipvs.ServiceEntry{svc}, o.NoSort, p.serviceEntry); err != nil {
 		return p.fail(err)
 	}
 	return p.w.Flush()
 }
 
-// FetchServices fetches every service, in listing order unless noSort.
-func FetchServices(c ipvs.Reader, noSort bool) ([]ipvs.ServiceEntry, error) {
-	svcs, err := c.Services()
-	if err != nil {
-		return nil, err
-	}
-	if !noSort {
-		SortServices(svcs)
-	}
-	return svcs, nil
-}
-
-// ForEachService fetches the destinations of each service in turn, orders
+// forEachService fetches the destinations of each service in turn, orders
 // them unless noSort, and calls fn. Only one service's destinations are
 // held at a time, in one reused slice; fn must not keep it.
-func ForEachService(c ipvs.Reader, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
+func forEachService(c ipvs.Reader, svcs []ipvs.ServiceEntry, noSort bool, fn func(*ipvs.ServiceEntry, []ipvs.DestinationEntry) error) error {
 	var d destSorter
 	return ipvs.EachDestinations(c, len(svcs), func(i int) *ipvs.Service { return &svcs[i].Service },
 		func(i int, dests []ipvs.DestinationEntry) error {
