@@ -22,6 +22,20 @@ import (
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 )
 
+// Linux's netlink constants, spelled here so that the tests build on every
+// system (golang.org/x/sys/unix has them on Linux only).
+const (
+	genlIDCtrl         = 0x10
+	ctrlCmdNewFamily   = 1
+	ctrlAttrFamilyID   = 1
+	ctrlAttrFamilyName = 2
+	nlmsgError         = 2
+	nlmsgDone          = 3
+	nlmFMulti          = 0x2
+	nlmFAck            = 0x4
+	nlmFDump           = 0x300
+)
+
 var ne = binary.NativeEndian
 
 const (
@@ -119,16 +133,16 @@ func (k *fakeKernel) message(m []byte) {
 	switch {
 	case h.typ == 1: // NLMSG_NOOP
 		k.ack(h, 0)
-	case h.typ == unix.GENL_ID_CTRL:
+	case h.typ == genlIDCtrl:
 		a := parseAttrs(m[20:])
-		if k.noFamily || cstr(a[unix.CTRL_ATTR_FAMILY_NAME]) != "IPVS" {
+		if k.noFamily || cstr(a[ctrlAttrFamilyName]) != "IPVS" {
 			k.ack(h, unix.ENOENT)
 			return
 		}
 		var w msgWriter
-		w.start(unix.GENL_ID_CTRL, 0, h.seq, unix.CTRL_CMD_NEWFAMILY)
-		w.u16(unix.CTRL_ATTR_FAMILY_ID, testFamilyID)
-		w.str(unix.CTRL_ATTR_FAMILY_NAME, "IPVS")
+		w.start(genlIDCtrl, 0, h.seq, ctrlCmdNewFamily)
+		w.u16(ctrlAttrFamilyID, testFamilyID)
+		w.str(ctrlAttrFamilyName, "IPVS")
 		k.queue = append(k.queue, w.finish())
 		k.ack(h, 0)
 	case h.typ == testFamilyID:
@@ -139,7 +153,7 @@ func (k *fakeKernel) message(m []byte) {
 }
 
 func (k *fakeKernel) ack(h hdr, errno unix.Errno) {
-	if errno != 0 || h.flags&unix.NLM_F_ACK != 0 {
+	if errno != 0 || h.flags&nlmFAck != 0 {
 		k.queue = append(k.queue, ackMsg(h, testPort, errno))
 	}
 }
@@ -147,7 +161,7 @@ func (k *fakeKernel) ack(h hdr, errno unix.Errno) {
 func ackMsg(h hdr, port uint32, errno unix.Errno) []byte {
 	b := make([]byte, 36)
 	ne.PutUint32(b, 36)
-	ne.PutUint16(b[4:], unix.NLMSG_ERROR)
+	ne.PutUint16(b[4:], nlmsgError)
 	ne.PutUint32(b[8:], h.seq)
 	ne.PutUint32(b[12:], port)
 	ne.PutUint32(b[16:], uint32(-int32(errno)))
@@ -160,7 +174,7 @@ func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Op, top attrMap) {
 		k.ack(h, err.(unix.Errno))
 		return
 	}
-	dump := h.flags&unix.NLM_F_DUMP == unix.NLM_F_DUMP
+	dump := h.flags&nlmFDump == nlmFDump
 	switch cmd {
 	case ipvs.CmdGetInfo:
 		info, _ := k.fake.Info()
@@ -200,7 +214,7 @@ func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Op, top attrMap) {
 		}
 		svcs, _ := k.fake.Services()
 		k.dump(h, len(svcs), func(w *msgWriter, i int) {
-			w.start(testFamilyID, unix.NLM_F_MULTI, h.seq, uint8(ipvs.CmdNewService))
+			w.start(testFamilyID, nlmFMulti, h.seq, uint8(ipvs.CmdNewService))
 			w.service(&svcs[i])
 		})
 	case ipvs.CmdGetDest:
@@ -210,13 +224,13 @@ func (k *fakeKernel) ipvs(h hdr, cmd ipvs.Op, top attrMap) {
 			dests, _ = k.fake.Destinations(s)
 		}
 		k.dump(h, len(dests), func(w *msgWriter, i int) {
-			w.start(testFamilyID, unix.NLM_F_MULTI, h.seq, uint8(ipvs.CmdNewDest))
+			w.start(testFamilyID, nlmFMulti, h.seq, uint8(ipvs.CmdNewDest))
 			w.dest(&dests[i])
 		})
 	case ipvs.CmdGetDaemon:
 		ds, _ := k.fake.Daemons()
 		k.dump(h, len(ds), func(w *msgWriter, i int) {
-			w.start(testFamilyID, unix.NLM_F_MULTI, h.seq, uint8(ipvs.CmdNewDaemon))
+			w.start(testFamilyID, nlmFMulti, h.seq, uint8(ipvs.CmdNewDaemon))
 			w.daemon(&ds[i])
 		})
 	default:
@@ -266,8 +280,8 @@ func (k *fakeKernel) dump(h hdr, n int, fill func(w *msgWriter, i int)) {
 	}
 	done := make([]byte, 20)
 	ne.PutUint32(done, 20)
-	ne.PutUint16(done[4:], unix.NLMSG_DONE)
-	ne.PutUint16(done[6:], unix.NLM_F_MULTI)
+	ne.PutUint16(done[4:], nlmsgDone)
+	ne.PutUint16(done[6:], nlmFMulti)
 	ne.PutUint32(done[8:], h.seq)
 	ne.PutUint32(done[12:], testPort)
 	k.queue = append(k.queue, append(dgram, done...))

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/ipvsadm"
@@ -79,17 +79,9 @@ func ipvsadmMain() int {
 	}
 	status := ipvsadm.Main(args, os.Stdin, os.Stdout, os.Stderr, env)
 	if status == ipvsadm.StatusCrash {
-		dieOfSegfault()
+		sysenv.DieOfSegfault()
 	}
 	return status
-}
-
-// dieOfSegfault is cmd/ipvsadm's crash: restore SIGSEGV's default action
-// and raise it.
-func dieOfSegfault() {
-	var act [4]uint64
-	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGSEGV), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
-	unix.Tgkill(unix.Getpid(), unix.Gettid(), unix.SIGSEGV)
 }
 
 // loadFake rebuilds the fake from dir: the logged changes, then the dump

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/netfilter"
-	"golang.org/x/sys/unix"
 )
 
 // errKilled stands for a SIGKILL: the crashing fakes panic with it at a
@@ -426,7 +428,7 @@ func TestChangesWaitForTheLock(t *testing.T) {
 		if th.hasAddr("lo", "10.0.0.100/32") {
 			t.Fatal("lvsprep changed the host while another held the lock")
 		}
-		unix.Nanosleep(&unix.Timespec{Nsec: 40_000_000}, nil)
+		time.Sleep(40 * time.Millisecond)
 	}
 	unix.Flock(fd, unix.LOCK_UN)
 	if code := <-done; code != 0 || !th.hasAddr("lo", "10.0.0.100/32") {

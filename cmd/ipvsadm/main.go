@@ -18,7 +18,7 @@ func main() {
 	env.StdoutIsTerminal = term.IsTerminal(os.Stdout)
 	status := ipvsadm.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, env)
 	if status == ipvsadm.StatusCrash {
-		dieOfSegfault()
+		sysenv.DieOfSegfault()
 	}
 	os.Exit(status)
 }

@@ -1,8 +1,8 @@
-// Package sysenv wires the ipvsadm programs to the running system: the
-// kernel's netlink interface, /sbin/modprobe, the system's name files and
-// popt's POSIX switches. It is application wiring shared by the three
-// mains (ipvsadm, ipvsadm-save, ipvsadm-restore), not a library: it is
-// where running modprobe is allowed.
+// Package sysenv wires the commands to the running system: the kernel's
+// netlink interface, /sbin/modprobe, the system's name files, popt's POSIX
+// switches, the process's memory and CPU settings, and ipvsadm's crash
+// (DieOfSegfault). It is application wiring shared by the mains, not a
+// library: it is where running modprobe and ending the process are allowed.
 package sysenv
 
 import (

@@ -1,4 +1,4 @@
-package main
+package sysenv
 
 import (
 	"errors"
@@ -11,13 +11,13 @@ import (
 )
 
 // TestDieOfSegfault runs the test binary again as a process that calls
-// dieOfSegfault, and checks that it was killed by SIGSEGV (what a shell
+// DieOfSegfault, and checks that it was killed by SIGSEGV (what a shell
 // reports as status 139 with "Segmentation fault"), not that it exited.
 func TestDieOfSegfault(t *testing.T) {
 	if os.Getenv("LVSKIT_DIE_OF_SEGFAULT") == "1" {
 		// No core file in the source tree, whatever the limits are.
 		unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-		dieOfSegfault()
+		DieOfSegfault()
 		t.Fatal("still alive")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDieOfSegfault$")
