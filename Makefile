@@ -15,7 +15,7 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all deps build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
+.PHONY: all deps tools build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
@@ -78,13 +78,21 @@ soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
-## check: gofmt, go vet, staticcheck (pinned as a Go tool dependency)
-check:
+## tools: staticcheck and nfpm, pinned in their own module (tools/go.mod)
+## so that the module packagers build needs neither
+TOOLS := .cache/tools
+tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm
+$(TOOLS)/staticcheck $(TOOLS)/nfpm: tools/go.mod tools/go.sum
+	@mkdir -p $(TOOLS)
+	cd tools && $(GO) build -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm
+
+## check: gofmt, go vet, staticcheck
+check: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags lab ./...
-	$(GO) tool staticcheck ./...
-	$(GO) tool staticcheck -tags lab ./...
+	$(TOOLS)/staticcheck ./...
+	$(TOOLS)/staticcheck -tags lab ./...
 	@# The packages and their tests build off Linux (no IPVS there:
 	@# ipvs.Open says so), so a maintainer on a Mac can read, build and vet
 	@# the tree.
@@ -205,7 +213,7 @@ BASHCOMPDIR = $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  = $(if $(filter /usr,$(or $(PREFIX),/usr)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
 FISHCOMPDIR = $(DATADIR)/fish/vendor_completions.d
 
-## deb: dist/lvskit_<version>_<arch>.deb with nfpm (pinned in go.mod), from
+## deb: dist/lvskit_<version>_<arch>.deb with nfpm (pinned in tools/go.mod), from
 ## freshly built bin/; see docs/packaging.md
 DEB_BINDIR   ?= bin
 DEB_STAGEDIR ?= .cache/deb
@@ -223,7 +231,7 @@ DEB_VERSION := $(shell \
 	  echo "0~git$$n.$$h$$dirty"; })
 endif
 DEB_FILE      = $(DEB_DISTDIR)/lvskit_$(DEB_VERSION)_$(DEB_ARCH).deb
-deb:
+deb: tools
 	@mkdir -p $(DEB_BINDIR)
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DEB_BINDIR)/ ./cmd/...
 	rm -rf $(DEB_STAGEDIR) && mkdir -p $(DEB_STAGEDIR) $(DEB_DISTDIR)
@@ -231,7 +239,7 @@ deb:
 	sed 's/@VERSION@/$(DEB_VERSION)/' packaging/changelog | gzip -9n > $(DEB_STAGEDIR)/changelog.gz
 	rm -f $(DEB_FILE)
 	LVSKIT_BINDIR=$(DEB_BINDIR) LVSKIT_STAGEDIR=$(DEB_STAGEDIR) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
-		$(GO) tool nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
+		$(TOOLS)/nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
 
 ## lintian: build the .deb and check it with lintian (fails on errors)
 lintian: deps deb
