@@ -51,7 +51,8 @@ type Progress struct {
 	// restore, every one of them has been answered.
 	Read int
 	// Failed lists the first maxFailedLines lines that did not succeed;
-	// Failures counts them all.
+	// Failures counts them all. -h and -v lines print and end the restore
+	// (see Read); they do not fail.
 	Failed   []int
 	Failures int
 }
@@ -192,7 +193,7 @@ func (e *engine) line(argv []string) (Outcome, bool) {
 	}
 	e.p.Print(o)
 	e.last = o.Kind
-	if o.Kind != Success && e.progress != nil {
+	if o.Kind != Success && o.Kind != Informational && e.progress != nil {
 		e.progress.fail(e.lineNo)
 	}
 	if o.Terminates() {

@@ -73,6 +73,7 @@ args="$*"
 call="$name${args:+ $args}"
 [ "$name" = ipvsadm-restore ] && [ "${LVSKIT_RESTORE_STRICT:-}" = 1 ] && call="$call (strict)"
 [ "$name" = ipvsadm-restore ] && [ "${LVSKIT_RESTORE_CHECK:-}" = 1 ] && call="$call (check)"
+[ "$name" = ipvsadm-restore ] && [ "${LVSKIT_RESTORE_PROOF:-}" = off ] && call="$call (proof off)"
 [ -n "${IN_SCRATCH:-}" ] && call="$call (scratch)"
 echo "$call" >> "$LOG"
 case "$name${args:+ $args}" in
@@ -175,18 +176,20 @@ exit 0
 
 // TestServiceHelper checks that the script the units run honours
 // /etc/default/ipvsadm as Debian's /etc/init.d/ipvsadm does: AUTO gates
-// loading (through ipvsadm-restore, which drops '#' lines, checks, flushes
-// and restores) and clearing; DAEMON none|master|backup|both picks the
-// sync daemons, started on IFACE with SYNCID (defaults eth0 and 0). Saving
-// on stop is the lvskit addition, switched off by SAVE_ON_STOP=false; its
-// safeguards are checked here too.
+// loading (through ipvsadm-restore, which drops '#' lines, checks, tries
+// the file in a scratch namespace, flushes and restores) and clearing;
+// load, save, status and rate act whatever AUTO says; DAEMON
+// none|master|backup|both picks the sync daemons, started on IFACE with
+// SYNCID (defaults eth0 and 0). The stop saves only with
+// SAVE_ON_STOP=true; the save's safeguards are checked here too.
 func TestServiceHelper(t *testing.T) {
 	t.Parallel()
 	hosttool.Require(t, "sh", "dash")
 	rules := "# ipvsadm.rules\n-A -t 10.0.0.9:80 -s rr\n#-A -t 10.0.0.10:80\n-a -t 10.0.0.9:80 -r 10.1.1.1 -m\n"
 	auto := `AUTO="true"`
-	save := []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
+	save := []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (proof off) (scratch)", "ipvsadm-save -n (scratch)",
 		"ipvsadm -L -n --thresholds (scratch)", "ipvsadm -L -n --thresholds"}
+	saved := "# ipvsadm.rules\n" + fakeSave
 	tests := []struct {
 		name      string
 		r         serviceRun
@@ -202,45 +205,59 @@ func TestServiceHelper(t *testing.T) {
 		{name: "start without config does nothing", action: "start", calls: nil, outRegexp: "AUTO is not \"true\""},
 		{name: "start AUTO=false does nothing", r: serviceRun{config: `AUTO="false"`, rules: rules}, action: "start", calls: nil},
 		{name: "start AUTO=true restores", r: serviceRun{config: auto, rules: rules}, action: "start",
-			calls: []string{"ipvsadm-restore (strict)"}, restored: rules},
+			calls: []string{"ipvsadm-restore"}, restored: rules},
 		{name: "reload AUTO=true restores", r: serviceRun{config: auto, rules: rules}, action: "reload",
-			calls: []string{"ipvsadm-restore (strict)"}, restored: rules},
+			calls: []string{"ipvsadm-restore"}, restored: rules},
+		{name: "load restores whatever AUTO says", r: serviceRun{config: `AUTO="false"`, rules: rules}, action: "load",
+			calls: []string{"ipvsadm-restore"}, restored: rules},
+		{name: "load without config restores", r: serviceRun{rules: rules}, action: "load",
+			calls: []string{"ipvsadm-restore"}, restored: rules},
+		{name: "LVSKIT_RESTORE_PROOF=off in the config reaches the restore", r: serviceRun{config: auto + "\nLVSKIT_RESTORE_PROOF=off", rules: rules}, action: "start",
+			calls: []string{"ipvsadm-restore (proof off)"}, restored: rules},
 		{name: "a successful start removes the marker", r: serviceRun{config: auto, rules: rules, marker: true}, action: "start",
-			calls: []string{"ipvsadm-restore (strict)"}, restored: rules},
+			calls: []string{"ipvsadm-restore"}, restored: rules},
 		{name: "start AUTO=true without rules file flushes", r: serviceRun{config: auto}, action: "start",
 			calls: []string{"ipvsadm -C"}, outRegexp: "does not exist"},
 		{name: "start from an empty file fails, table untouched", r: serviceRun{config: auto, emptyFile: true}, action: "start",
 			calls: nil, status: 1, marker: true, outRegexp: "is empty \\(0 bytes\\); the table was left alone"},
-		{name: "start fails when the restore fails", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-restore (strict)"}, action: "start",
-			calls: []string{"ipvsadm-restore (strict)"}, restored: rules, status: 1, marker: true, outRegexp: "will not save"},
+		{name: "start fails when the restore fails", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-restore"}, action: "start",
+			calls: []string{"ipvsadm-restore"}, restored: rules, status: 1, marker: true, outRegexp: "will not be saved"},
+		{name: "load fails when the restore fails", r: serviceRun{rules: rules, fail: "ipvsadm-restore"}, action: "load",
+			calls: []string{"ipvsadm-restore"}, restored: rules, status: 1, marker: true, outRegexp: "will not be saved"},
 		{name: "stop AUTO=false does nothing", r: serviceRun{config: `AUTO="false"`, rules: rules}, action: "stop", calls: nil, saved: rules},
-		{name: "stop AUTO=true saves then flushes", r: serviceRun{config: auto, rules: rules}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n" + fakeSave, mode: 0o644},
-		{name: "stop keeps the old file's mode", r: serviceRun{config: auto, rules: rules, rulesMode: 0o600}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n" + fakeSave, mode: 0o600},
-		{name: "stop creates the file", r: serviceRun{config: auto}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n" + fakeSave, mode: 0o644},
-		{name: "stop SAVE_ON_STOP=false only flushes", r: serviceRun{config: auto + "\nSAVE_ON_STOP=\"false\"", rules: rules}, action: "stop",
+		{name: "stop AUTO=true only flushes", r: serviceRun{config: auto, rules: rules}, action: "stop",
 			calls: []string{"ipvsadm -C"}, saved: rules},
-		{name: "failed save keeps the old rules", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-save -n"}, action: "stop",
+		{name: "stop SAVE_ON_STOP=true saves then flushes", r: serviceRun{config: auto + "\nSAVE_ON_STOP=\"true\"", rules: rules}, action: "stop",
+			calls: append(save, "ipvsadm -C"), saved: saved, mode: 0o644},
+		{name: "stop SAVE_ON_STOP=true: a failed save keeps the old rules, still flushes", r: serviceRun{config: auto + "\nSAVE_ON_STOP=true", rules: rules, fail: "ipvsadm-save -n"}, action: "stop",
 			calls: []string{"ipvsadm-save -n", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "left unchanged"},
-		{name: "no save after a failed start", r: serviceRun{config: auto, rules: rules, marker: true}, action: "stop",
-			calls: []string{"ipvsadm -C"}, saved: rules, status: 1, marker: true, outRegexp: "last start failed"},
-		{name: "an empty table does not replace rules", r: serviceRun{config: auto, rules: rules, empty: true}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "SAVE_EMPTY"},
-		{name: "SAVE_EMPTY=true saves an empty table", r: serviceRun{config: auto + "\nSAVE_EMPTY=true", rules: rules, empty: true}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n"},
-		{name: "an empty table replaces a file without rules", r: serviceRun{config: auto, rules: "# ipvsadm.rules\n", empty: true}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: "# ipvsadm.rules\n"},
-		{name: "a save that restores differently is refused", r: serviceRun{config: auto, rules: rules, scratchTable: "-A -t 10.0.0.1:80 -s wlc\n"}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm-save -n (scratch)",
-				"ipvsadm -L -n --thresholds (scratch)", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "different table"},
-		{name: "lost thresholds are refused", r: serviceRun{config: auto, rules: rules, scratchList: strings.Replace(fakeList, "0          0          3", "9          0          3", 1)}, action: "stop",
-			calls: append(save, "ipvsadm -C"), saved: rules, status: 1, outRegexp: "thresholds"},
-		{name: "a save that does not restore is refused", r: serviceRun{config: auto, rules: rules, fail: "ipvsadm-restore (strict) (scratch)"}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "unshare --net", "ip link set lo up", "ipvsadm-restore (strict) (scratch)", "ipvsadm -C"}, saved: rules, status: 1, outRegexp: "scratch network namespace"},
-		{name: "VERIFY_SAVE=parse checks the lines only", r: serviceRun{config: auto + "\nVERIFY_SAVE=parse", rules: rules}, action: "stop",
-			calls: []string{"ipvsadm-save -n", "ipvsadm-restore (check)", "ipvsadm -C"}, saved: "# ipvsadm.rules\n" + fakeSave},
+		{name: "stop SAVE_ON_STOP=true: no save after a failed start", r: serviceRun{config: auto + "\nSAVE_ON_STOP=true", rules: rules, marker: true}, action: "stop",
+			calls: []string{"ipvsadm -C"}, saved: rules, status: 1, marker: true, outRegexp: "last load failed"},
+		{name: "save saves", r: serviceRun{rules: rules}, action: "save", calls: save, saved: saved, mode: 0o644},
+		{name: "save keeps the old file's mode", r: serviceRun{config: auto, rules: rules, rulesMode: 0o600}, action: "save",
+			calls: save, saved: saved, mode: 0o600},
+		{name: "save creates the file", action: "save", calls: save, saved: saved, mode: 0o644},
+		{name: "failed save keeps the old rules", r: serviceRun{rules: rules, fail: "ipvsadm-save -n"}, action: "save",
+			calls: []string{"ipvsadm-save -n"}, saved: rules, status: 1, outRegexp: "left unchanged"},
+		{name: "no save after a failed start", r: serviceRun{rules: rules, marker: true}, action: "save",
+			calls: nil, saved: rules, status: 1, marker: true, outRegexp: "last load failed"},
+		{name: "an empty table does not replace rules", r: serviceRun{rules: rules, empty: true}, action: "save",
+			calls: []string{"ipvsadm-save -n"}, saved: rules, status: 1, outRegexp: "SAVE_EMPTY"},
+		{name: "SAVE_EMPTY=true saves an empty table", r: serviceRun{config: "SAVE_EMPTY=true", rules: rules, empty: true}, action: "save",
+			calls: save, saved: "# ipvsadm.rules\n"},
+		{name: "an empty table replaces a file without rules", r: serviceRun{rules: "# ipvsadm.rules\n", empty: true}, action: "save",
+			calls: save, saved: "# ipvsadm.rules\n"},
+		{name: "a save that restores differently is refused", r: serviceRun{rules: rules, scratchTable: "-A -t 10.0.0.1:80 -s wlc\n"}, action: "save",
+			calls: save[:6], saved: rules, status: 1, outRegexp: "different table"},
+		{name: "lost thresholds are refused", r: serviceRun{rules: rules, scratchList: strings.Replace(fakeList, "0          0          3", "9          0          3", 1)}, action: "save",
+			calls: save, saved: rules, status: 1, outRegexp: "thresholds"},
+		{name: "a save that does not restore is refused", r: serviceRun{rules: rules, fail: "ipvsadm-restore (proof off) (scratch)"}, action: "save",
+			calls: save[:4], saved: rules, status: 1, outRegexp: "scratch network namespace"},
+		{name: "VERIFY_SAVE=parse checks the lines only", r: serviceRun{config: "VERIFY_SAVE=parse", rules: rules}, action: "save",
+			calls: []string{"ipvsadm-save -n", "ipvsadm-restore (check)"}, saved: saved},
+		{name: "status lists the table", r: serviceRun{rules: rules}, action: "status", calls: []string{"ipvsadm -L -n"}, saved: rules},
+		{name: "status fails with ipvsadm", r: serviceRun{fail: "ipvsadm -L -n"}, action: "status", calls: []string{"ipvsadm -L -n"}, status: 2},
+		{name: "rate lists the rates", r: serviceRun{config: auto}, action: "rate", calls: []string{"ipvsadm -L -n --rate"}},
 		{name: "sync-start none", r: serviceRun{config: `DAEMON="none"`}, action: "sync-start", calls: nil, outRegexp: "no sync daemon"},
 		{name: "sync-start default config", action: "sync-start", calls: nil},
 		{name: "sync-start master defaults", r: serviceRun{config: `DAEMON="master"`}, action: "sync-start",
@@ -255,7 +272,8 @@ func TestServiceHelper(t *testing.T) {
 			calls: []string{"ipvsadm --stop-daemon master", "ipvsadm --stop-daemon backup"}},
 		{name: "sync-stop master", r: serviceRun{config: "DAEMON=master"}, action: "sync-stop", calls: []string{"ipvsadm --stop-daemon master"}},
 		{name: "sync-start bad DAEMON", r: serviceRun{config: "DAEMON=primary"}, action: "sync-start", calls: nil, outRegexp: "not none, master, backup or both"},
-		{name: "unknown action", action: "restart", calls: nil, status: 2, outRegexp: "usage"},
+		{name: "unknown action", action: "restart", calls: nil, status: 2,
+			outRegexp: "usage: .*ipvsadm-service start\\|stop\\|reload\\|load\\|save\\|status\\|rate\\|sync-start\\|sync-stop\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -285,6 +303,27 @@ func TestServiceHelper(t *testing.T) {
 				t.Errorf("output %q does not match %q", res.out, tt.outRegexp)
 			}
 		})
+	}
+}
+
+// TestShippedDefaultsDoNotSaveOnStop: with the packaged /etc/default/ipvsadm
+// and AUTO switched on, a stop clears the table and leaves the rules file
+// alone, as Debian's script does; the file says SAVE_ON_STOP="false".
+func TestShippedDefaultsDoNotSaveOnStop(t *testing.T) {
+	t.Parallel()
+	hosttool.Require(t, "sh", "dash")
+	b, err := os.ReadFile("default/ipvsadm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nSAVE_ON_STOP=\"false\"\n") || !strings.Contains(string(b), "\nAUTO=\"false\"\n") {
+		t.Fatalf("default/ipvsadm does not set AUTO=\"false\" and SAVE_ON_STOP=\"false\":\n%s", b)
+	}
+	rules := "# ipvsadm.rules\n-A -t 10.0.0.9:80 -s rr\n"
+	config := strings.Replace(string(b), "\nAUTO=\"false\"\n", "\nAUTO=\"true\"\n", 1)
+	res := serviceRun{config: config, rules: rules}.run(t, "stop")
+	if !slices.Equal(res.calls, []string{"ipvsadm -C"}) || res.status != 0 || res.rules != rules {
+		t.Errorf("stop with the shipped defaults and AUTO=true: calls %q, status %d, rules %q; want only the flush, 0, unchanged\n%s", res.calls, res.status, res.rules, res.out)
 	}
 }
 

@@ -1,9 +1,11 @@
 // Command ipvsadm-restore replaces the IPVS table with rules read from
 // stdin, like Debian's ipvsadm-restore script: lines starting with "#"
 // are dropped, the table is flushed, then the rest is restored with the
-// pipelined engine. Input that would make the script destroy rules is
-// refused before the flush, and SIGINT or SIGTERM ends the restore after
-// the lines already sent, with a report. See wrappers.RestoreRun.
+// pipelined engine. Input that would make the script destroy rules (a
+// line that does not parse, or that the kernel refuses when the input is
+// first restored in a scratch network namespace) is refused before the
+// flush, and SIGINT or SIGTERM ends the restore after the lines already
+// sent, with a report. See wrappers.RestoreRun.
 package main
 
 import (
@@ -28,5 +30,5 @@ func main() {
 		interrupt <- s
 	}()
 	os.Exit(wrappers.RestoreRun{Args: os.Args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Env: sysenv.Ipvsadm(), Getenv: os.Getenv, Interrupt: interrupt}.Run())
+		Env: sysenv.Ipvsadm(), Scratch: sysenv.OpenScratch, Getenv: os.Getenv, Interrupt: interrupt}.Run())
 }

@@ -42,6 +42,16 @@ func open() (ipvs.Client, error) {
 	return c, nil
 }
 
+// OpenScratch connects to IPVS in a new, empty network namespace of its
+// own (ipvs.OpenScratch), where ipvsadm-restore tries its input first.
+func OpenScratch() (ipvs.Client, error) {
+	c, err := ipvs.OpenScratch()
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // modprobe loads the ip_vs module the way ipvsadm does: /sbin/modprobe with
 // our standard streams, success only if it exits 0.
 func modprobe() error {

@@ -86,6 +86,8 @@ func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
 			report(n, "does not parse: %s", firstLine(ended.Stderr, "ipvsadm rejects it"))
 		case ended == nil && parsed.Command == ipvsadm.CmdRestore:
 			report(n, "is a nested restore (-R), which ipvsadm refuses")
+		case ended == nil && (parsed.Command == ipvsadm.CmdStartDaemon || parsed.Command == ipvsadm.CmdStopDaemon):
+			c.Daemons = append(c.Daemons, len(c.Lines))
 		}
 	}
 	if count > len(*problems) {
@@ -104,6 +106,9 @@ type Checked struct {
 	// Last is how many of those lines -R must read to have run every line
 	// that holds a command.
 	Last int
+	// Daemons holds which of those lines (counted from 1, as Last) start
+	// or stop a sync daemon, in order.
+	Daemons []int
 }
 
 // InputLine is the input line number of the n-th line -R reads (from 1).

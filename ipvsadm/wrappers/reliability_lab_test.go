@@ -115,11 +115,14 @@ func mountTmpfs(t *testing.T, dir, size string) {
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 }
 
+// saveOnStop is a configuration whose stop saves the table first.
+const saveOnStop = "AUTO=true\nSAVE_ON_STOP=true\n"
+
 // TestUnitSaveFullFileSystem: the rules directory is a 4 KiB tmpfs that
-// holds the old rules but not the new table: the stop fails, says why,
-// and the old rules are intact with no temporary file left. In a large
-// enough directory the same save succeeds, keeps the file's mode, and a
-// start restores the same table.
+// holds the old rules but not the new table: the stop (SAVE_ON_STOP=true)
+// fails, says why, and the old rules are intact with no temporary file
+// left. In a large enough directory the same save succeeds, keeps the
+// file's mode, and a start restores the same table.
 func TestUnitSaveFullFileSystem(t *testing.T) {
 	labtest.Netns(t)
 	old := "# ipvsadm.rules\n-A -t 10.0.0.1:80 -s rr\n"
@@ -133,7 +136,7 @@ func TestUnitSaveFullFileSystem(t *testing.T) {
 		if err := os.WriteFile(rules, []byte(old), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(dir+".default", []byte("AUTO=true\n"), 0o644); err != nil {
+		if err := os.WriteFile(dir+".default", []byte(saveOnStop), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r := unit(t, dir, "stop")
@@ -153,7 +156,7 @@ func TestUnitSaveFullFileSystem(t *testing.T) {
 	// Enough room: saved, verified in a scratch namespace, mode kept.
 	big := filepath.Join(t.TempDir(), "etc")
 	mountTmpfs(t, big, "1m")
-	for name, data := range map[string]string{filepath.Join(big, "ipvsadm.rules"): old, big + ".default": "AUTO=true\n"} {
+	for name, data := range map[string]string{filepath.Join(big, "ipvsadm.rules"): old, big + ".default": saveOnStop} {
 		if err := os.WriteFile(name, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -189,8 +192,9 @@ func TestUnitSaveFullFileSystem(t *testing.T) {
 
 // TestUnitStartRefusesBrokenRules: a start from a rules file with a line
 // that does not parse, a NUL byte, or no bytes at all leaves the table as
-// it was and fails, and the stop that follows does not save over the
-// file; a line the kernel refuses fails the start, naming the line.
+// it was and fails, and a save that follows does not write over the file;
+// a line the kernel refuses fails the start, naming the lines, with the
+// table as it was.
 func TestUnitStartRefusesBrokenRules(t *testing.T) {
 	labtest.Netns(t)
 	good := services(3, 2, 2)
@@ -221,17 +225,19 @@ func TestUnitStartRefusesBrokenRules(t *testing.T) {
 			if got := table(t); got != before {
 				t.Errorf("table changed:\n%s\nwant\n%s", got, before)
 			}
-			r = unit(t, dir, "stop")
-			if r.Code == 0 || !strings.Contains(r.Stdout, "last start failed") {
-				t.Errorf("stop after a failed start: %+v", r)
+			r = unit(t, dir, "save")
+			if r.Code == 0 || !strings.Contains(r.Stdout, "last load failed") {
+				t.Errorf("save after a failed start: %+v", r)
 			}
 			if b, _ := os.ReadFile(rules); string(b) != tc.rules {
-				t.Errorf("the stop saved over the rules: %q", b)
+				t.Errorf("the save wrote over the rules: %q", b)
 			}
 		})
 	}
 	t.Run("kernel error", func(t *testing.T) {
 		labtest.Netns(t)
+		restoreInput(t, good)
+		before := table(t)
 		dir := t.TempDir()
 		rules := "# ipvsadm.rules\n-A -t 10.9.0.1:80\n-A -t 10.9.0.1:80\n-A -t 10.9.0.2:80 -s nosuch\n-A -t 10.9.0.3:80\n"
 		if err := os.WriteFile(filepath.Join(dir, "ipvsadm.rules"), []byte(rules), 0o644); err != nil {
@@ -244,6 +250,9 @@ func TestUnitStartRefusesBrokenRules(t *testing.T) {
 		t.Logf("start: status %d\n%s", r.Code, r.Stdout)
 		if r.Code == 0 || !strings.Contains(r.Stdout, "2 lines failed (input lines 3, 4)") {
 			t.Errorf("start: %+v; want a failure naming lines 3 and 4", r)
+		}
+		if got := table(t); got != before {
+			t.Errorf("table changed:\n%s\nwant\n%s", got, before)
 		}
 	})
 }
@@ -337,8 +346,9 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 	t.Logf("%d SIGKILLs during -R of %d lines (a full restore took %v): every table a prefix; prefix lengths min %d, median %d, max %d",
 		kills, n, full.Round(time.Millisecond), lengths[0], lengths[len(lengths)/2], lengths[len(lengths)-1])
 
-	// SIGTERM to the wrapper.
-	interrupted, early := 0, 0
+	// SIGTERM to the wrapper, which restores the input twice: first in a
+	// scratch namespace (a signal there changes nothing), then for real.
+	interrupted, early, unchanged := 0, 0, 0
 	for range size(3, 50) {
 		before := objects(t)
 		cmd := exec.Command(labtest.Ours("ipvsadm-restore"))
@@ -348,7 +358,7 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(rng.Int64N(int64(full))))
+		time.Sleep(time.Duration(rng.Int64N(2 * int64(full))))
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		err := cmd.Wait()
 		k := prefixLength(t, lines)
@@ -370,16 +380,20 @@ func TestRestoreKilledLeavesPrefix(t *testing.T) {
 			if after := objects(t); !maps.Equal(after, before) {
 				t.Errorf("ipvsadm-restore killed before its handler ran, but the table changed (%d objects, %d before)", len(after), len(before))
 			}
-		case strings.Contains(errb.String(), "interrupted before the table was changed"),
-			strings.Contains(errb.String(), "interrupted after the table was flushed"):
-			if k != 0 && !strings.Contains(errb.String(), "before the table was changed") {
+		case strings.Contains(errb.String(), "interrupted before the table was changed"):
+			unchanged++
+			if after := objects(t); !maps.Equal(after, before) {
+				t.Errorf("report says the table was not changed, but it holds %d objects (%d before)", len(after), len(before))
+			}
+		case strings.Contains(errb.String(), "interrupted after the table was flushed"):
+			if k != 0 {
 				t.Errorf("report says no line restored, the table holds %d", k)
 			}
 		default:
 			t.Errorf("ipvsadm-restore after SIGTERM: %v, stderr %q", err, errb.String())
 		}
 	}
-	t.Logf("SIGTERM to ipvsadm-restore: %d runs stopped mid-restore, each report matched the table; %d signals came before the handler was installed, the table unchanged", interrupted, early)
+	t.Logf("SIGTERM to ipvsadm-restore: %d runs stopped mid-restore, each report matched the table; %d before the flush (most during the trial restore), the table unchanged; %d signals came before the handler was installed, the table unchanged", interrupted, unchanged, early)
 }
 
 // TestConcurrentRestores: 8 restores of disjoint rule sets at once into

@@ -88,7 +88,7 @@ func TestRestoreScriptRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tableWith(t)
 			var out, errb strings.Builder
-			st := RestoreScript([]string{"ipvsadm-restore"}, tc.stdin, &out, &errb, fakeEnv(t, f), tc.getenv)
+			st := restoreScript([]string{"ipvsadm-restore"}, tc.stdin, &out, &errb, fakeEnv(t, f), tc.getenv)
 			if st != 1 || out.String() != "" || errb.String() != tc.stderr {
 				t.Errorf("status %d, stdout %q, stderr\n%s\nwant 1, \"\",\n%s", st, out.String(), errb.String(), tc.stderr)
 			}
@@ -100,7 +100,7 @@ func TestRestoreScriptRefusals(t *testing.T) {
 	// Invalid UTF-8 outside a UTF-8 locale is text to grep: restored.
 	f := tableWith(t)
 	var errb strings.Builder
-	if st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader("# \xff\n-A -t 10.0.0.2:80\n"), io.Discard, &errb, fakeEnv(t, f), envOf("LANG", "C")); st != 0 || errb.Len() > 0 {
+	if st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader("# \xff\n-A -t 10.0.0.2:80\n"), io.Discard, &errb, fakeEnv(t, f), envOf("LANG", "C")); st != 0 || errb.Len() > 0 {
 		t.Errorf("C locale: status %d, stderr %q", st, errb.String())
 	}
 }
@@ -108,7 +108,7 @@ func TestRestoreScriptRefusals(t *testing.T) {
 func TestRestoreScriptCheckOnly(t *testing.T) {
 	for input, want := range map[string]int{"-A -t 10.0.0.2:80\n": 0, "-A -t 10.0.0.2\n-A\n": 1} {
 		f := tableWith(t)
-		st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), io.Discard, io.Discard, fakeEnv(t, f), envOf("LVSKIT_RESTORE_CHECK", "1"))
+		st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), io.Discard, io.Discard, fakeEnv(t, f), envOf("LVSKIT_RESTORE_CHECK", "1"))
 		if st != want {
 			t.Errorf("%q: status %d, want %d", input, st, want)
 		}
@@ -118,33 +118,177 @@ func TestRestoreScriptCheckOnly(t *testing.T) {
 	}
 }
 
-// TestRestoreScriptStrict: with LVSKIT_RESTORE_STRICT=1 (the unit's boot
-// restore) a line the kernel refused fails the run and is named by its
-// input line number; without it, the status is the last line's.
-func TestRestoreScriptStrict(t *testing.T) {
+// trial is what a refused trial restore prints after ipvsadm's messages.
+const trial = " in a trial restore into an empty scratch network namespace\n" + refused
+
+// TestRestoreScriptKernelRefusals: a line the kernel refuses in the trial
+// restore (a duplicate service, an unknown scheduler) leaves the table
+// untouched and fails, naming the input lines after ipvsadm's own
+// messages; LVSKIT_RESTORE_STRICT=1 changes nothing. With
+// LVSKIT_RESTORE_PROOF=off the table is flushed and restored as Debian's
+// script does, and the same lines still fail the run.
+func TestRestoreScriptKernelRefusals(t *testing.T) {
 	input := "# header\n-A -t 10.0.0.2:80\n\n-A -t 10.0.0.2:80\n# c\n-A -t 10.0.0.3:80 -s nosuch\n-A -t 10.0.0.4:80\n"
-	for _, strict := range []bool{false, true} {
+	messages := "Service already exists\nScheduler or persistence engine not found\n"
+	for _, tc := range []struct {
+		name   string
+		getenv func(string) string
+		stderr string
+		table  string
+	}{
+		{"default", envOf(), messages + "ipvsadm-restore: 2 lines failed (input lines 4, 6)" + trial, untouched},
+		{"strict", envOf("LVSKIT_RESTORE_STRICT", "1"), messages + "ipvsadm-restore: 2 lines failed (input lines 4, 6)" + trial, untouched},
+		{"proof off", envOf("LVSKIT_RESTORE_PROOF", "off"),
+			messages + "ipvsadm-restore: 2 lines failed (input lines 4, 6); the table does not hold what they ask for\n",
+			"-A -t 10.0.0.2:80 -s wlc\n-A -t 10.0.0.4:80 -s wlc\n"},
+	} {
 		f := tableWith(t)
-		var errb strings.Builder
-		getenv := envOf()
-		if strict {
-			getenv = envOf("LVSKIT_RESTORE_STRICT", "1")
+		var out, errb strings.Builder
+		st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), &out, &errb, fakeEnv(t, f), tc.getenv)
+		if st != 1 || out.Len() > 0 || errb.String() != tc.stderr {
+			t.Errorf("%s: status %d, stdout %q, stderr\n%s\nwant 1, \"\",\n%s", tc.name, st, out.String(), errb.String(), tc.stderr)
 		}
-		st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), io.Discard, &errb, fakeEnv(t, f), getenv)
-		want, wantErr := 0, "Service already exists\nScheduler or persistence engine not found\n"
-		if strict {
-			want, wantErr = 1, wantErr+"ipvsadm-restore: 2 lines failed (input lines 4, 6); the table does not hold what they ask for\n"
-		}
-		if st != want || errb.String() != wantErr {
-			t.Errorf("strict %v: status %d, stderr %q; want %d, %q", strict, st, errb.String(), want, wantErr)
+		if got := saved(t, f); got != tc.table {
+			t.Errorf("%s: table afterwards %q, want %q", tc.name, got, tc.table)
 		}
 	}
-	// A line that ends the restore early (-h) is a failure in strict mode.
+
+	// One refused line after many good ones, the last line.
+	var many strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&many, "-A -t 10.1.%d.%d:80 -s rr\n", i/250, i%250+1)
+	}
+	many.WriteString("-A -t 10.2.0.1:80 -s wrrr\n")
 	f := tableWith(t)
 	var errb strings.Builder
-	st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader("-A -t 10.0.0.2:80\n-v\n-A -t 10.0.0.3:80\n"), io.Discard, &errb, fakeEnv(t, f), envOf("LVSKIT_RESTORE_STRICT", "1"))
-	if st != 1 || !strings.Contains(errb.String(), "the restore ended at input line 2; later lines were not restored") {
-		t.Errorf("early end: status %d, stderr %q", st, errb.String())
+	st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(many.String()), io.Discard, &errb, fakeEnv(t, f), envOf())
+	if want := "Scheduler or persistence engine not found\nipvsadm-restore: 1 line failed (input line 1001)" + trial; st != 1 || errb.String() != want {
+		t.Errorf("refused last line: status %d, stderr %q; want 1, %q", st, errb.String(), want)
+	}
+	if got := saved(t, f); got != untouched {
+		t.Errorf("refused last line: table afterwards %q, want it untouched", got)
+	}
+}
+
+// TestRestoreScriptEarlyEnd: a line that ends the restore before the last
+// line (-v) is refused by the trial, and fails the run without it; -h or
+// -v as the last line is no failure.
+func TestRestoreScriptEarlyEnd(t *testing.T) {
+	input := "-A -t 10.0.0.2:80\n-v\n-A -t 10.0.0.3:80\n"
+	f := tableWith(t)
+	var out, errb strings.Builder
+	st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), &out, &errb, fakeEnv(t, f), envOf())
+	want := "ipvsadm-restore: a trial restore into an empty scratch network namespace ended at input line 2; later lines would not be restored\n" + refused
+	if st != 1 || out.Len() > 0 || errb.String() != want || saved(t, f) != untouched {
+		t.Errorf("trial: status %d, stdout %q, stderr %q, table %q; want 1, nothing, %q, untouched", st, out.String(), errb.String(), saved(t, f), want)
+	}
+	out.Reset()
+	errb.Reset()
+	st = restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(input), &out, &errb, fakeEnv(t, f), envOf("LVSKIT_RESTORE_PROOF", "off"))
+	want = "ipvsadm-restore: the restore ended at input line 2; later lines were not restored\n"
+	if st != 1 || !strings.HasPrefix(out.String(), "ipvsadm v1.31") || errb.String() != want || saved(t, f) != "-A -t 10.0.0.2:80 -s wlc\n" {
+		t.Errorf("proof off: status %d, stdout %q, stderr %q, table %q; want 1, the version, %q, line 1", st, out.String(), errb.String(), saved(t, f), want)
+	}
+	out.Reset()
+	errb.Reset()
+	st = restoreScript([]string{"ipvsadm-restore"}, strings.NewReader("-A -t 10.0.0.2:80\n-v\n"), &out, &errb, fakeEnv(t, f), envOf())
+	if st != 0 || !strings.HasPrefix(out.String(), "ipvsadm v1.31") || errb.Len() > 0 || saved(t, f) != "-A -t 10.0.0.2:80 -s wlc\n" {
+		t.Errorf("-v last: status %d, stdout %q, stderr %q, table %q; want 0, the version once, nothing, line 1", st, out.String(), errb.String(), saved(t, f))
+	}
+}
+
+// noDaemons is a scratch kernel that fails every sync daemon request, as
+// a scratch namespace without the host's interfaces and daemons would.
+type noDaemons struct{ *fakeKernel }
+
+func (k noDaemons) Exec(req ipvs.Request) error {
+	if req.Cmd == ipvs.CmdNewDaemon || req.Cmd == ipvs.CmdDelDaemon {
+		return &ipvs.OpError{Op: req.Cmd, Err: unix.ENODEV}
+	}
+	return k.fakeKernel.Exec(req)
+}
+
+// TestRestoreScriptTrial: sync daemon lines are left out of the trial;
+// the scratch table is emptied when the trial ends; the real table is
+// flushed and restored only after it.
+func TestRestoreScriptTrial(t *testing.T) {
+	var scratches []*ipvstest.Fake
+	run := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdout: io.Discard, Getenv: envOf(),
+		Scratch: func() (ipvs.Client, error) {
+			f := ipvstest.New()
+			scratches = append(scratches, f)
+			return noDaemons{&fakeKernel{f}}, nil
+		}}
+	f := tableWith(t)
+	var errb strings.Builder
+	run.Stdin = strings.NewReader("-A -t 10.0.0.2:80\n--start-daemon master --mcast-interface lo\n-a -t 10.0.0.2:80 -r 10.1.1.1:80 -m\n")
+	run.Stderr, run.Env = &errb, fakeEnv(t, f)
+	if st := run.Run(); st != 0 || errb.Len() > 0 {
+		t.Errorf("status %d, stderr %q; want 0 and nothing", st, errb.String())
+	}
+	if got, want := saved(t, f), "-A -t 10.0.0.2:80 -s wlc\n-a -t 10.0.0.2:80 -r 10.1.1.1:80 -m -w 1\n"; got != want {
+		t.Errorf("table %q, want %q", got, want)
+	}
+	if d, _ := f.Daemons(); len(d) != 1 {
+		t.Errorf("daemons in the real table: %+v, want the master", d)
+	}
+	if len(scratches) != 1 {
+		t.Fatalf("%d scratch tables opened, want 1", len(scratches))
+	}
+	if svcs, _ := scratches[0].Services(); len(svcs) != 0 {
+		t.Errorf("the scratch table holds %d services after the trial, want it emptied", len(svcs))
+	}
+}
+
+// TestRestoreScriptWithoutScratch: when no scratch table can be had (no
+// CAP_SYS_ADMIN), the restore is refused while the real table could be
+// changed, and LVSKIT_RESTORE_PROOF=off restores it; when the real table
+// cannot be opened either (not root), the run is Debian's. A scratch
+// table that IPVS does not answer in is retried once the module loader
+// ran.
+func TestRestoreScriptWithoutScratch(t *testing.T) {
+	noNamespace := func() (ipvs.Client, error) {
+		return nil, fmt.Errorf("scratch network namespace: unshare(CLONE_NEWNET): %w", unix.EPERM)
+	}
+	f := tableWith(t)
+	var errb strings.Builder
+	run := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader("-A -t 10.0.0.2:80\n"), Stdout: io.Discard, Stderr: &errb,
+		Env: fakeEnv(t, f), Scratch: noNamespace, Getenv: envOf()}
+	want := "ipvsadm-restore: cannot try the input first: scratch network namespace: unshare(CLONE_NEWNET): operation not permitted\n" +
+		"ipvsadm-restore: the IPVS table was not changed (LVSKIT_RESTORE_PROOF=off restores without the trial)\n"
+	if st := run.Run(); st != 1 || errb.String() != want || saved(t, f) != untouched {
+		t.Errorf("no namespace: status %d, stderr %q, table %q; want 1, %q, untouched", st, errb.String(), saved(t, f), want)
+	}
+	errb.Reset()
+	run.Stdin, run.Getenv = strings.NewReader("-A -t 10.0.0.2:80\n"), envOf("LVSKIT_RESTORE_PROOF", "off")
+	if st := run.Run(); st != 0 || errb.Len() > 0 || saved(t, f) != "-A -t 10.0.0.2:80 -s wlc\n" {
+		t.Errorf("proof off: status %d, stderr %q, table %q", st, errb.String(), saved(t, f))
+	}
+
+	// Not root: both ipvsadm runs fail to start, as under Debian's script.
+	errb.Reset()
+	run.Stdin, run.Getenv = strings.NewReader("-A -t 10.0.0.2:80\n"), envOf()
+	run.Env = ipvsadm.Env{Open: func() (ipvs.Client, error) { return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.EPERM} }}
+	initError := "Can't initialize ipvs: Permission denied (you must be root)\nAre you sure that IP Virtual Server is built in the kernel or as module?\n"
+	if st := run.Run(); st != 2 || errb.String() != initError+initError {
+		t.Errorf("not root: status %d, stderr %q; want 2 and ipvsadm's message twice", st, errb.String())
+	}
+
+	// No IPVS answering until the module loader ran.
+	f = tableWith(t)
+	errb.Reset()
+	loaded, tries := false, 0
+	run.Stdin, run.Env = strings.NewReader("-A -t 10.0.0.2:80 -s nosuch\n"), fakeEnv(t, f)
+	run.Env.Modprobe = func() error { loaded = true; return nil }
+	run.Scratch = func() (ipvs.Client, error) {
+		tries++
+		if !loaded {
+			return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.ENOPROTOOPT}
+		}
+		return scratch()
+	}
+	if st := run.Run(); st != 1 || tries != 2 || !strings.HasSuffix(errb.String(), trial) || saved(t, f) != untouched {
+		t.Errorf("module loaded for the trial: status %d after %d tries, stderr %q, table %q; want a refusal after 2", st, tries, errb.String(), saved(t, f))
 	}
 }
 
@@ -175,7 +319,8 @@ func (p *interruptingPipeline) Submit(req ipvs.Request, done func(error)) error 
 
 // TestRestoreScriptInterrupted: SIGTERM in the middle of the restore ends
 // it after the lines already sent are answered; the report names the last
-// input line restored and the table holds exactly the lines before it.
+// input line restored and the table holds exactly the lines before it. A
+// signal before the flush, or during the trial, changes nothing.
 func TestRestoreScriptInterrupted(t *testing.T) {
 	var input strings.Builder
 	input.WriteString("# rules\n")
@@ -198,7 +343,7 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 	}
 	var errb strings.Builder
 	st := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader(input.String()), Stdout: io.Discard, Stderr: &errb,
-		Env: env, Getenv: envOf(), Interrupt: sig}.Run()
+		Env: env, Scratch: scratch, Getenv: envOf(), Interrupt: sig}.Run()
 	if st != 128+int(syscall.SIGTERM) {
 		t.Fatalf("status %d, want %d; stderr %q", st, 128+int(syscall.SIGTERM), errb.String())
 	}
@@ -231,12 +376,27 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 	early <- syscall.SIGINT
 	errb.Reset()
 	st = RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader("-A -t 10.0.0.2:80\n"), Stdout: io.Discard, Stderr: &errb,
-		Env: fakeEnv(t, f), Getenv: envOf(), Interrupt: early}.Run()
+		Env: fakeEnv(t, f), Scratch: scratch, Getenv: envOf(), Interrupt: early}.Run()
 	if st != 130 || errb.String() != "ipvsadm-restore: interrupted before the table was changed\n" {
 		t.Errorf("status %d, stderr %q; want 130 and a report", st, errb.String())
 	}
 	if got := saved(t, f); got != untouched {
 		t.Errorf("table %q, want untouched", got)
+	}
+
+	// During the trial: nothing changes either.
+	f = tableWith(t)
+	sig = make(chan os.Signal, 1)
+	errb.Reset()
+	st = RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader(input.String()), Stdout: io.Discard, Stderr: &errb,
+		Env: fakeEnv(t, f), Getenv: envOf(), Interrupt: sig, Scratch: func() (ipvs.Client, error) {
+			return &interruptingKernel{fakeKernel: &fakeKernel{ipvstest.New()}, n: 700, sig: sig}, nil
+		}}.Run()
+	if st != 128+int(syscall.SIGTERM) || errb.String() != "ipvsadm-restore: interrupted before the table was changed\n" {
+		t.Errorf("signal during the trial: status %d, stderr %q; want %d and a report", st, errb.String(), 128+int(syscall.SIGTERM))
+	}
+	if got := saved(t, f); got != untouched {
+		t.Errorf("signal during the trial: table %q, want untouched", got)
 	}
 }
 
@@ -314,7 +474,7 @@ func FuzzRestoreScriptRefusal(f *testing.F) {
 		if utf8 {
 			getenv = envOf("LANG", "C.UTF-8")
 		}
-		st := RestoreScript([]string{"ipvsadm-restore"}, strings.NewReader(string(input)), io.Discard, &errb, fakeEnv(t, fk), getenv)
+		st := restoreScript([]string{"ipvsadm-restore"}, strings.NewReader(string(input)), io.Discard, &errb, fakeEnv(t, fk), getenv)
 		refusedRun := strings.HasSuffix(errb.String(), refused)
 		if refusedRun && (st != 1 || saved(t, fk) != untouched) {
 			t.Fatalf("refused with status %d, table %q", st, saved(t, fk))

@@ -1,10 +1,10 @@
 // Package wrappers is Debian's ipvsadm-save and ipvsadm-restore scripts,
 // which the ipvsadm package ships beside the binary: SaveScript and
-// RestoreScript (RestoreRun with signals and a report) behave like the
-// bash scripts, running ipvsadm in-process, except where a script would
-// lose a rule set (docs/compatibility.md lists those differences). Check
-// reads a restore's whole input with ipvsadm's parser before the table is
-// flushed.
+// RestoreRun behave like the bash scripts, running ipvsadm in-process,
+// except where a script would lose a rule set (docs/compatibility.md lists
+// those differences). Check reads a restore's whole input with ipvsadm's
+// parser, and RestoreRun tries it in a scratch table, before the real
+// table is flushed.
 package wrappers
 
 import (
@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
 )
 
@@ -149,37 +150,46 @@ func scriptName(arg0 string) string {
 	return name
 }
 
-// RestoreScript behaves like Debian's ipvsadm-restore script: arguments
-// are ignored; all of stdin is read through `grep -v '^#'` (lines starting
-// with '#' dropped) into a shell variable, then "ipvsadm -C" flushes the
-// table, then `echo "$INPUT" | ipvsadm -R` restores what was read. Both
-// ipvsadm runs happen in-process with env; the status is the restore's.
-// See RestoreRun for where it deliberately differs.
-func RestoreScript(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env, getenv func(string) string) int {
-	return RestoreRun{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, Getenv: getenv}.Run()
-}
-
-// RestoreRun is one run of the ipvsadm-restore wrapper.
+// RestoreRun is one run of the ipvsadm-restore wrapper, which behaves like
+// Debian's ipvsadm-restore script: arguments are ignored; all of stdin is
+// read through `grep -v '^#'` (lines starting with '#' dropped) into a
+// shell variable, then "ipvsadm -C" flushes the table, then `echo "$INPUT"
+// | ipvsadm -R` restores what was read. Both ipvsadm runs happen
+// in-process with Env.
 //
 // The input is read completely before the flush, as the script does, so
 // that `ipvsadm-save | ipvsadm-restore` saves the whole table before it is
 // flushed. Like the script's variable, it is held in memory.
 //
-// Where Debian's script would flush the table and then silently restore
-// less than the input, Run refuses before flushing, names the lines and
-// exits 1 (see Check): a read error on stdin, a NUL byte, a line grep
-// would drop as not UTF-8, a line ipvsadm cannot parse. Every other input
-// gets the script's output and status, byte for byte.
+// Where Debian's script would flush the table and then restore less than
+// the input, Run refuses before flushing, names the lines and exits 1:
+//   - a read error on stdin, a NUL byte, a line grep would drop as not
+//     UTF-8, a line ipvsadm cannot parse (see Check);
+//   - a line the kernel refuses, or a restore that ends before the last
+//     line (-h, -v, a failed listing): the input is first restored into
+//     an empty table of its own (Scratch), and the real table is flushed
+//     only if every line succeeded there.
+//
+// A line that still fails in the real table makes the status 1 too,
+// naming the lines. Every other input gets the script's output and
+// status, byte for byte.
 type RestoreRun struct {
 	Args           []string
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Env            ipvsadm.Env
+	// Scratch opens IPVS in an empty table nothing else uses, where the
+	// input is tried first (the real command: a new network namespace,
+	// ipvs.OpenScratch). Sync daemon lines are left out of the trial: they
+	// depend on the host's interfaces and daemons, not on the input. If
+	// Scratch is nil or fails while the real table can be opened, Run
+	// refuses the input.
+	Scratch func() (ipvs.Client, error)
 	// Getenv reads the environment: the locale (LC_ALL, LC_CTYPE, LANG)
 	// decides what grep takes for text; LVSKIT_RESTORE_CHECK=1 stops after
-	// the check (nothing changes; status 0 or 1); LVSKIT_RESTORE_STRICT=1
-	// makes any line that did not succeed, and a restore that ended
-	// before the last line, a failure (status 1) naming the input lines.
+	// the check (nothing changes; status 0 or 1); LVSKIT_RESTORE_PROOF=off
+	// restores without the trial in Scratch. LVSKIT_RESTORE_STRICT=1 is
+	// accepted: what it asked for is the default.
 	Getenv func(string) string
 	// Interrupt, if not nil, delivers SIGINT or SIGTERM. Before the flush
 	// it ends the run with nothing changed; during the restore, the
@@ -248,11 +258,23 @@ func (r RestoreRun) Run() int {
 		}
 	}
 	kept, warning := grepComments(data, utf8)
+	input := bytes.TrimRight(kept, "\n")
+	if r.Getenv("LVSKIT_RESTORE_PROOF") != "off" {
+		if status, done := r.try(input, &checked, say); done {
+			return status
+		}
+	}
 	io.WriteString(r.Stderr, warning)
 	env := r.Env
 	env.RestoreEngine = ipvsadm.Tracked(ipvsadm.DefaultWindow, pr)
+	opened := false
+	env.Open = func() (ipvs.Client, error) {
+		c, err := r.Env.Open()
+		opened = err == nil
+		return c, err
+	}
 	ipvsadm.Main([]string{ipvsadmName, "-C"}, nil, r.Stdout, r.Stderr, env)
-	status := ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(bytes.TrimRight(kept, "\n")), r.Stdout, r.Stderr, env)
+	status := ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(input), r.Stdout, r.Stderr, env)
 	if pr.Caught != nil {
 		if pr.Read == 0 {
 			say("interrupted after the table was flushed, before any line was restored")
@@ -261,29 +283,142 @@ func (r RestoreRun) Run() int {
 		}
 		return signalStatus(pr.Caught)
 	}
-	if r.Getenv("LVSKIT_RESTORE_STRICT") == "1" {
-		failed := false
-		if pr.Failures > 0 {
-			lines := make([]string, len(pr.Failed))
-			for i, n := range pr.Failed {
-				lines[i] = strconv.Itoa(checked.InputLine(n))
-			}
-			more := ""
-			if pr.Failures > len(pr.Failed) {
-				more = fmt.Sprintf(" and %d more", pr.Failures-len(pr.Failed))
-			}
-			say("%d lines failed (input lines %s%s); the table does not hold what they ask for", pr.Failures, strings.Join(lines, ", "), more)
-			failed = true
-		}
-		if pr.Read < checked.Last {
-			say("the restore ended at input line %d; later lines were not restored", checked.InputLine(pr.Read))
-			failed = true
-		}
-		if failed {
-			return statusRefused
-		}
+	if !opened {
+		// IPVS could not be opened (not root, no IPVS): nothing changed,
+		// and ipvsadm said so as Debian's script does.
+		return status
+	}
+	failed := false
+	if pr.Failures > 0 {
+		say("%s; the table does not hold what they ask for", failedLines(pr, &checked))
+		failed = true
+	}
+	if pr.Read < checked.Last {
+		say("the restore ended at input line %d; later lines were not restored", checked.InputLine(pr.Read))
+		failed = true
+	}
+	if failed {
+		return statusRefused
 	}
 	return status
+}
+
+// try restores input into a table of its own (r.Scratch) before the real
+// one is touched. It reports done, with the run's status, when the input
+// must not be restored: a line failed there, the restore would end early,
+// a signal came, or no scratch table could be had while the real table
+// can be changed.
+func (r RestoreRun) try(input []byte, checked *Checked, say func(string, ...any)) (status int, done bool) {
+	client, err := r.openScratch()
+	if err != nil {
+		if !r.tableOpens() {
+			// Nothing this run could change (not root, no IPVS): the
+			// restore fails as Debian's script does.
+			return 0, false
+		}
+		say("cannot try the input first: %v", err)
+		say("the IPVS table was not changed (LVSKIT_RESTORE_PROOF=off restores without the trial)")
+		return statusRefused, true
+	}
+	pr := &ipvsadm.Progress{Interrupt: r.Interrupt}
+	env := r.Env
+	env.Open = func() (ipvs.Client, error) { return scratchTable{client}, nil }
+	env.Modprobe = nil
+	env.RestoreEngine = ipvsadm.Tracked(ipvsadm.DefaultWindow, pr)
+	var msgs bytes.Buffer
+	ipvsadm.Main([]string{ipvsadmName, "-R"}, echo(blankLines(input, checked.Daemons)), io.Discard, &msgs, env)
+	if pr.Caught != nil {
+		say("interrupted before the table was changed")
+		return signalStatus(pr.Caught), true
+	}
+	ended := pr.Read < checked.Last
+	if pr.Failures == 0 && !ended {
+		return 0, false
+	}
+	// ipvsadm's own messages for the lines, then which lines they were.
+	r.Stderr.Write(msgs.Bytes())
+	if pr.Failures > 0 {
+		say("%s in a trial restore into an empty scratch network namespace", failedLines(pr, checked))
+	}
+	if ended {
+		say("a trial restore into an empty scratch network namespace ended at input line %d; later lines would not be restored", checked.InputLine(pr.Read))
+	}
+	say("input refused; the IPVS table was not changed")
+	return statusRefused, true
+}
+
+// openScratch opens the scratch table, loading the IPVS module once if
+// IPVS did not answer there, as ipvsadm does at start-up.
+func (r RestoreRun) openScratch() (ipvs.Client, error) {
+	if r.Scratch == nil {
+		return nil, errors.New("no scratch table to try the input in")
+	}
+	c, err := r.Scratch()
+	var opErr *ipvs.OpError
+	if err != nil && errors.As(err, &opErr) && r.Env.Modprobe != nil && r.Env.Modprobe() == nil {
+		c, err = r.Scratch()
+	}
+	return c, err
+}
+
+// tableOpens reports whether the real table can be opened, and so changed.
+func (r RestoreRun) tableOpens() bool {
+	c, err := r.Env.Open()
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_, err = c.Info()
+	return err == nil
+}
+
+// scratchTable empties the scratch table when the trial closes it: its
+// memory is then freed at once, not when the kernel gets round to
+// dismantling the namespace, and the real restore that follows does not
+// need room for two copies of the table.
+type scratchTable struct{ ipvs.Client }
+
+func (s scratchTable) Close() error {
+	return errors.Join(s.Exec(ipvs.Request{Cmd: ipvs.CmdFlush}), s.Client.Close())
+}
+
+// failedLines is "N lines failed (input lines a, b, ...)" for pr.
+func failedLines(pr *ipvsadm.Progress, checked *Checked) string {
+	lines := make([]string, len(pr.Failed))
+	for i, n := range pr.Failed {
+		lines[i] = strconv.Itoa(checked.InputLine(n))
+	}
+	more := ""
+	if pr.Failures > len(pr.Failed) {
+		more = fmt.Sprintf(" and %d more", pr.Failures-len(pr.Failed))
+	}
+	if pr.Failures == 1 {
+		return fmt.Sprintf("1 line failed (input line %s)", lines[0])
+	}
+	return fmt.Sprintf("%d lines failed (input lines %s%s)", pr.Failures, strings.Join(lines, ", "), more)
+}
+
+// blankLines is input with the given lines (numbered from 1) made empty,
+// so that every other line keeps its number.
+func blankLines(input []byte, lines []int) []byte {
+	if len(lines) == 0 {
+		return input
+	}
+	out := make([]byte, 0, len(input))
+	next := 0
+	for n, rest := 1, input; ; n++ {
+		line, after, found := bytes.Cut(rest, []byte{'\n'})
+		if next < len(lines) && lines[next] == n {
+			next++
+		} else {
+			out = append(out, line...)
+		}
+		if !found {
+			return out
+		}
+		out = append(out, '\n')
+		rest = after
+	}
 }
 
 // maxLineLength bounds one input line, and so the memory a restore can be

@@ -74,6 +74,15 @@ func fakeEnv(t testing.TB, f *ipvstest.Fake) ipvsadm.Env {
 	}
 }
 
+// scratch is a fresh fake kernel: the empty table a restore is tried in.
+func scratch() (ipvs.Client, error) { return ipvstest.New(), nil }
+
+// restoreScript runs ipvsadm-restore on the fake kernel of env, trying the
+// input in a scratch fake first.
+func restoreScript(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env, getenv func(string) string) int {
+	return RestoreRun{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, Scratch: scratch, Getenv: getenv}.Run()
+}
+
 // fakeKernel keeps the fake usable after a process closes its client, as
 // the kernel's tables outlive one ipvsadm process.
 type fakeKernel struct{ *ipvstest.Fake }
@@ -154,8 +163,9 @@ func TestRestoreScript(t *testing.T) {
 			scriptRun{"", "ipvsadm-restore: line 2: does not parse: it does not start with an ipvsadm command option\n" + refused, 1}, untouched},
 		{"trailing white space is kept by the final newline", "-A -t 10.0.0.2:80  ",
 			scriptRun{"", "", 0}, "-A -t 10.0.0.2:80 -s wlc\n"},
-		{"kernel error last", "-A -t 10.0.0.2:80\n-A -t 10.0.0.2:80\n\n\n",
-			scriptRun{"", "Service already exists\n", 255}, "-A -t 10.0.0.2:80 -s wlc\n"},
+		// Debian's script flushes, restores line 1 and exits 255.
+		{"kernel error is refused", "-A -t 10.0.0.2:80\n-A -t 10.0.0.2:80\n\n\n",
+			scriptRun{"", "Service already exists\nipvsadm-restore: 1 line failed (input line 2)" + trial, 1}, untouched},
 		// Debian's script flushes and restores nothing (echo takes -n).
 		{"echo option is refused", "-n\n", scriptRun{"", "ipvsadm-restore: line 1: does not parse: it does not start with an ipvsadm command option\n" + refused, 1}, untouched},
 		{"NUL", "-A -t 10.0.0.2:80\n-A -t 10.0.0.3:80\x00\n", scriptRun{"", "ipvsadm-restore: line 2: holds a NUL byte (column 18): this is not a rules file\n" + refused, 1}, untouched},
@@ -177,7 +187,7 @@ func TestRestoreScript(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out, errb strings.Builder
-			st := RestoreScript([]string{"ipvsadm-restore", "-x"}, strings.NewReader(tc.input), &out, &errb, fakeEnv(t, f), func(string) string { return "" })
+			st := restoreScript([]string{"ipvsadm-restore", "-x"}, strings.NewReader(tc.input), &out, &errb, fakeEnv(t, f), func(string) string { return "" })
 			got := scriptRun{out.String(), errb.String(), st}
 			if got != tc.want {
 				t.Errorf("got %+v, want %+v", got, tc.want)
