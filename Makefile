@@ -7,10 +7,7 @@ DESTDIR  ?=
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # disablethp=1 (a runtime GODEBUG setting that //go:debug does not accept)
 # keeps the Go heap off transparent huge pages from the runtime's first
-# allocation, before main can ask (sysenv.SmallPages): where THP is
-# "always", Debian's default, the first 2 MiB of heap was one huge page
-# and `ipvsadm -Ln` of 10,000 services peaked 0.5-2.3 MiB higher, varying
-# from run to run (docs/benchmarks-history.md, session 14).
+# allocation, before main can ask (sysenv.SmallPages): decision 0011.
 LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION) -X runtime.godebugDefault=disablethp=1
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
@@ -72,8 +69,8 @@ labrun:
 	$(GO) build -o $(LABRUN) ./lab/labrun
 
 ## soak-lvsprep: 1,000 random SIGKILLs of lvsprep during apply and undo,
-## each followed by --undo and a host snapshot compare (issue 14's figure;
-## about 0.6 s a kill in the lab: 624 s for 1,000 at 4f6e7e5)
+## each followed by --undo and a host snapshot compare (the figure in
+## docs/reliability.md; about 0.6 s a kill in the lab)
 soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep

@@ -167,9 +167,8 @@ func TestBenchmarks(t *testing.T) {
 		restores := c.reps
 		if cfg.mode == "full" && c.services >= 1000 && c.services <= 10000 {
 			// The growth from 1,000 to 10,000 services compares restores
-			// of a few seconds: a single restore of 10,000 × 10 varied by
-			// up to 1.7× within one boot, and three samples gave growth
-			// figures that seven did not confirm (docs/benchmarks-history.md, session 16).
+			// of a few seconds that vary by up to 1.7× within one boot:
+			// three samples are too few (decision 0012).
 			restores = minRestores
 		}
 		t.Run(c.name(), func(t *testing.T) {
@@ -250,35 +249,17 @@ func (s side) restoreAndFlush(t *testing.T, tab *table, path string, cases map[s
 }
 
 // measureCase measures every operation on one table, with no other
-// table in the kernel while an operation runs. Each repetition lets each
-// side in turn restore the table into a fresh namespace (the kernel keeps
-// deleted destinations in a trash list for a minute or two and searches
-// it, one entry at a time, for every destination added: a flushed table
-// would make restores quadratic) and flush it again; then a table restored
-// by the floor (unmeasured) is listed, saved and zeroed by all three (one
-// table, one dump order). Restores beyond the repetitions (up to
-// restores) restore and flush alone.
-//
-// One table at a time because the kernel keeps the services of every
-// namespace in one hash table of 256 buckets and walks a bucket's chain
-// for every request that names a service: another namespace's 10,000
-// services lengthen the chains of the table being measured (a floor
-// listing of 1,000 × 10 took 127–149 ms alone and 180–341 ms beside two
-// tables of 10,000 × 10 in one boot), which made every operation grow
-// faster than its table and no production director has.
-//
-// Every listing and saving, of each side, runs right after a getsockopt
-// floor listing of the same table (recorded as that floor's sample).
-// QEMU's TCG emulates the TLB in software, in a table whose size it
-// changes only when the guest flushes its TLB (as a switch between
-// processes does), so a program that spends its life in one long string
-// of system calls keeps the size it started with, which depends on what
-// ran before it. In one boot, on shared 10,000 × 10, our -Sn took
-// 2.6–2.9 s right after that floor and 6.8–12.0 s after two short
-// processes; the reference's took 8.0–14.9 s and 8.5–15.8 s (five
-// rounds each). Unprimed (session 16's run), our -Sn of that table took
-// 3.9–4.5 s where the getsockopt floor had run just before it and
-// 5.3–9.9 s where the reference had.
+// table in the kernel while an operation runs (the services of every
+// namespace share the kernel's hash chains). Each repetition lets each
+// side in turn restore the table into a fresh namespace (a flushed one
+// would make restores quadratic: deleted destinations wait in a trash
+// list every add searches) and flush it again; then a table restored by
+// the floor (unmeasured) is listed, saved and zeroed by all three, every
+// listing and saving right after a getsockopt floor listing of the same
+// table (recorded as that floor's sample), which puts the emulator's
+// software TLB in one state for every read. Restores beyond the
+// repetitions (up to restores) restore and flush alone. Decision 0012
+// has the measurements behind each rule.
 func measureCase(t *testing.T, dir string, c benchCase, restores int, withMemory bool) ([]benchdata.Case, []benchdata.Memory) {
 	tab, err := newTable(c.layout, c.services, c.dests)
 	if err != nil {
@@ -474,16 +455,10 @@ func newNetns(t *testing.T) *netns {
 }
 
 // stopEstimation turns off IPVS's rate estimation in the current thread's
-// namespace. The kernel's estimation timer walks every service and
-// destination of the namespace every two seconds, in softirq context,
-// whatever runs: with a table of 10,000 × 10 it took a sixth to a third of
-// the VM's time (a floor listing of 10,000 × 10 beside two such tables:
-// median 2,859 ms with estimation, 2,133 ms without, six alternating
-// rounds in one boot). That is the cost of holding a table, paid by any
-// program running meanwhile, not of the operation measured, and it made
-// every operation on a large table look superlinear. (The kernel added
-// the knob, net.ipv4.vs.run_estimation, for directors whose estimation
-// timer ran for hundreds of milliseconds.)
+// namespace. Its timer walks every service and destination of the
+// namespace every two seconds, whatever runs: a cost of holding a table,
+// paid by any program running meanwhile, not of the operation measured
+// (decision 0012).
 func stopEstimation() error {
 	const knob = "/proc/sys/net/ipv4/vs/run_estimation"
 	if err := os.WriteFile(knob, []byte("0\n"), 0); err != nil {

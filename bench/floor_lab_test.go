@@ -610,8 +610,8 @@ func addr16(a netip.Addr) []byte {
 	return raw[:]
 }
 
-// Two knobs of a floor restore, for finding where its time goes (see
-// docs/benchmarks-history.md, session 18); the benchmark sets neither.
+// Two knobs of a floor restore, for finding where its time goes
+// (decision 0012); the benchmark sets neither.
 const (
 	// floorBatchEnv sets the size at which a restore's batch ends, in
 	// bytes (default floorBatchLimit).
@@ -622,10 +622,7 @@ const (
 )
 
 // floorBatchLimit is where a restore's batch ends, as our client's do
-// (at most 64 KiB a sendmsg). Smaller batches were slower in the lab:
-// fwmark 10,000 × 10 took 1.7–1.8 s with 60 KiB, 2.0–3.6 s with 16,000
-// bytes, 2.1–3.1 s with 3,000 and 2.4–2.5 s with 1,000 (three rounds, one
-// boot).
+// (at most 64 KiB a sendmsg); smaller batches are slower (decision 0012).
 const floorBatchLimit = 60 << 10
 
 // floorChildEnv makes the test binary run one floor operation in its

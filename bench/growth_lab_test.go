@@ -36,21 +36,15 @@ var (
 // the same side in every round, and prints the growth table of
 // docs/benchmarks.md and the results for bench/benchplot.
 //
-// TestBenchmarks measures the sizes minutes or hours apart, and the
-// VM's speed is not constant over that time: the lab's guest ran one
-// fixed awk loop in 740–1,250 ms, in phases of ten seconds to a minute,
-// with nothing else running in it, while a fixed loop on the host took
-// 15–20 or 30–38 ms in phases of its own (docs/benchmarks-history.md, session
-// 19). A growth figure from two medians taken in different phases
-// carries the ratio of the phases' speeds. A pair of runs a few seconds
-// apart mostly falls within one phase, so the median of the rounds'
-// ratios is the growth with the drift mostly cancelled; the growth of
-// the medians is printed beside it. Every timed run takes a speed probe
-// (a fixed loop in this process, see probeRuns) right after its idle
-// wait and another right after it, which shows the phase each run fell
-// in; the last column divides each run by its probe, which also takes
-// out a phase that changed between the two runs of a pair, as far as the
-// probe sees it (in session 19 it hardly narrowed the rounds' range).
+// TestBenchmarks measures the sizes minutes or hours apart, while the
+// VM's speed drifts by up to 1.7× in phases of seconds to minutes, so a
+// growth figure from two medians carries the ratio of two phases' speeds
+// (decision 0012). A pair of runs a few seconds apart mostly falls within
+// one phase, so the median of the rounds' ratios is the growth with the
+// drift mostly cancelled; the growth of the medians is printed beside it.
+// Every timed run takes a speed probe (a fixed loop in this process, see
+// probeRuns) right after its idle wait and another right after it; the
+// last column divides each run by its probe.
 //
 // It asserts what TestBenchmarks does of a restore (it succeeds, with
 // nothing on stderr), that the namespace then holds all of the table's

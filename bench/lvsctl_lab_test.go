@@ -224,5 +224,5 @@ func thousands(n int) string {
 }
 
 // memLimit is the promised peak memory (resident set) of lvsctl apply at
-// 10,000×10 (issue: at most 32 MiB).
+// 10,000×10: at most 32 MiB.
 const memLimit = 32 << 20

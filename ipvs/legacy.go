@@ -8,36 +8,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The kernel's first interface to IPVS, getsockopt(IPPROTO_IP,
-// IP_VS_SO_GET_*) on an IPv4 socket, is still served next to generic
-// netlink, and it reads a service's destinations far more cheaply: one
-// system call copies them into the caller's buffer under the kernel's
-// IPVS mutex, where a GET_DEST dump costs two system calls, a dump
-// context and socket buffers. In the lab VM, the destinations of 10,000
-// services × 10 took 0.1 s this way against 1.3 s of dumps
-// (docs/benchmarks-history.md, decision 0010).
+// A Conn reads IPv4 services' destinations with the kernel's first
+// interface to IPVS, getsockopt(IPPROTO_IP, IP_VS_SO_GET_*) on an IPv4
+// socket: one system call a service instead of a GET_DEST dump (decision
+// 0010). It keeps an answer only when nothing is missing, and reads the
+// service again over netlink otherwise:
+//   - IPv4 services only, and only while SkipStats is on (the interface's
+//     traffic counters are 32-bit);
+//   - no tunnelled destination (the interface has no tunnel settings; those
+//     of other destinations read as zero and are not used);
+//   - the answer's length equals the service's count of destinations of
+//     both families, read right after it (for services in long hash
+//     chains, in bulk around a batch: legacybatch.go), since the interface
+//     leaves out destinations of the other family;
+//   - an answer that fills the room offered is asked again with one slot
+//     more than the service's count, since it stops there without saying.
 //
-// Its answers are incomplete in ways a Conn can see or rule out, so a
-// Conn reads destinations this way only when nothing is missing:
-//   - it serves IPv4 services only (IPv6 ones go over netlink);
-//   - it has 32-bit traffic counters, so only while SkipStats is on;
-//   - it has no tunnel settings, so a service with a tunnelled
-//     destination is read again over netlink (the settings of other
-//     destinations then read as zero: they are not used);
-//   - it leaves out destinations of the other family (IPv6 real servers
-//     tunnelled from an IPv4 service), so the service's destination count
-//     (of both families) is read right after (for services in long hash
-//     chains, in bulk around a batch of answers: see legacybatch.go), and
-//     an answer whose length differs from it is read again over netlink;
-//   - its answer stops at the room the caller offers, without saying so,
-//     so an answer that fills the room is asked again with one slot more
-//     than the service's count.
-//
-// The kernel writes every answer whole under its mutex: an answer that
-// passes these checks is a snapshot of the service's destinations, except
-// when the service held a server of the other family at the answer and
-// lost as many servers in the microseconds before the count after (the
-// counts then agree; the interface cannot show it).
+// A kept answer is a snapshot (the kernel writes it whole under its
+// mutex), except when the service held a server of the other family and
+// lost as many servers in the microseconds before the count after: the
+// counts then agree, and the interface cannot show it.
 
 // legacyTransport is the IPv4 socket the legacy requests go over. Host
 // tests substitute an in-memory kernel.

@@ -65,13 +65,12 @@ func open(family string) (*Conn, error) {
 // openDumpSocket opens the socket for destination dumps. The kernel sizes
 // each dump datagram by the largest buffer its reader ever offered, and
 // datagrams larger than 8 KiB come from the page allocator instead of a
-// slab cache: in the lab VM, listing 10,000 services × 10 with 4 KiB
-// buffers took 19 % less time than with the 32 KiB the main socket needs
-// (docs/benchmarks-history.md). The service dump stays on the main socket: it
-// resumes by skipping the services already sent, so small datagrams make
-// it slower (more than three times, at 10,000 services). A page is the smallest
-// buffer that holds any dump datagram (NLMSG_GOODSIZE is less); beyond
-// 8 KiB pages it is 8 KiB.
+// slab cache, so small buffers make destination dumps cheaper than the
+// 32 KiB the main socket needs (decision 0007). The service dump stays on
+// the main socket: it resumes by skipping the services already sent, so
+// small datagrams make it slower. A page is the smallest buffer that
+// holds any dump datagram (NLMSG_GOODSIZE is less); beyond 8 KiB pages it
+// is 8 KiB.
 func openDumpSocket() (*socket, error) {
 	return openSocket(min(os.Getpagesize(), 8192), 0)
 }

@@ -272,7 +272,7 @@ func TestPipelinedMatchesSequential(t *testing.T) {
 	}
 }
 
-// TestPipelinedFixedInputs covers the cases the issue names, each checked
+// TestPipelinedFixedInputs covers the fixed restore cases, each checked
 // against the sequential engine and against ipvsadm's known output.
 func TestPipelinedFixedInputs(t *testing.T) {
 	tests := []struct {

@@ -12,7 +12,8 @@ import (
 	"github.com/lvskit/lvskit/lab/labtest"
 )
 
-// labRestoreInputs are the restore cases the issue names.
+// labRestoreInputs are the fixed restore cases: empty input, blank lines,
+// good lines, names, and errors in the middle of an input.
 var labRestoreInputs = []struct{ name, input string }{
 	{"empty", ""},
 	{"blank lines", "\n \n\t\r\n"},

@@ -13,7 +13,7 @@ import (
 // FuzzDecodeState feeds arbitrary bytes to the state decoder, which is what
 // stands between a file under the state directory and root's --undo. The
 // committed corpus (testdata/fuzz/FuzzDecodeState) holds the state files of
-// every profile, interrupted ones, and the planted attack of issue 14.
+// every profile, interrupted ones, and the planted core_pattern attack.
 // Whatever it accepts must name only steps of its own profile (so only the
 // profile's sysctls, all under net/), and must survive a round trip.
 func FuzzDecodeState(f *testing.F) {

@@ -70,7 +70,7 @@ func TestLabStaleNamespaceDirectory(t *testing.T) {
 	})
 }
 
-// TestLabPlantedStateCannotWriteCorePattern is issue 14's attack against
+// TestLabPlantedStateCannotWriteCorePattern is the planted-state attack against
 // the real binary as root: a state file planted under --state-dir or
 // LVSPREP_STATE_DIR must not make --undo write kernel.core_pattern.
 func TestLabPlantedStateCannotWriteCorePattern(t *testing.T) {

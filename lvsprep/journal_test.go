@@ -233,7 +233,7 @@ const plantedState = `{"profile":"realserver dr","args":["--vip","10.0.0.100","-
  {"kind":"sysctl","why":"x","sysctl":"kernel/core_pattern","value":"core","changed":true,"prior":"|/tmp/evil %p"}]}`
 
 // TestPlantedStateCannotWriteCorePattern is the regression test for the
-// attack in issue 14: a state file planted under --state-dir (or
+// core_pattern attack: a state file planted under --state-dir (or
 // LVSPREP_STATE_DIR) made root's --undo write kernel.core_pattern. Now the
 // file is refused for what it holds, for its owner and for its mode, and
 // --undo changes nothing.
