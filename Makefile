@@ -53,9 +53,11 @@ build:
 ## then the kernel lab
 test: deps check unit fuzz-short lab
 
-## unit: host-side tests (no kernel IPVS needed)
+## unit: host-side tests (no kernel IPVS needed), with the plotting
+## tool's own module (bench/benchplot: gonum stays out of the main module)
 unit:
 	$(GO) test ./...
+	$(GO) -C bench/benchplot test ./...
 
 ## lab: tests that need the real kernel, run inside the QEMU lab (one boot
 ## per CPU, sharing a queue of packages; installs the lab's Debian packages
@@ -90,6 +92,8 @@ check: tools
 	$(GO) vet -tags lab ./...
 	$(TOOLS)/staticcheck ./...
 	$(TOOLS)/staticcheck -tags lab ./...
+	$(GO) -C bench/benchplot vet ./...
+	cd bench/benchplot && ../../$(TOOLS)/staticcheck ./...
 	@# The packages and their tests build off Linux (no IPVS there:
 	@# ipvs.Open says so), so a maintainer on a Mac can read, build and vet
 	@# the tree.
@@ -132,7 +136,8 @@ bench: deps build labrun
 BENCH_PLOT_LOGS ?= $(BENCH_LOG)
 BENCH_BASE ?= docs/benchmarks.json
 bench-plot:
-	$(GO) run ./bench/benchplot $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(l)) -json docs/benchmarks.json -plot docs/benchmarks.svg -doc docs/benchmarks.md
+	$(GO) -C bench/benchplot run . $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(abspath $(l))) \
+		-json $(CURDIR)/docs/benchmarks.json -plot $(CURDIR)/docs/benchmarks.svg -doc $(CURDIR)/docs/benchmarks.md
 
 ## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
 ## at most FUZZMINTIME); found inputs go to Go's cache, failures to the
