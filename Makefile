@@ -12,15 +12,19 @@ LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all deps tools build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
+.PHONY: all help deps tools build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
-## deps: the Debian packages every test, the lab, the demo and packaging need,
-## installed here once, in one apt-get call (as root); tests never install
-## anything. Run as another user it names what is missing and the command
-## that installs it, and fails. Another apt-get holding apt's locks is
-## waited for (up to 10 minutes), not a failure.
+## help: the targets, each with the first line of what it does
+help:
+	@awk '/^## [a-z-]+: / { sub(/^## /, ""); n = index($$0, ":"); printf "  %-14s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2) }' $(firstword $(MAKEFILE_LIST))
+
+## deps: install the Debian packages the lab, tests and packaging need
+## The Debian packages every test, the lab, the demo and packaging need,
+## installed here once, in one apt-get call (as root; tools/deps.sh); tests
+## never install anything. Run as another user it names what is missing and
+## the command that installs it, and fails.
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
@@ -29,37 +33,27 @@ LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables
 HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd
 DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
 deps:
-	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
-		dpkg-query -W -f '$${db:Status-Abbrev}' "$$p" 2>/dev/null | grep -q '^ii' || echo "$$p"; done); \
-	missing=$$(echo $$missing); \
-	if [ -z "$$missing" ]; then echo "deps: all $(words $(DEBIAN_PACKAGES)) Debian packages are installed"; exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then \
-		echo "deps: missing Debian packages: $$missing" >&2; \
-		echo "deps: install them as root: apt-get update && apt-get install -y --no-install-recommends $$missing" >&2; \
-		exit 1; fi; \
-	echo "deps: installing Debian packages: $$missing"; \
-	for i in $$(seq 120); do \
-		out=$$(apt-get update -q 2>&1) && break; \
-		case "$$out" in *"Could not get lock"*) [ $$i = 1 ] && echo "deps: waiting for another apt-get to finish"; sleep 5;; \
-		*) echo "$$out" >&2; exit 1;; esac; done; \
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $$missing
+	@tools/deps.sh $(DEBIAN_PACKAGES)
 
 ## build: static binaries into bin/
 build:
 	@mkdir -p bin
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
-## test: everything: static checks, host unit tests, a short fuzz pass,
+## test: everything CI runs: check, unit, fuzz-short, lab
+## Everything: static checks, host unit tests, a short fuzz pass,
 ## then the kernel lab
 test: deps check unit fuzz-short lab
 
-## unit: host-side tests (no kernel IPVS needed), with the plotting
+## unit: host-side tests, no kernel needed
+## Host-side tests (no kernel IPVS needed), with the plotting
 ## tool's own module (bench/benchplot: gonum stays out of the main module)
 unit:
 	$(GO) test ./...
 	$(GO) -C bench/benchplot test ./...
 
-## lab: tests that need the real kernel, run inside the QEMU lab (one boot
+## lab: the tests that need the real kernel, in the QEMU lab
+## Tests that need the real kernel, run inside the QEMU lab (one boot
 ## per CPU, sharing a queue of packages; installs the lab's Debian packages
 ## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs'
 LABRUN   := .cache/lab/labrun
@@ -70,14 +64,16 @@ lab: deps build labrun
 labrun:
 	$(GO) build -o $(LABRUN) ./lab/labrun
 
-## soak-lvsprep: 1,000 random SIGKILLs of lvsprep during apply and undo,
+## soak-lvsprep: 1,000 SIGKILLs of lvsprep, each followed by --undo
+## 1,000 random SIGKILLs of lvsprep during apply and undo,
 ## each followed by --undo and a host snapshot compare (the figure in
 ## docs/reliability.md; about 0.6 s a kill in the lab)
 soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
-## tools: staticcheck and nfpm, pinned in their own module (tools/go.mod)
+## tools: build the pinned staticcheck and nfpm into .cache/tools
+## Staticcheck and nfpm, pinned in their own module (tools/go.mod)
 ## so that the module packagers build needs neither
 TOOLS := .cache/tools
 tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm
@@ -85,7 +81,8 @@ $(TOOLS)/staticcheck $(TOOLS)/nfpm: tools/go.mod tools/go.sum
 	@mkdir -p $(TOOLS)
 	cd tools && $(GO) build -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm
 
-## check: gofmt, go vet, staticcheck
+## check: gofmt, go vet (also for macOS), staticcheck
+## Gofmt, go vet, staticcheck
 check: tools
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -100,14 +97,16 @@ check: tools
 	GOOS=darwin $(GO) vet ./...
 	GOOS=freebsd $(GO) build ./...
 
-## demo: boot the lab and build the LVS paper's VS/NAT example with our
+## demo: the LVS paper's VS/NAT example, built and run in the lab
+## Boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
 ## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
 ## changing the weights and draining a server while requests flow (e2e TestDemo)
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
-## bench: time our ipvsadm, Debian's and the kernel floor in the lab (one
+## bench: our tools against Debian's ipvsadm and the kernel floor
+## Time our ipvsadm, Debian's and the kernel floor in the lab (one
 ## boot, full size: the reference needs a long time), then the growth
 ## from 1,000 to 10,000 services measured in pairs (TestGrowth); keep the
 ## log in $(BENCH_LOG), merge its results into docs/benchmarks.json,
@@ -125,7 +124,8 @@ bench: deps build labrun
 	@st=$$(cat $(BENCH_LOG).status); if [ "$$st" != 0 ]; then echo "bench: the lab run failed (status $$st)" >&2; exit $$st; fi
 	$(MAKE) bench-plot BENCH_PLOT_LOGS=$(BENCH_LOG)
 
-## bench-plot: merge the results of the last bench run ($(BENCH_LOG)), or
+## bench-plot: merge bench results into docs/benchmarks.{json,svg,md}
+## Merge the results of the last bench run ($(BENCH_LOG)), or
 ## of the runs in BENCH_PLOT_LOGS, into $(BENCH_BASE) and write them to
 ## docs/benchmarks.json, docs/benchmarks.svg and the tables of
 ## docs/benchmarks.md (between its benchplot markers): a later run's table
@@ -139,15 +139,14 @@ bench-plot:
 	$(GO) -C bench/benchplot run . $(foreach l,$(wildcard $(BENCH_BASE)) $(BENCH_PLOT_LOGS),-in $(abspath $(l))) \
 		-json $(CURDIR)/docs/benchmarks.json -plot $(CURDIR)/docs/benchmarks.svg -doc $(CURDIR)/docs/benchmarks.md
 
-## fuzz: every fuzz target for FUZZTIME each (minimising a new input for
+## fuzz: every fuzz target for FUZZTIME (default 60s) each
+## Every fuzz target for FUZZTIME each (minimising a new input for
 ## at most FUZZMINTIME); found inputs go to Go's cache, failures to the
 ## package's testdata/fuzz (commit them). go test replays the committed
 ## corpora (testdata/fuzz) and seeds on every run. Figures in
 ## docs/reliability.md.
-## Go 1.26's coordinator can end a run bounded by time with a bare
-## "context deadline exceeded" and no failing input (golang/go#75804, fixed
-## in Go 1.27): such an end, with no input written, is reported and not
-## counted as a failure; any other failure stops the loop.
+## A run Go 1.26 ends on its fuzz deadline race (golang/go#75804) with no
+## failing input is reported, not counted (tools/fuzz.sh).
 FUZZTIME    ?= 60s
 FUZZMINTIME ?= 2s
 # package:target:executions of the short pass (about 5 s each on a 2-core host)
@@ -156,28 +155,17 @@ FUZZ_TARGETS := ./ipvsadm:FuzzParse:40000 ./ipvsadm:FuzzParseFast:60000 \
 	./names:FuzzNameFiles:1500 ./ipvsadm:FuzzRestoreReader:25000 \
 	./ipvsadm/wrappers:FuzzRestoreScriptRefusal:35000 \
 	./ipvsadm:FuzzSaveRoundTrip:5000 ./lvsprep:FuzzDecodeState:10000
-## fuzz-short: the short pass make test (so CI) runs: every target for the
+## fuzz-short: every fuzz target for a fixed count of executions
+## The short pass make test (so CI) runs: every target for the
 ## count of executions FUZZ_TARGETS gives it (a count has no deadline to race)
 fuzz-short:
 	$(MAKE) fuzz FUZZTIME=short
 
 fuzz:
-	@out=$$(mktemp); trap 'rm -f "$$out" "$$out.rc"' EXIT; \
-	for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; rest=$${t#*:}; fn=$${rest%%:*}; count=$${rest#*:}; \
-		ft=$(FUZZTIME); [ "$$ft" = short ] && ft=$${count}x; \
-		echo "== $$fn ($$pkg, $$ft)"; \
-		{ $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $$ft -fuzzminimizetime $(FUZZMINTIME) -parallel 1 $$pkg 2>&1; \
-			echo $$? >"$$out.rc"; } | tee "$$out"; \
-		[ "$$(cat "$$out.rc")" = 0 ] && continue; \
-		if ! grep -q 'Failing input written' "$$out" && grep -qx '    context deadline exceeded' "$$out" && \
-			[ "$$(grep -c -e '^--- FAIL' -e '^    ' "$$out")" = 2 ]; then \
-			echo "== $$fn: the run ended on Go's fuzz deadline race (golang/go#75804) with no failing input: not a failure"; \
-			continue; fi; \
-		exit 1; \
-	done
+	@GO=$(GO) tools/fuzz.sh $(FUZZTIME) $(FUZZMINTIME) $(FUZZ_TARGETS)
 
-## soak: the reliability tests at the sizes docs/reliability.md publishes
+## soak: the reliability tests at full size (hours)
+## The reliability tests at the sizes docs/reliability.md publishes
 ## (1,000 SIGKILLs during -R of 10,000 lines, 1,000 saves while the table
 ## changes, 8 concurrent restores of 1,000 services, 1,000,000 restore
 ## lines, 100,000 destinations, a 100 MiB line, 100,000 requests of 500
@@ -189,13 +177,15 @@ soak: deps build labrun
 	$(MAKE) soak-lvsprep
 	$(MAKE) fuzz FUZZTIME=10m
 
-## lab-run: run any shell command inside the lab with our bin/ first on PATH,
+## lab-run: one shell command in the lab: make lab-run CMD='ipvsadm -Ln'
+## Run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
 lab-run: deps build labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) -- "$$CMD"
 
-## install: binaries, man pages, completions (honours PREFIX and DESTDIR);
+## install: binaries, man pages, completions under PREFIX
+## Binaries, man pages, completions (honours PREFIX and DESTDIR);
 ## PREFIX= puts the programs in /sbin as Debian's ipvsadm does, the rest in /usr
 install: build
 	install -d $(DESTDIR)$(PREFIX)/sbin
@@ -215,7 +205,8 @@ BASHCOMPDIR = $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  = $(if $(filter /usr,$(or $(PREFIX),/usr)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
 FISHCOMPDIR = $(DATADIR)/fish/vendor_completions.d
 
-## deb: dist/lvskit_<version>_<arch>.deb with nfpm (pinned in tools/go.mod), from
+## deb: the .deb, into dist/
+## Dist/lvskit_<version>_<arch>.deb with nfpm (pinned in tools/go.mod), from
 ## freshly built bin/; see docs/packaging.md
 DEB_BINDIR   ?= bin
 DEB_STAGEDIR ?= .cache/deb
@@ -243,7 +234,8 @@ deb: tools
 	LVSKIT_BINDIR=$(DEB_BINDIR) LVSKIT_STAGEDIR=$(DEB_STAGEDIR) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
 		$(TOOLS)/nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
 
-## lintian: build the .deb and check it with lintian (fails on errors)
+## lintian: the .deb, checked by lintian
+## Build the .deb and check it with lintian (fails on errors)
 lintian: deps deb
 	lintian --fail-on error --display-info $(DEB_FILE)
 

@@ -63,15 +63,12 @@ func TestLvsctlKilledMidDrain(t *testing.T) {
 		js := n.run("dir", labtest.Ours("lvsctl"), "status", "--json")
 		var doc struct {
 			Pending []struct {
-				Dest struct {
-					Addr string
-					Port int
-				} `json:"dest"`
-				Weight uint32 `json:"weight"`
+				Destination string `json:"destination"`
+				Weight      uint32 `json:"weight_before"`
 			} `json:"pending_drains"`
 		}
 		if err := json.Unmarshal([]byte(js.Stdout), &doc); err != nil || js.Code != 3 || len(doc.Pending) != 1 ||
-			fmt.Sprintf("%s:%d", doc.Pending[0].Dest.Addr, doc.Pending[0].Dest.Port) != seedRS2 || doc.Pending[0].Weight != 2 {
+			doc.Pending[0].Destination != seedRS2 || doc.Pending[0].Weight != 2 {
 			t.Errorf("%s: status --json must record rs2's weight before the drain (2): %v %+v", name, err, js)
 		}
 		k.close()
