@@ -369,6 +369,26 @@ func TestFailureMidwayRollsBack(t *testing.T) {
 	}
 }
 
+// TestRollbackSaysWhatItLeft: a module this run loaded that cannot be
+// unloaded again is reported as left, in the log and in the error, never as
+// reverted, and the error does not claim that nothing changed.
+func TestRollbackSaysWhatItLeft(t *testing.T) {
+	th := newTestHost(t)
+	th.modules.InUse["ip_vs"] = true // something starts using it at once
+	th.rules4.Faults["append"] = errors.New("iptables: No chain/target/match by that name")
+	out, errOut, code := th.run("director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth1", "--snat", "172.16.0.2")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "left      module ip_vs loaded: modprobe: FATAL: Module ip_vs is in use\n") ||
+		strings.Contains(out, "modprobe -r ip_vs") || !strings.Contains(out, "reverted  modprobe -r xt_ipvs\n") {
+		t.Errorf("rollback log:\n%s", out)
+	}
+	if !strings.Contains(errOut, "(rolled back, except: module ip_vs loaded: ") || strings.Contains(errOut, "nothing changed") {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
 func TestRefusalsChangeNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -555,8 +575,17 @@ func TestUndoLeavesBusyModuleLoaded(t *testing.T) {
 	th.mustRun("director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth1", "--snat", "172.16.0.2")
 	th.modules.InUse["ip_vs"] = true // services were added meanwhile
 	out := th.mustRun("director", "fullnat", "--vip", "10.0.0.100", "--undo")
-	if !strings.Contains(out, "note: left kernel module ip_vs loaded") {
-		t.Errorf("undo does not say ip_vs stays:\n%s", out)
+	// Each setting gets one line, and it tells what happened to it: ip_vs
+	// is left, not reverted and then left.
+	want := "reverted  iptables -t nat -D POSTROUTING -m ipvs --vaddr 10.0.0.100/32 --vmethod MASQ -j SNAT --to-source 172.16.0.2\n" +
+		"reverted  ip address del 10.0.0.100/32 dev eth1\n" +
+		"reverted  sysctl -w net.ipv4.vs.conntrack=0\n" +
+		"reverted  sysctl -w net.ipv4.ip_forward=0\n" +
+		"reverted  modprobe -r xt_ipvs\n" +
+		"left      module ip_vs loaded: modprobe: FATAL: Module ip_vs is in use\n" +
+		"director fullnat: 5 reverted, 1 left in place; state removed.\n"
+	if out != want {
+		t.Errorf("undo said:\n%s\nwant:\n%s", out, want)
 	}
 	if th.modules.Present["xt_ipvs"] || !th.modules.Present["ip_vs"] {
 		t.Errorf("modules after undo %v, want only ip_vs", th.modules.Present)

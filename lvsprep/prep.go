@@ -195,17 +195,19 @@ func (r *runner) apply(p Profile) error {
 		}
 		var rollbackErrs []error
 		var kept []Record
+		var leftAlone []string
 		for i := len(changed) - 1; i >= 0; i-- {
-			note, rerr := r.h.revert(changed[i])
-			if rerr != nil {
+			left, rerr := r.h.revert(changed[i])
+			switch {
+			case rerr != nil:
 				rollbackErrs = append(rollbackErrs, rerr)
 				kept = append(kept, changed[i])
 				r.logf("NOT reverted %s: %v\n", strings.Join(revertCommands(changed[i]), "; "), rerr)
-				continue
-			}
-			r.logf("reverted  %s\n", strings.Join(revertCommands(changed[i]), "; "))
-			if note != "" {
-				r.logf("note: %s\n", note)
+			case left != "":
+				leftAlone = append(leftAlone, left)
+				r.logf("left      %s\n", left)
+			default:
+				r.logf("reverted  %s\n", strings.Join(revertCommands(changed[i]), "; "))
 			}
 		}
 		st.Records = original
@@ -226,6 +228,9 @@ func (r *runner) apply(p Profile) error {
 		}
 		if serr != nil {
 			return errors.Join(err, serr)
+		}
+		if len(leftAlone) > 0 {
+			return fmt.Errorf("%w (rolled back, except: %s)", err, strings.Join(leftAlone, "; "))
 		}
 		return fmt.Errorf("%w (rolled back: nothing changed)", err)
 	}
@@ -318,7 +323,7 @@ func (r *runner) undo(p Profile) error {
 		return err
 	}
 	var errs []error
-	reverted := 0
+	reverted, kept, left := 0, 0, 0
 	for i := len(st.Records) - 1; i >= 0; i-- {
 		rec := st.Records[i]
 		if !rec.Changed {
@@ -329,18 +334,21 @@ func (r *runner) undo(p Profile) error {
 				errs = append(errs, err)
 				continue
 			}
+			kept++
 			r.logf("kept      %s: %s still needs it\n", rec.Setting(), owner)
 		} else {
-			note, err := r.h.revert(rec)
-			if err != nil {
+			why, err := r.h.revert(rec)
+			switch {
+			case err != nil:
 				errs = append(errs, err)
 				r.logf("failed    %s: %v\n", strings.Join(revertCommands(rec), "; "), err)
 				continue
-			}
-			reverted++
-			r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
-			if note != "" {
-				r.logf("note: %s\n", note)
+			case why != "":
+				left++
+				r.logf("left      %s\n", why)
+			default:
+				reverted++
+				r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
 			}
 		}
 		st.Records = slices.Delete(st.Records, i, i+1)
@@ -354,7 +362,14 @@ func (r *runner) undo(p Profile) error {
 	if err := s.remove(p.Key); err != nil {
 		return err
 	}
-	r.logf("%s: %d reverted; state removed.\n", p.Name, reverted)
+	summary := fmt.Sprintf("%d reverted", reverted)
+	if kept > 0 {
+		summary += fmt.Sprintf(", %d kept for other profiles", kept)
+	}
+	if left > 0 {
+		summary += fmt.Sprintf(", %d left in place", left)
+	}
+	r.logf("%s: %s; state removed.\n", p.Name, summary)
 	return nil
 }
 

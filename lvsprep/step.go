@@ -364,10 +364,11 @@ func switchCommands(old, new []netfilter.Route) []string {
 	return cs
 }
 
-// revert puts back what the record says was there before. A note is
-// something the user should know that is not a failure (a module left
-// loaded because something uses it).
-func (h *Host) revert(r Record) (note string, err error) {
+// revert puts back what the record says was there before. left is set,
+// with the reason, when the setting stays as lvsprep made it without that
+// being a failure (a module that something uses stays loaded): the caller
+// must then not report it as reverted.
+func (h *Host) revert(r Record) (left string, err error) {
 	if !r.Changed {
 		return "", nil
 	}
@@ -377,7 +378,7 @@ func (h *Host) revert(r Record) (note string, err error) {
 			return "", nil
 		}
 		if err := h.Modules.Unload(r.Module); err != nil {
-			return fmt.Sprintf("left kernel module %s loaded: %v", r.Module, err), nil
+			return fmt.Sprintf("module %s loaded: %v", r.Module, err), nil
 		}
 	case kindSysctl:
 		return "", h.Sysctl.Set(r.Sysctl, r.Prior)
