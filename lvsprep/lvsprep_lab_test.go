@@ -88,7 +88,7 @@ func TestLabRefusalsChangeNothing(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"not root", 65534, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "must run as root"},
+		{"not root", 65534, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "you must be root to change the host"},
 		{"unknown interface", 0, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth9"}, 1, `no network interface "eth9"`},
 		{"bad address", 0, []string{"realserver", "dr", "--vip", "10.0.0.256", "--dev", "eth0"}, 2, "not an IP address"},
 		{"snat not local", 0, []string{"director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth0", "--snat", "10.9.9.9"}, 1, "not an address of this host"},
