@@ -839,7 +839,7 @@ func TestNotRootIsToldRootCan(t *testing.T) {
 	th.mustRun(nat...) // as root: the state directory is root's, mode 0700
 	th.root, th.UID = false, 65534
 	th.rules4.Faults["exists"] = fmt.Errorf("iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root): %w", fs.ErrPermission)
-	stateMsg := "lvsprep: you must be root to read the state in " + th.stateDir + " (it is root's, mode 0700)\n"
+	stateMsg := "lvsprep: you must be root to read the state in " + th.stateDir + "\n"
 	for _, tc := range []struct {
 		args   []string
 		stderr string

@@ -96,7 +96,7 @@ func findRecord(recs []Record, key string) int {
 // earlier namespace that had this directory's name is set aside first.
 func (r *runner) open(write bool) (*store, func(), error) {
 	if !write && !r.h.IsRoot() && ownerOnly(r.dir, r.h.UID) {
-		return nil, nil, rootNeeded{"read the state in " + r.dir + " (it is root's, mode 0700)"}
+		return nil, nil, rootNeeded{"read the state in " + r.dir}
 	}
 	var lockDir *store
 	if write {
