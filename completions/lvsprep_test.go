@@ -33,7 +33,8 @@ var (
 
 // lvsprepModel returns lvsprep's leaf commands ("director nat", "realserver
 // dr", "check director nat", "status", with aliases written as the help
-// shows them: "realserver (rs) dr") and the flags of each.
+// shows them: "realserver (rs) dr") and the flags of each, and under "" the
+// flags of lvsprep itself (before any command).
 func lvsprepModel(t *testing.T) map[string][]string {
 	t.Helper()
 	top := lvsprepHelp(t)
@@ -42,24 +43,30 @@ func lvsprepModel(t *testing.T) map[string][]string {
 		t.Fatalf("no Commands section in lvsprep --help:\n%s", top)
 	}
 	cmds, _, _ = strings.Cut(cmds, "\n\n")
-	model := map[string][]string{}
+	model := map[string][]string{"": helpFlags(top)}
 	for _, m := range kongCommand.FindAllStringSubmatch(cmds, -1) {
 		words := strings.Fields(strings.NewReplacer("(rs) ", "").Replace(m[1]))
-		help := lvsprepHelp(t, words...)
-		var flags []string
-		for _, f := range kongFlag.FindAllStringSubmatch(help, -1) {
-			if f[1] != "" {
-				flags = append(flags, f[1])
-			}
-			flags = append(flags, f[2])
-		}
-		model[strings.Join(words, " ")] = join(flags)
+		model[strings.Join(words, " ")] = helpFlags(lvsprepHelp(t, words...))
 	}
-	if len(model) != 17 {
+	if len(model) != 18 {
 		t.Fatalf("lvsprep --help lists %d commands, this test knows the 17 of director {nat,fullnat,dr,tun,ecmp}, "+
-			"realserver {dr,tun,nat}, check of each, and status: %q", len(model), slices.Sorted(mapKeys(model)))
+			"realserver {dr,tun,nat}, check of each, and status: %q", len(model)-1, slices.Sorted(mapKeys(model)))
 	}
 	return model
+}
+
+// helpFlags are the flags a --help text lists, short and long.
+func helpFlags(help string) []string {
+	// Only the flags' lines: not the examples at the end.
+	help, _, _ = strings.Cut(help, "\nExamples:\n")
+	var flags []string
+	for _, f := range kongFlag.FindAllStringSubmatch(help, -1) {
+		if f[1] != "" {
+			flags = append(flags, f[1])
+		}
+		flags = append(flags, f[2])
+	}
+	return join(flags)
 }
 
 func mapKeys(m map[string][]string) func(func(string) bool) {
@@ -87,6 +94,9 @@ func TestLvsprepManPageDocumentsExactlyItsFlags(t *testing.T) {
 	}
 	src := string(b)
 	for cmd := range model {
+		if cmd == "" {
+			continue
+		}
 		name := strings.TrimPrefix(cmd, "check ")
 		if strings.HasPrefix(cmd, "check ") {
 			name = "check"
@@ -123,7 +133,7 @@ func TestLvsprepCompletionsOfferExactlyItsCommandsAndFlags(t *testing.T) {
 		checks = append(checks, completionCheck{strings.TrimSpace("lvsprep "+prefix) + " ", words})
 	}
 	for cmd, flags := range model {
-		checks = append(checks, completionCheck{"lvsprep " + cmd + " -", flags})
+		checks = append(checks, completionCheck{strings.Join(strings.Fields("lvsprep "+cmd), " ") + " -", flags})
 		if strings.Contains(cmd, "realserver") {
 			// The alias works the same.
 			checks = append(checks, completionCheck{"lvsprep " + strings.Replace(cmd, "realserver", "rs", 1) + " -", flags})

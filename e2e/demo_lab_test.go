@@ -3,22 +3,34 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/lvskit/lvskit/lab/labtest"
+	"golang.org/x/sys/unix"
 )
+
+// makeDemoLines are the lines make demo prints around TestDemo's own:
+// make's four commands, labrun's "=== lab:" header, the test binary's
+// "=== RUN", "--- PASS" and "PASS", and labrun's four-line summary.
+const makeDemoLines = 12
 
 // TestDemo is what make demo shows a newcomer: the VS/NAT example from the
 // LVS paper (VIP 202.103.106.5; port 80 to 172.16.0.2:80 with weight 1 and
 // 172.16.0.3:8000 with weight 2; port 21 to 172.16.0.3:21), built with our
 // lvsprep and ipvsadm on a real kernel, with real requests. It prints as it
-// goes and asserts the split, so it is a test as well.
+// goes and asserts the split, so it is a test as well; and it asserts that
+// make demo tells the story in under 150 lines, counting everything this
+// process and its children print while it runs.
 func TestDemo(t *testing.T) {
+	n := seedNetwork(t, "demo")
+	lines := countOutput(t)
 	out := os.Stdout
 	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 	indent := func(s string) {
@@ -26,7 +38,6 @@ func TestDemo(t *testing.T) {
 			p("    %s", l)
 		}
 	}
-	n := seedNetwork(t, "demo")
 	// show runs one of our tools on a host and prints the command and its
 	// output, as a terminal session would.
 	show := func(host, tool string, args ...string) string {
@@ -78,7 +89,7 @@ func TestDemo(t *testing.T) {
 		p("  %-6s %-16s %6d %9d %5d", s.name, s.addr, s.weight, seedRequests*s.weight/3, tally.ByServer[s.name])
 	}
 	p("  (%d answered, %d failed, in %.1fs; every answer came from %v)", seedRequests-len(tally.Errors), len(tally.Errors), time.Since(start).Seconds(), keys(tally.Remotes))
-	checkSplit(t, tally, seedVIP80, 1, 2, seedTolerance)
+	splitErrors(t, tally, seedVIP80, 1, 2, seedTolerance)
 	p("")
 
 	p("4. One request, before and after the director rewrote it:")
@@ -101,6 +112,7 @@ func TestDemo(t *testing.T) {
 	if hostOf(a.ServerRemote) != seedClient || hostOf(a.ClientRemote) != seedVIP || !strings.Contains(entry, a.ServerLocal) {
 		t.Errorf("addresses do not show the NAT: %+v, entry %q", a, entry)
 	}
+	k.close() // or the drain of step 7 would wait for it
 	p("")
 
 	p("5. Port 21: a passive-mode FTP download through VS/NAT (the kernel's ip_vs_ftp helper):")
@@ -132,6 +144,70 @@ func TestDemo(t *testing.T) {
 	show("rs2", "lvsprep", "realserver", "nat", "--gateway", seedGateway, "--undo")
 	p("")
 	p("More: docs/lvsprep.md, the tests in %s, and make lab for the whole suite.", filepath.Base(mustGetwd(t)))
+	if got := lines() + makeDemoLines; got >= 150 {
+		t.Errorf("make demo prints %d lines (%d of them this test's), want fewer than 150", got, got-makeDemoLines)
+	}
+}
+
+// countOutput passes on everything written to this process's standard
+// output and error (the test's prints, t.Log, children that inherited
+// them) from now on, to the standard output, and counts its lines. The
+// returned function, also run when the test ends or 10 s before its
+// deadline, stops that and returns the count.
+func countOutput(t *testing.T) func() int {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := [2]int{-1, -1}
+	for i, fd := range []int{1, 2} {
+		if saved[i], err = unix.Dup(fd); err == nil {
+			err = unix.Dup3(int(w.Fd()), fd, 0)
+		}
+		if err != nil {
+			t.Fatalf("redirecting fd %d: %v", fd, err)
+		}
+	}
+	orig := os.NewFile(uintptr(saved[0]), "stdout")
+	var count int
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := r.Read(buf)
+			count += bytes.Count(buf[:k], []byte("\n"))
+			orig.Write(buf[:k])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	stop := func() int {
+		once.Do(func() {
+			for i, fd := range []int{1, 2} {
+				unix.Dup3(saved[i], fd, 0)
+			}
+			unix.Close(saved[1])
+			w.Close()
+			// A child still holding the pipe would keep it open.
+			r.SetReadDeadline(time.Now().Add(5 * time.Second))
+			<-copied
+			r.Close()
+			orig.Close()
+		})
+		return count
+	}
+	t.Cleanup(func() { stop() })
+	// A test that panics runs its cleanups before the panic is printed;
+	// the binary's timeout does not, so the output is given back before.
+	if deadline, ok := t.Deadline(); ok {
+		timer := time.AfterFunc(time.Until(deadline)-10*time.Second, func() { stop() })
+		t.Cleanup(func() { timer.Stop() })
+	}
+	return stop
 }
 
 func keys(m map[string]int) []string {

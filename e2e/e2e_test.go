@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -49,6 +51,55 @@ func TestEchoServerAndClients(t *testing.T) {
 	json.Unmarshal([]byte(lines[2]), &a2)
 	if a1.Server != "rs1" || a1.ClientLocal != a2.ClientLocal {
 		t.Errorf("keepalive answers %+v and %+v: want rs1 twice over one connection", a1, a2)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestEchoReportsOnlyClosesNobodyAskedFor: the echo server's close after a
+// "Connection: close" request (every GetN request) is the protocol, not a
+// report; a connection it drops on its own (here, after a malformed
+// request) is reported.
+func TestEchoReportsOnlyClosesNobodyAskedFor(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln := listen(t)
+	var closes syncBuffer
+	go ServeEcho(ctx, "rs1", &closes, ln)
+	addr := ln.Addr().String()
+	if tally := GetN(addr, 5); tally.ByServer["rs1"] != 5 {
+		t.Fatalf("tally %+v", tally)
+	}
+	conn, err := net.Dial("tcp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write([]byte("NOT HTTP\r\n\r\n"))
+	io.ReadAll(conn) // the server answers 400 and closes
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(closes.String(), "closed the connection from "+conn.LocalAddr().String()+" first") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	lines := strings.Split(strings.TrimSpace(closes.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], conn.LocalAddr().String()) {
+		t.Errorf("reports %q: want one, for the dropped connection from %s", lines, conn.LocalAddr())
 	}
 }
 

@@ -365,7 +365,7 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 	l.runs++
 	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpInterval.String(), lifetime.String(), ecmpOpenTimeout.String())
 	f.cmd.Env = append(os.Environ(), RoleEnv+"=flows")
-	f.cmd.Stderr = os.Stderr
+	f.cmd.Stderr = l.diag.writer("client flows: ")
 	if f.in, err = f.cmd.StdinPipe(); err != nil {
 		l.t.Fatal(err)
 	}
@@ -593,7 +593,7 @@ func (l *ecmpLab) runProbe(host, role string, base int, timeout time.Duration) P
 	}
 	cmd := exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), timeout.String())
 	cmd.Env = append(os.Environ(), RoleEnv+"="+role)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = l.diag.writer(host + " " + role + ": ")
 	var out []byte
 	l.in(host, func() {
 		// Killed with the network should the test stop early.

@@ -37,12 +37,29 @@ func echoHandler(name string) http.Handler {
 	})
 }
 
+// connKey is the request context's key of the watched connection the
+// request came on.
+type connKey struct{}
+
 // ServeEcho serves the echo answer on every listener until ctx ends. Each
-// connection the server closes before its client did is reported on
-// closes (when not nil) with the read error that ended it: a load test
-// can then tell the server's closes from the network's.
+// connection the server closes before its client did, unless the client
+// asked for that (Connection: close), is reported on closes (when not nil)
+// with the read error that ended it: a load test can then tell the
+// server's closes from the network's.
 func ServeEcho(ctx context.Context, name string, closes io.Writer, lns ...net.Listener) error {
-	srv := &http.Server{Handler: echoHandler(name), ReadHeaderTimeout: 10 * time.Second}
+	echo := echoHandler(name)
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c, ok := r.Context().Value(connKey{}).(*watchedConn); ok && r.Close {
+				c.closeAsked.Store(true)
+			}
+			echo.ServeHTTP(w, r)
+		}),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	var stopping atomic.Bool
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {
@@ -85,6 +102,7 @@ type watchedConn struct {
 	l          closeWatch
 	accepted   time.Time
 	peerClosed atomic.Bool
+	closeAsked atomic.Bool // the client's request said Connection: close
 	lastErr    atomic.Pointer[string]
 	reads      atomic.Int64
 	once       sync.Once
@@ -105,7 +123,7 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 
 func (c *watchedConn) Close() error {
 	c.once.Do(func() {
-		if c.peerClosed.Load() || c.l.stopping.Load() {
+		if c.peerClosed.Load() || c.closeAsked.Load() || c.l.stopping.Load() {
 			return
 		}
 		last := "none"

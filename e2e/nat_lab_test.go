@@ -88,19 +88,27 @@ func seedVSNAT(n *network) {
 // vipPort, and split between rs1 and rs2 as w1:w2 within tol.
 func checkSplit(t *testing.T, tally Tally, vipPort string, w1, w2, tol int) {
 	t.Helper()
+	want1, got1, got2 := splitErrors(t, tally, vipPort, w1, w2, tol)
+	t.Logf("split rs1:rs2 = %d:%d over %d requests (weights %d:%d, expected %d:%d ±%d)", got1, got2, tally.Requests, w1, w2, want1, tally.Requests-want1, tol)
+}
+
+// splitErrors is checkSplit without its log line (the demo prints its own
+// table); it returns the expected share of rs1 and what each server got.
+func splitErrors(t *testing.T, tally Tally, vipPort string, w1, w2, tol int) (want1, got1, got2 int) {
+	t.Helper()
 	if len(tally.Errors) > 0 {
 		t.Errorf("%d of %d requests failed, e.g. %s", len(tally.Errors), tally.Requests, tally.Errors[0])
 	}
 	if tally.Remotes[vipPort] != tally.Requests {
 		t.Errorf("the client talked to %v, want only %s", tally.Remotes, vipPort)
 	}
-	want1 := tally.Requests * w1 / (w1 + w2)
+	want1 = tally.Requests * w1 / (w1 + w2)
 	want2 := tally.Requests - want1
-	got1, got2 := tally.ByServer["rs1"], tally.ByServer["rs2"]
+	got1, got2 = tally.ByServer["rs1"], tally.ByServer["rs2"]
 	if !within(got1, want1, tol) || !within(got2, want2, tol) {
 		t.Errorf("split rs1:rs2 = %d:%d over %d requests, want %d:%d ±%d (weights %d:%d)", got1, got2, tally.Requests, want1, want2, tol, w1, w2)
 	}
-	t.Logf("split rs1:rs2 = %d:%d over %d requests (weights %d:%d, expected %d:%d ±%d)", got1, got2, tally.Requests, w1, w2, want1, want2, tol)
+	return want1, got1, got2
 }
 
 func hostOf(addrPort string) string {

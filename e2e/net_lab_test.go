@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +40,62 @@ type network struct {
 	// queues and build runs, one ip -batch process per host.
 	batches map[string][]string
 	order   []string
+	// diag holds what the helper programs write to stderr; it is printed
+	// only if the test fails.
+	diag diagLog
+}
+
+// diagLog collects the stderr of a network's helper programs (the echo
+// servers' reports of connections they dropped, a client's errors), each
+// line prefixed with the host and role. A passing test's output is then
+// only what the test itself says; a failing one prints it all (see close).
+type diagLog struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	writers []*diagWriter
+}
+
+// writer returns a writer for one program whose lines get the prefix.
+func (d *diagLog) writer(prefix string) io.Writer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := &diagWriter{d: d, prefix: prefix}
+	d.writers = append(d.writers, w)
+	return w
+}
+
+// String is everything written so far, unfinished lines included.
+func (d *diagLog) String() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.b.String()
+	for _, w := range d.writers {
+		if len(w.partial) > 0 {
+			s += w.prefix + string(w.partial) + "\n"
+		}
+	}
+	return s
+}
+
+type diagWriter struct {
+	d       *diagLog
+	prefix  string
+	partial []byte
+}
+
+func (w *diagWriter) Write(p []byte) (int, error) {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.d.b.WriteString(w.prefix)
+		w.d.b.Write(w.partial[:i+1])
+		w.partial = w.partial[i+1:]
+	}
 }
 
 // ipCmd is iproute2's ip (in the lab, busybox applets never shadow it).
@@ -74,6 +132,9 @@ func (n *network) close() {
 		fmt.Fprintf(&b, "netns del %s\n", n.name(h))
 	}
 	labtest.Run(n.t, b.String(), ipCmd, "-force", "-batch", "-")
+	if d := n.diag.String(); d != "" && n.t.Failed() {
+		n.t.Logf("the helper programs wrote (shown because the test failed):\n%s", d)
+	}
 }
 
 func (n *network) queue(host string, cmd string) {
@@ -210,7 +271,7 @@ func (n *network) start(host, role string, args ...string) {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = n.diag.writer(host + " " + role + ": ")
 	n.in(host, func() { err = cmd.Start() })
 	if err != nil {
 		n.t.Fatal(err)
@@ -292,7 +353,7 @@ func (n *network) keepAlive(host, addr string) *keepAlive {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = n.diag.writer(host + " keepalive: ")
 	n.in(host, func() { err = cmd.Start() })
 	if err != nil {
 		n.t.Fatal(err)

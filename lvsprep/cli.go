@@ -40,7 +40,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 type cli struct {
 	DryRun   bool             `name:"dry-run" short:"n" help:"Print the equivalent commands instead of changing anything."`
 	Undo     bool             `help:"Restore what the profile changed, from its state file."`
-	StateDir string           `name:"state-dir" default:"${statedir}" env:"LVSPREP_STATE_DIR" placeholder:"DIR" help:"Where applied profiles record what they changed (${default}). Each network namespace has its own directory below /run/lvsprep."`
+	StateDir string           `name:"state-dir" default:"${statedir}" env:"LVSPREP_STATE_DIR" placeholder:"DIR" help:"Where applied profiles record what they changed, one directory per network namespace (default: ${default}; $$${env} sets it)."`
 	Version  kong.VersionFlag `help:"Print the version and exit."`
 
 	Director   directorCmds   `cmd:"" help:"Prepare a director (the host running IPVS)."`
@@ -70,35 +70,35 @@ type checkCmds struct {
 
 type directorNATCmd struct {
 	VIP    string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
-	Dev    string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
-	RSNet  string `name:"rs-net" placeholder:"PREFIX" help:"The real servers' subnet, masqueraded for their own outbound traffic (required unless --undo)."`
+	Dev    string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface that gets the VIP."`
+	RSNet  string `name:"rs-net" needed:"" placeholder:"PREFIX" help:"The real servers' subnet, masqueraded for their own outbound traffic."`
 	OutDev string `name:"out-dev" placeholder:"IFACE" help:"Masquerade only traffic leaving through this interface."`
 	FTP    bool   `name:"ftp" help:"Load the IPVS FTP helper (ip_vs_ftp) for FTP services on port 21."`
 }
 
 type directorDirectCmd struct {
 	VIP string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
-	Dev string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
+	Dev string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface that gets the VIP."`
 	// mode is "dr" or "tun", from the command that selected this value.
 	mode string
 }
 
 type directorECMPCmd struct {
 	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, announced by BGP; put on --dev as a host address."`
-	Dev string `name:"dev" default:"lo" placeholder:"IFACE" help:"Interface that holds the VIP: lo or a dummy interface (${default})."`
+	Dev string `name:"dev" default:"lo" placeholder:"IFACE" help:"Interface that holds the VIP: lo or a dummy interface (default: ${default})."`
 }
 
 type directorFullNATCmd struct {
 	VIP   string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
-	Dev   string `name:"dev" placeholder:"IFACE" help:"Interface that gets the VIP (required unless --undo)."`
-	SNAT  string `name:"snat" placeholder:"ADDR" help:"Director address that real servers see as the client (required unless --undo)."`
-	Proto string `name:"proto" default:"tcp" enum:"tcp,udp,sctp" help:"Protocol of --port (${enum})."`
+	Dev   string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface that gets the VIP."`
+	SNAT  string `name:"snat" needed:"" placeholder:"ADDR" help:"Director address that real servers see as the client."`
+	Proto string `name:"proto" default:"tcp" enum:"tcp,udp,sctp" placeholder:"PROTO" help:"Protocol of --port: tcp, udp or sctp (default: ${default})."`
 	Port  int    `name:"port" placeholder:"PORT" help:"Rewrite only connections to this VIP port (default: every port)."`
 }
 
 type realServerDRCmd struct {
 	VIP string `name:"vip" required:"" placeholder:"ADDR" help:"Virtual IP, put on lo as a host address."`
-	Dev string `name:"dev" placeholder:"IFACE" help:"Interface facing the director (required unless --undo)."`
+	Dev string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface facing the director."`
 }
 
 type realServerTUNCmd struct {
@@ -333,6 +333,7 @@ func newParser(c *cli, stdout, stderr io.Writer, stateDir string) (*kong.Kong, e
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
 		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+		kong.Help(printHelp),
 	)
 }
 
@@ -362,7 +363,11 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 	defer recoverExit(&code)
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintf(stderr, "lvsprep: %v (see lvsprep --help)\n", err)
+		var perr *kong.ParseError
+		if errors.As(err, &perr) {
+			kctx = perr.Context
+		}
+		fmt.Fprintf(stderr, "lvsprep: %v (see %s)\n", err, helpCommand(kctx))
 		return exitUsage
 	}
 	r := &runner{h: h, dir: c.StateDir, out: stdout, errOut: stderr}
@@ -373,7 +378,7 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "lvsprep: %v (see lvsprep --help)\n", err)
+		fmt.Fprintf(stderr, "lvsprep: %v (see %s)\n", err, helpCommand(kctx))
 		return exitUsage
 	case errors.As(err, &pe):
 		return exitFailed
@@ -381,6 +386,15 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 		fmt.Fprintf(stderr, "lvsprep: %v\n", err)
 		return exitFailed
 	}
+}
+
+// helpCommand is the help to read after a usage error: that of the
+// command given so far.
+func helpCommand(kctx *kong.Context) string {
+	if kctx == nil || kctx.Selected() == nil {
+		return "lvsprep --help"
+	}
+	return "lvsprep " + commandPath(kctx.Selected()) + " --help"
 }
 
 // profileNames are the profiles a state file may name.

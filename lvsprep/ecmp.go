@@ -14,35 +14,40 @@ import (
 // a flow: the services on the VIP must use the mh scheduler, hashing the
 // ports too (mh-port), and forward by DR or TUN. checkServices audits them
 // through IPVS, one row each, with the fix for each problem.
-func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string, ok bool) {
+func (r *runner) checkServices(vip netip.Addr) []checkRow {
 	if r.h.IPVS == nil {
-		return nil, nil, true
+		return nil
+	}
+	const want = " uses mh with mh-port, DR or TUN"
+	unknown := func(err error) []checkRow {
+		fix := []string{"# IPVS must be loaded to be read", "modprobe ip_vs"}
+		if !r.h.IsRoot() {
+			fix = []string{"# run the check as root to read IPVS", "lvsprep check director ecmp --vip " + vip.String()}
+		}
+		return []checkRow{{"unknown", "services on " + vip.String() + " use mh with mh-port, DR or TUN", r.unreadable(fmt.Errorf("cannot read IPVS: %w", err)), fix}}
 	}
 	c, err := r.h.IPVS()
 	if err != nil {
-		return [][]string{{"unknown", "services on " + vip.String(), "mh with mh-port, DR or TUN", "cannot read IPVS: " + err.Error()}},
-			[]string{"# IPVS must be readable (as root, with ip_vs loaded) to check the services"}, false
+		return unknown(err)
 	}
 	defer c.Close()
 	svcs, err := c.Services()
 	if err != nil {
-		return [][]string{{"unknown", "services on " + vip.String(), "mh with mh-port, DR or TUN", "cannot read IPVS: " + err.Error()}},
-			[]string{"# IPVS must be readable (as root, with ip_vs loaded) to check the services"}, false
+		return unknown(err)
 	}
 	svcs = slices.DeleteFunc(svcs, func(s ipvs.ServiceEntry) bool { return s.FWMark != 0 || s.Addr != vip })
 	slices.SortFunc(svcs, func(a, b ipvs.ServiceEntry) int {
 		return strings.Compare(fmt.Sprintf("%03d %05d", a.Protocol, a.Port), fmt.Sprintf("%03d %05d", b.Protocol, b.Port))
 	})
-	const want = "mh, mh-port, DR or TUN"
 	if len(svcs) == 0 {
-		return [][]string{{"missing", "services on " + vip.String(), want, "none"}},
-			[]string{"# no virtual service on the VIP yet; add them the same way on every director, e.g.",
-				"ipvsadm -A -t " + hostPort(vip, 80) + " -s mh -b mh-port"}, false
+		return []checkRow{{"missing", "a service on " + vip.String(), "none", []string{
+			"# no virtual service on the VIP yet; add them the same way on every director, e.g.",
+			"ipvsadm -A -t " + hostPort(vip, 80) + " -s mh -b mh-port"}}}
 	}
-	ok = true
+	var rows []checkRow
 	for _, s := range svcs {
 		name := notation.Protocol(s.Protocol).Option + " " + hostPort(vip, s.Port)
-		var problems []string
+		var problems, fixes []string
 		if s.Scheduler != "mh" {
 			problems = append(problems, "scheduler "+s.Scheduler)
 			fixes = append(fixes, fmt.Sprintf("# %s uses %s: each director would choose its own real server for a flow, "+
@@ -57,6 +62,7 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 		dests, err := c.Destinations(s.Service)
 		if err != nil {
 			problems = append(problems, "destinations unreadable: "+err.Error())
+			fixes = append(fixes, "# read them yourself", "ipvsadm -Ln "+name)
 		}
 		direct := 0
 		for _, d := range dests {
@@ -75,14 +81,13 @@ func (r *runner) checkServices(vip netip.Addr) (rows [][]string, fixes []string,
 			have += ", mh-port"
 		}
 		have += fmt.Sprintf(", %d of %d real servers by DR or TUN", direct, len(dests))
-		word := "ok"
+		row := checkRow{status: "ok", check: "service " + name + want, have: have}
 		if len(problems) > 0 {
-			word, ok = "wrong", false
-			have = strings.Join(problems, "; ")
+			row = checkRow{"wrong", row.check, strings.Join(problems, "; "), fixes}
 		}
-		rows = append(rows, []string{word, "service " + name, want, have})
+		rows = append(rows, row)
 	}
-	return rows, fixes, ok
+	return rows
 }
 
 func hostPort(a netip.Addr, port uint16) string {

@@ -51,7 +51,7 @@ func TestLabDirectorECMP(t *testing.T) {
 	}
 	ipvsadm := labtest.Ours("ipvsadm")
 	check := func() labtest.Result { return lvsprep("check", "director", "ecmp", "--vip", "192.0.2.10") }
-	if r := check(); r.Code != 1 || !strings.Contains(r.Stdout, "| missing | services on 192.0.2.10") {
+	if r := check(); r.Code != 1 || !strings.Contains(r.Stdout, "| missing | a service on 192.0.2.10 ") {
 		t.Errorf("check without services: %+v", r)
 	}
 	sh(t, ipvsadm+" -A -t 192.0.2.10:80 -s mh -b mh-port && "+ipvsadm+" -a -t 192.0.2.10:80 -r 10.0.0.2 -g && "+

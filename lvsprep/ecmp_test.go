@@ -86,13 +86,13 @@ func TestCheckDirectorECMPServices(t *testing.T) {
 	check := append([]string{"check"}, ecmpArgs...)
 	th.mustRun(ecmpArgs...)
 	out, _, code := th.run(check...)
-	if code != 1 || !strings.Contains(out, "| missing | services on 192.0.2.10") || !strings.Contains(out, "ipvsadm -A -t 192.0.2.10:80 -s mh -b mh-port") {
+	if code != 1 || !strings.Contains(out, "| missing | a service on 192.0.2.10 ") || !strings.Contains(out, "ipvsadm -A -t 192.0.2.10:80 -s mh -b mh-port") {
 		t.Errorf("check without services: exit %d\n%s", code, out)
 	}
 
 	addService(t, th, 80, "mh", ipvs.FlagSched2, ipvs.FwdRoute, ipvs.FwdTunnel)
 	out = th.mustRun(check...)
-	if !strings.Contains(out, "| ok     | service -t 192.0.2.10:80") || !strings.Contains(out, "mh, mh-port, 2 of 2 real servers by DR or TUN") {
+	if !strings.Contains(out, "| ok     | service -t 192.0.2.10:80 uses mh with mh-port, DR or TUN ") || !strings.Contains(out, "mh, mh-port, 2 of 2 real servers by DR or TUN") {
 		t.Errorf("check with a good service:\n%s", out)
 	}
 
@@ -104,12 +104,12 @@ func TestCheckDirectorECMPServices(t *testing.T) {
 		t.Errorf("check with bad services: exit %d", code)
 	}
 	for _, w := range []string{
-		"| wrong  | service -t 192.0.2.10:443 ", "| scheduler wrr ",
+		"| wrong  | service -t 192.0.2.10:443 uses mh with mh-port, DR or TUN ", "| scheduler wrr ",
 		"-t 192.0.2.10:443 uses wrr: each director would choose its own real server",
 		"ipvsadm -E -t 192.0.2.10:443 -s mh -b mh-port",
-		"| wrong  | service -t 192.0.2.10:8080 ", "| mh without mh-port ",
+		"| wrong  | service -t 192.0.2.10:8080 uses mh with mh-port, DR or TUN ", "| mh without mh-port ",
 		"-t 192.0.2.10:8080 hashes the client address alone",
-		"| wrong  | service -t 192.0.2.10:8443 ", "| 10.0.0.2:8443 by NAT ",
+		"| wrong  | service -t 192.0.2.10:8443 uses mh with mh-port, DR or TUN ", "| 10.0.0.2:8443 by NAT ",
 		"its replies must come back through the director that forwarded it",
 		"ipvsadm -e -t 192.0.2.10:8443 -r 10.0.0.2:8443 -g",
 	} {

@@ -88,7 +88,7 @@ func TestLabRefusalsChangeNothing(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"not root", 65534, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "must run as root"},
+		{"not root", 65534, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "you must be root to change the host"},
 		{"unknown interface", 0, []string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth9"}, 1, `no network interface "eth9"`},
 		{"bad address", 0, []string{"realserver", "dr", "--vip", "10.0.0.256", "--dev", "eth0"}, 2, "not an IP address"},
 		{"snat not local", 0, []string{"director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth0", "--snat", "10.9.9.9"}, 1, "not an address of this host"},
@@ -100,6 +100,51 @@ func TestLabRefusalsChangeNothing(t *testing.T) {
 	}
 	if after := hostState(t); after != before {
 		t.Errorf("a refused command changed the host:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestLabNotRootIsToldRootCan: on the real system, a user other than root
+// is told "you must be root" where root alone can act or read: status and
+// --undo --dry-run on a state directory of mode 0700, check's iptables
+// rule and its line on whether lvsprep applied the profile.
+func TestLabNotRootIsToldRootCan(t *testing.T) {
+	labtest.Netns(t)
+	sh(t, "ip link add eth0 type dummy && ip link set eth0 up")
+	dir := filepath.Join(t.TempDir(), "state")
+	for _, d := range []string{filepath.Dir(dir), filepath.Dir(filepath.Dir(dir))} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nat := []string{"director", "nat", "--vip", "192.0.2.5/24", "--dev", "eth0", "--rs-net", "172.16.0.0/24"}
+	if r := labtestCommand(t, 0, append([]string{"--state-dir", dir}, nat...)); r.Code != 0 {
+		t.Fatalf("apply as root: %+v", r)
+	}
+	defer labtestCommand(t, 0, []string{"--state-dir", dir, "director", "nat", "--vip", "192.0.2.5", "--undo"})
+	stateMsg := "lvsprep: you must be root to read the state in " + dir
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"status"}, stateMsg},
+		{[]string{"director", "nat", "--vip", "192.0.2.5", "--undo", "--dry-run"}, stateMsg},
+		{[]string{"director", "nat", "--vip", "192.0.2.5", "--undo"}, "lvsprep: you must be root to change the host"},
+	} {
+		r := labtestCommand(t, 65534, append([]string{"--state-dir", dir}, tc.args...))
+		if r.Code != 1 || !strings.HasPrefix(r.Stderr, tc.stderr) {
+			t.Errorf("lvsprep %s as nobody: exit %d, stderr %q; want 1, %q", strings.Join(tc.args, " "), r.Code, r.Stderr, tc.stderr)
+		}
+	}
+	r := labtestCommand(t, 65534, append([]string{"--state-dir", dir, "check"}, nat...))
+	for _, w := range []string{
+		"| unknown | masquerading: 172.16.0.0/24 going elsewhere (nat POSTROUTING) | unknown: you must be root to read it |",
+		"| ok      | forwarding: ip_forward=1 ",
+		"Whether lvsprep applied it is unknown: you must be root to read the state in " + dir,
+		"  # masquerading: 172.16.0.0/24 going elsewhere (nat POSTROUTING) (unknown): run the check as root to read it\n  lvsprep check director nat ",
+	} {
+		if r.Code != 1 || r.Stderr != "" || !strings.Contains(r.Stdout, w) {
+			t.Errorf("check as nobody lacks %q (exit %d, stderr %q):\n%s", w, r.Code, r.Stderr, r.Stdout)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,8 @@ func (k kernelModules) Load(name string) error {
 	case "ipip":
 		k.th.links.Links["tunl0"] = &netfiltertest.FakeLink{}
 		k.th.confSysctls("tunl0", "0")
+	case "ip6_tunnel":
+		k.th.links.Links["ip6tnl0"] = &netfiltertest.FakeLink{}
 	}
 	return nil
 }
@@ -75,6 +78,8 @@ func (k kernelModules) Unload(name string) error {
 	case "ipip":
 		delete(k.th.links.Links, "tunl0")
 		os.RemoveAll(filepath.Join(k.th.sysRoot, "net/ipv4/conf/tunl0"))
+	case "ip6_tunnel":
+		delete(k.th.links.Links, "ip6tnl0")
 	}
 	return nil
 }
@@ -369,6 +374,26 @@ func TestFailureMidwayRollsBack(t *testing.T) {
 	}
 }
 
+// TestRollbackSaysWhatItLeft: a module this run loaded that cannot be
+// unloaded again is reported as left, in the log and in the error, never as
+// reverted, and the error does not claim that nothing changed.
+func TestRollbackSaysWhatItLeft(t *testing.T) {
+	th := newTestHost(t)
+	th.modules.InUse["ip_vs"] = true // something starts using it at once
+	th.rules4.Faults["append"] = errors.New("iptables: No chain/target/match by that name")
+	out, errOut, code := th.run("director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth1", "--snat", "172.16.0.2")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "left      module ip_vs loaded: modprobe: FATAL: Module ip_vs is in use\n") ||
+		strings.Contains(out, "modprobe -r ip_vs") || !strings.Contains(out, "reverted  modprobe -r xt_ipvs\n") {
+		t.Errorf("rollback log:\n%s", out)
+	}
+	if !strings.Contains(errOut, "(rolled back, except: module ip_vs loaded: ") || strings.Contains(errOut, "nothing changed") {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
 func TestRefusalsChangeNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -378,7 +403,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		stderr string
 	}{
 		{"not root", func(th *testHost) { th.root = false },
-			[]string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "must run as root"},
+			[]string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}, 1, "you must be root to change the host"},
 		{"unknown interface", nil,
 			[]string{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth9"}, 1, `no network interface "eth9"`},
 		{"missing module", func(th *testHost) { delete(th.modules.Available, "ipip") },
@@ -555,8 +580,17 @@ func TestUndoLeavesBusyModuleLoaded(t *testing.T) {
 	th.mustRun("director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth1", "--snat", "172.16.0.2")
 	th.modules.InUse["ip_vs"] = true // services were added meanwhile
 	out := th.mustRun("director", "fullnat", "--vip", "10.0.0.100", "--undo")
-	if !strings.Contains(out, "note: left kernel module ip_vs loaded") {
-		t.Errorf("undo does not say ip_vs stays:\n%s", out)
+	// Each setting gets one line, and it tells what happened to it: ip_vs
+	// is left, not reverted and then left.
+	want := "reverted  iptables -t nat -D POSTROUTING -m ipvs --vaddr 10.0.0.100/32 --vmethod MASQ -j SNAT --to-source 172.16.0.2\n" +
+		"reverted  ip address del 10.0.0.100/32 dev eth1\n" +
+		"reverted  sysctl -w net.ipv4.vs.conntrack=0\n" +
+		"reverted  sysctl -w net.ipv4.ip_forward=0\n" +
+		"reverted  modprobe -r xt_ipvs\n" +
+		"left      module ip_vs loaded: modprobe: FATAL: Module ip_vs is in use\n" +
+		"director fullnat: 5 reverted, 1 left in place; state removed.\n"
+	if out != want {
+		t.Errorf("undo said:\n%s\nwant:\n%s", out, want)
 	}
 	if th.modules.Present["xt_ipvs"] || !th.modules.Present["ip_vs"] {
 		t.Errorf("modules after undo %v, want only ip_vs", th.modules.Present)
@@ -642,6 +676,46 @@ func TestUndoFailureKeepsTheRest(t *testing.T) {
 	}
 }
 
+// checkReport is check's output taken apart: the table's rows and, for
+// each line that is not ok, the lines under its "# CHECK (STATUS): why"
+// comment in the fixes.
+type checkReport struct {
+	rows  []checkRow // status, check, have
+	fixes map[string][]string
+}
+
+var fixHeader = regexp.MustCompile(`^  # (.+) \((missing|wrong|conflict|unknown)\):`)
+
+func parseCheck(t *testing.T, out string) checkReport {
+	t.Helper()
+	rep := checkReport{fixes: map[string][]string{}}
+	block := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "| ") && !strings.HasPrefix(l, "| STATUS") {
+			f := strings.Split(l, "|")
+			if len(f) != 5 {
+				t.Fatalf("table row %q", l)
+			}
+			rep.rows = append(rep.rows, checkRow{status: strings.TrimSpace(f[1]), check: strings.TrimSpace(f[2]), have: strings.TrimSpace(f[3])})
+			continue
+		}
+		if m := fixHeader.FindStringSubmatch(l); m != nil {
+			block = m[1] + " (" + m[2] + ")"
+			rep.fixes[block] = []string{}
+			continue
+		}
+		if block != "" && strings.HasPrefix(l, "  ") {
+			rep.fixes[block] = append(rep.fixes[block], strings.TrimPrefix(l, "  "))
+		}
+	}
+	return rep
+}
+
+// commands are the lines of a fix block that are not comments.
+func commands(lines []string) []string {
+	return slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return strings.HasPrefix(l, "#") })
+}
+
 func TestCheck(t *testing.T) {
 	th := newTestHost(t)
 	args := []string{"check", "rs", "dr", "--vip", "10.0.0.100", "--dev", "eth0"}
@@ -649,14 +723,35 @@ func TestCheck(t *testing.T) {
 	if code != 1 {
 		t.Errorf("check on an unprepared host: exit %d, want 1", code)
 	}
-	for _, w := range []string{
-		"| missing | address on lo", "| wrong   | net.ipv4.conf.eth0.arp_ignore   | 1             | 0      |",
-		"To fix, run: lvsprep realserver dr --vip 10.0.0.100 --dev eth0",
-		"  ip address add 10.0.0.100/32 dev lo\n", "  sysctl -w net.ipv4.conf.all.arp_announce=2\n",
+	rep := parseCheck(t, out)
+	wantRows := []checkRow{
+		{status: "ok", check: "link lo up", have: "up"},
+		{status: "missing", check: "VIP 10.0.0.100/32 on lo", have: "absent"},
+		{status: "wrong", check: "ARP: arp_ignore=1 on all", have: "0"},
+		{status: "wrong", check: "ARP: arp_announce=2 on all", have: "0"},
+		{status: "wrong", check: "ARP: arp_ignore=1 on eth0", have: "0"},
+		{status: "wrong", check: "ARP: arp_announce=2 on eth0", have: "0"},
+	}
+	if !slices.EqualFunc(rep.rows, wantRows, func(a, b checkRow) bool { return a.status == b.status && a.check == b.check && a.have == b.have }) {
+		t.Errorf("rows %+v, want %+v\n%s", rep.rows, wantRows, out)
+	}
+	// Each line that is not ok has the one command that fixes it.
+	for check, cmd := range map[string]string{
+		"VIP 10.0.0.100/32 on lo (missing)":   "ip address add 10.0.0.100/32 dev lo",
+		"ARP: arp_ignore=1 on all (wrong)":    "sysctl -w net.ipv4.conf.all.arp_ignore=1",
+		"ARP: arp_announce=2 on all (wrong)":  "sysctl -w net.ipv4.conf.all.arp_announce=2",
+		"ARP: arp_ignore=1 on eth0 (wrong)":   "sysctl -w net.ipv4.conf.eth0.arp_ignore=1",
+		"ARP: arp_announce=2 on eth0 (wrong)": "sysctl -w net.ipv4.conf.eth0.arp_announce=2",
 	} {
-		if !strings.Contains(out, w) {
-			t.Errorf("check output lacks %q:\n%s", w, out)
+		if got := commands(rep.fixes[check]); !slices.Equal(got, []string{cmd}) {
+			t.Errorf("fix of %q: %q, want %q\n%s", check, got, cmd, out)
 		}
+	}
+	if len(rep.fixes) != 5 {
+		t.Errorf("%d fix blocks, want one per line not ok (5):\n%s", len(rep.fixes), out)
+	}
+	if !strings.Contains(out, "To fix the settings, run:\n  lvsprep realserver dr --vip 10.0.0.100 --dev eth0\n") {
+		t.Errorf("check does not name the lvsprep command:\n%s", out)
 	}
 	th.mustRun(args[1:]...)
 	out = th.mustRun(args...)
@@ -665,8 +760,113 @@ func TestCheck(t *testing.T) {
 	}
 	th.root = false
 	out, _, code = th.run("check", "rs", "dr", "--vip", "10.0.0.100", "--dev", "eth9")
-	if code != 1 || !strings.Contains(out, "interface eth9 does not exist") {
+	rep = parseCheck(t, out)
+	if code != 1 || !slices.Equal(commands(rep.fixes["interface eth9 exists (missing)"]), []string{"ip -brief link show"}) ||
+		len(commands(rep.fixes["ARP: arp_ignore=1 on eth9 (missing)"])) != 0 || strings.Contains(out, "To fix the settings, run") {
 		t.Errorf("check with an unknown interface: exit %d\n%s", code, out)
+	}
+}
+
+// TestCheckOfEveryProfileSaysWhatItChecksAndHowToFixIt: on an unprepared
+// host, check of each profile names each setting by what it is for, never
+// by the command that makes it, gives every line that is not ok a command
+// that fixes it, and the lvsprep command it suggests makes the next check
+// pass.
+func TestCheckOfEveryProfileSaysWhatItChecksAndHowToFixIt(t *testing.T) {
+	for _, args := range [][]string{
+		{"director", "nat", "--vip", "202.103.106.5/24", "--dev", "eth1", "--rs-net", "172.16.0.0/24", "--out-dev", "eth0", "--ftp"},
+		{"director", "fullnat", "--vip", "10.0.0.100", "--dev", "eth1", "--snat", "172.16.0.2", "--port", "443"},
+		{"director", "dr", "--vip", "10.0.0.100/24", "--dev", "eth1"},
+		{"director", "ecmp", "--vip", "192.0.2.10"},
+		{"realserver", "dr", "--vip", "10.0.0.100", "--dev", "eth0"},
+		{"realserver", "tun", "--vip", "10.0.0.100", "--dev", "eth0"},
+		{"realserver", "tun", "--vip", "2001:db8::100"},
+		{"realserver", "nat", "--gateway", "172.16.0.1"},
+		{"director", "nat", "--vip", "2001:db8::5/64", "--dev", "eth1", "--rs-net", "2001:db8:1::/64"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			th := newTestHost(t)
+			th.modules.Available["ip_vs_ftp"] = true
+			if args[1] == "tun" && args[0] == "realserver" {
+				th.setSysctl("net/ipv4/conf/all/rp_filter", "1")
+			}
+			check := append([]string{"check"}, args...)
+			out, _, code := th.run(check...)
+			rep := parseCheck(t, out)
+			if code != 1 || len(rep.rows) == 0 {
+				t.Fatalf("check on an unprepared host: exit %d\n%s", code, out)
+			}
+			seen := map[string]bool{}
+			for _, r := range rep.rows {
+				if seen[r.check] {
+					t.Errorf("two lines check %q", r.check)
+				}
+				seen[r.check] = true
+				for _, cmd := range []string{"sysctl -w", "ip address", "ip link", "ip route", "iptables -", "modprobe", " -A ", "-j "} {
+					if strings.Contains(r.check, cmd) {
+						t.Errorf("line %q repeats a command (%q) instead of saying what it checks", r.check, cmd)
+					}
+				}
+				if r.status == "ok" {
+					continue
+				}
+				if len(commands(rep.fixes[r.check+" ("+r.status+")"])) == 0 {
+					t.Errorf("no command fixes %q (%s):\n%s", r.check, r.status, out)
+				}
+			}
+			if args[1] == "ecmp" {
+				return // the services are ipvsadm's business
+			}
+			_, fix, ok := strings.Cut(out, "To fix the settings, run:\n  ")
+			fix, _, _ = strings.Cut(fix, "\n")
+			if !ok || !strings.HasPrefix(fix, "lvsprep ") {
+				t.Fatalf("no lvsprep command in:\n%s", out)
+			}
+			th.mustRun(strings.Fields(strings.TrimPrefix(fix, "lvsprep "))...)
+			if out := th.mustRun(check...); !strings.Contains(out, "Everything is in place.") {
+				t.Errorf("check after %s:\n%s", fix, out)
+			}
+		})
+	}
+}
+
+// TestNotRootIsToldRootCan: a user other than root is told, in these
+// words, that root can do what failed, instead of the low-level error:
+// changing the host, reading the state directory, reading iptables.
+func TestNotRootIsToldRootCan(t *testing.T) {
+	th := newTestHost(t)
+	nat := []string{"director", "nat", "--vip", "202.103.106.5/24", "--dev", "eth1", "--rs-net", "172.16.0.0/24"}
+	th.mustRun(nat...) // as root: the state directory is root's, mode 0700
+	th.root, th.UID = false, 65534
+	th.rules4.Faults["exists"] = fmt.Errorf("iptables v1.8.9 (nf_tables): Could not fetch rule set generation id: Permission denied (you must be root): %w", fs.ErrPermission)
+	stateMsg := "lvsprep: you must be root to read the state in " + th.stateDir + "\n"
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{nat, "lvsprep: you must be root to change the host: "},
+		{[]string{"director", "nat", "--vip", "202.103.106.5", "--undo"}, "lvsprep: you must be root to change the host: "},
+		{[]string{"director", "nat", "--vip", "202.103.106.5", "--undo", "--dry-run"}, stateMsg},
+		{[]string{"status"}, stateMsg},
+	} {
+		_, errOut, code := th.run(tc.args...)
+		if code != 1 || !strings.HasPrefix(errOut, tc.stderr) {
+			t.Errorf("lvsprep %s as a user: exit %d, stderr %q; want 1, %q", strings.Join(tc.args, " "), code, errOut, tc.stderr)
+		}
+	}
+	out, errOut, code := th.run(append([]string{"check"}, nat...)...)
+	rep := parseCheck(t, out)
+	rule := "masquerading: 172.16.0.0/24 going elsewhere (nat POSTROUTING)"
+	if code != 1 || errOut != "" || !slices.ContainsFunc(rep.rows, func(r checkRow) bool {
+		return r.check == rule && r.status == "unknown" && r.have == "unknown: you must be root to read it"
+	}) {
+		t.Errorf("check as a user: exit %d, stderr %q\n%s", code, errOut, out)
+	}
+	if got := rep.fixes[rule+" (unknown)"]; !slices.Equal(got, []string{"lvsprep check " + strings.Join(nat, " ")}) {
+		t.Errorf("fix of the unreadable rule: %q\n%s", got, out)
+	}
+	if !strings.Contains(out, "Whether lvsprep applied it is unknown: you must be root to read the state in "+th.stateDir) {
+		t.Errorf("check as a user does not say why it cannot tell whether lvsprep applied it:\n%s", out)
 	}
 }
 

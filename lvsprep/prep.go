@@ -5,18 +5,26 @@ import (
 	"fmt"
 	"github.com/lvskit/lvskit/internal/clitable"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/lvskit/lvskit/netfilter"
 )
 
+// rootNeeded is the error of a user other than root where lvsprep needs
+// root; it says what for.
+type rootNeeded struct{ what string }
+
+func (e rootNeeded) Error() string { return "you must be root to " + e.what }
+
 // errNotRoot is returned before any change when lvsprep lacks privileges.
-var errNotRoot = errors.New("must run as root: lvsprep changes sysctls, addresses, routes, iptables rules and modules " +
-	"(--dry-run shows the commands, check shows what is missing)")
+var errNotRoot = rootNeeded{"change the host: lvsprep changes sysctls, addresses, routes, iptables rules and modules " +
+	"(--dry-run shows the commands, check shows what is missing)"}
 
 // runner carries out one command against a host, writing its log to out.
 type runner struct {
@@ -87,6 +95,9 @@ func findRecord(recs []Record, key string) int {
 // netns-* directory, whose siblings undo also updates. State written by an
 // earlier namespace that had this directory's name is set aside first.
 func (r *runner) open(write bool) (*store, func(), error) {
+	if !write && !r.h.IsRoot() && ownerOnly(r.dir, r.h.UID) {
+		return nil, nil, rootNeeded{"read the state in " + r.dir}
+	}
 	var lockDir *store
 	if write {
 		root := r.dir
@@ -195,17 +206,19 @@ func (r *runner) apply(p Profile) error {
 		}
 		var rollbackErrs []error
 		var kept []Record
+		var leftAlone []string
 		for i := len(changed) - 1; i >= 0; i-- {
-			note, rerr := r.h.revert(changed[i])
-			if rerr != nil {
+			left, rerr := r.h.revert(changed[i])
+			switch {
+			case rerr != nil:
 				rollbackErrs = append(rollbackErrs, rerr)
 				kept = append(kept, changed[i])
 				r.logf("NOT reverted %s: %v\n", strings.Join(revertCommands(changed[i]), "; "), rerr)
-				continue
-			}
-			r.logf("reverted  %s\n", strings.Join(revertCommands(changed[i]), "; "))
-			if note != "" {
-				r.logf("note: %s\n", note)
+			case left != "":
+				leftAlone = append(leftAlone, left)
+				r.logf("left      %s\n", left)
+			default:
+				r.logf("reverted  %s\n", strings.Join(revertCommands(changed[i]), "; "))
 			}
 		}
 		st.Records = original
@@ -226,6 +239,9 @@ func (r *runner) apply(p Profile) error {
 		}
 		if serr != nil {
 			return errors.Join(err, serr)
+		}
+		if len(leftAlone) > 0 {
+			return fmt.Errorf("%w (rolled back, except: %s)", err, strings.Join(leftAlone, "; "))
 		}
 		return fmt.Errorf("%w (rolled back: nothing changed)", err)
 	}
@@ -318,7 +334,7 @@ func (r *runner) undo(p Profile) error {
 		return err
 	}
 	var errs []error
-	reverted := 0
+	reverted, kept, left := 0, 0, 0
 	for i := len(st.Records) - 1; i >= 0; i-- {
 		rec := st.Records[i]
 		if !rec.Changed {
@@ -329,18 +345,21 @@ func (r *runner) undo(p Profile) error {
 				errs = append(errs, err)
 				continue
 			}
+			kept++
 			r.logf("kept      %s: %s still needs it\n", rec.Setting(), owner)
 		} else {
-			note, err := r.h.revert(rec)
-			if err != nil {
+			why, err := r.h.revert(rec)
+			switch {
+			case err != nil:
 				errs = append(errs, err)
 				r.logf("failed    %s: %v\n", strings.Join(revertCommands(rec), "; "), err)
 				continue
-			}
-			reverted++
-			r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
-			if note != "" {
-				r.logf("note: %s\n", note)
+			case why != "":
+				left++
+				r.logf("left      %s\n", why)
+			default:
+				reverted++
+				r.logf("reverted  %s\n", strings.Join(revertCommands(rec), "; "))
 			}
 		}
 		st.Records = slices.Delete(st.Records, i, i+1)
@@ -354,7 +373,14 @@ func (r *runner) undo(p Profile) error {
 	if err := s.remove(p.Key); err != nil {
 		return err
 	}
-	r.logf("%s: %d reverted; state removed.\n", p.Name, reverted)
+	summary := fmt.Sprintf("%d reverted", reverted)
+	if kept > 0 {
+		summary += fmt.Sprintf(", %d kept for other profiles", kept)
+	}
+	if left > 0 {
+		summary += fmt.Sprintf(", %d left in place", left)
+	}
+	r.logf("%s: %s; state removed.\n", p.Name, summary)
 	return nil
 }
 
@@ -496,69 +522,130 @@ func (r *runner) plan(p Profile, undo bool) error {
 	return nil
 }
 
-// check prints what the profile needs and what the host has, and how to
-// fix what is missing. It reports whether everything is in place.
+// checkRow is one line of check's table and, when it is not ok, how to fix
+// it: shell lines, comments starting with "# ".
+type checkRow struct {
+	status, check, have string
+	fix                 []string
+}
+
+// unreadable is what check says of a setting it could not read: a user
+// other than root is told that root can.
+func (r *runner) unreadable(err error) string {
+	if !r.h.IsRoot() {
+		return "unknown: you must be root to read it"
+	}
+	return "cannot read: " + err.Error()
+}
+
+// check prints, for each setting of the profile, what it checks and what
+// the host has, then for each line that is not ok the command that fixes
+// it. It reports whether everything is in place.
 func (r *runner) check(p Profile) (bool, error) {
-	var rows [][]string
-	var fixes []string
-	ok := true
+	var rows []checkRow
+	var missingDevs []string
 	for _, d := range p.Devs {
 		if _, err := r.h.Links.IsUp(d); errors.Is(err, netfilter.ErrNoLink) {
-			ok = false
-			rows = append(rows, []string{"missing", "interface " + d, "exists", "absent"})
-			fixes = append(fixes, fmt.Sprintf("# interface %s does not exist: name the right one with --dev (ip link lists them)", d))
+			missingDevs = append(missingDevs, d)
+			rows = append(rows, checkRow{"missing", "interface " + d + " exists", "absent", []string{
+				"# no interface " + d + " here: run lvsprep again with --dev naming one of these",
+				"ip -brief link show"}})
 		}
 	}
+	stepsFailed := false
 	for _, s := range p.Steps {
 		cur := r.h.check(s)
-		have := cur.Have
-		if cur.Err != nil {
-			have = "cannot read: " + cur.Err.Error()
+		row := checkRow{status: cur.word(), check: s.Check(), have: cur.Have}
+		switch {
+		case cur.OK:
+		case slices.ContainsFunc(missingDevs, s.uses):
+			row.fix = []string{"# needs an interface that does not exist"}
+		case cur.Err != nil:
+			row.have = r.unreadable(cur.Err)
+			if !r.h.IsRoot() {
+				row.fix = []string{"# run the check as root to read it", "lvsprep check " + p.describe()}
+			} else {
+				row.fix = []string{"# " + s.Why + "; lvsprep makes it only if it is missing", "lvsprep " + p.describe()}
+			}
+		default:
+			row.fix = []string{"# " + s.Why}
+			if cur.Conflict != "" {
+				row.fix = append(row.fix, "# "+cur.Conflict)
+			}
+			var prior []netfilter.Route
+			if s.Kind == kindRoute {
+				prior, _ = r.h.Links.DefaultRoutes(s.Route.Family())
+			}
+			row.fix = append(row.fix, applyCommands(s, prior)...)
 		}
-		rows = append(rows, []string{cur.word(), s.Setting(), s.Want(), have})
-		if cur.OK {
-			continue
+		if !cur.OK {
+			stepsFailed = true
 		}
-		ok = false
-		fixes = append(fixes, "# "+s.Why)
-		if cur.Conflict != "" {
-			fixes = append(fixes, "# "+cur.Conflict)
-		}
-		var prior []netfilter.Route
-		if s.Kind == kindRoute {
-			prior, _ = r.h.Links.DefaultRoutes(s.Route.Family())
-		}
-		fixes = append(fixes, applyCommands(s, prior)...)
+		rows = append(rows, row)
 	}
 	if p.VIP.IsValid() {
-		srows, sfixes, sok := r.checkServices(p.VIP)
-		rows, fixes, ok = append(rows, srows...), append(fixes, sfixes...), ok && sok
+		rows = append(rows, r.checkServices(p.VIP)...)
 	}
+	ok := !slices.ContainsFunc(rows, func(c checkRow) bool { return c.status != "ok" })
+
 	r.logf("%s\n", p.describe())
-	if err := clitable.Write(r.out, []string{"STATUS", "SETTING", "WANT", "HAVE"}, rows); err != nil {
+	table := make([][]string, len(rows))
+	for i, c := range rows {
+		table[i] = []string{c.status, c.check, c.have}
+	}
+	if err := clitable.Write(r.out, []string{"STATUS", "CHECK", "HAVE"}, table); err != nil {
 		return false, err
 	}
-	s, done, err := r.open(false)
-	if err != nil {
+	if err := r.appliedNote(p); err != nil {
 		return false, err
-	}
-	defer done()
-	st, err := s.load(p.Key)
-	if err != nil {
-		return false, err
-	}
-	if st != nil {
-		r.logf("Applied by lvsprep at %s (state %s).\n", st.Applied.Format("2006-01-02 15:04:05 MST"), statePath(r.dir, p.Key))
 	}
 	if ok {
 		r.logf("Everything is in place.\n")
 		return true, nil
 	}
-	r.logf("\nTo fix, run: lvsprep %s\nor these commands:\n", p.describe())
-	for _, f := range fixes {
-		r.logf("  %s\n", f)
+	r.logf("\n")
+	if stepsFailed && len(missingDevs) == 0 {
+		r.logf("To fix the settings, run:\n  lvsprep %s\nor fix each line by hand (then lvsprep keeps no record to undo):\n", p.describe())
+	} else {
+		r.logf("To fix each line:\n")
+	}
+	for _, c := range rows {
+		if c.status == "ok" {
+			continue
+		}
+		fix := c.fix
+		why := ""
+		if len(fix) > 0 && strings.HasPrefix(fix[0], "# ") {
+			why, fix = " "+strings.TrimPrefix(fix[0], "# "), fix[1:]
+		}
+		r.logf("  # %s (%s):%s\n", c.check, c.status, why)
+		for _, f := range fix {
+			r.logf("  %s\n", f)
+		}
 	}
 	return false, nil
+}
+
+// appliedNote tells whether lvsprep applied the profile, from its state
+// file; a user who may not read the state directory is told so.
+func (r *runner) appliedNote(p Profile) error {
+	s, done, err := r.open(false)
+	var rn rootNeeded
+	if errors.As(err, &rn) {
+		r.logf("Whether lvsprep applied it is unknown: %v.\n", err)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer done()
+	st, err := s.load(p.Key)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		r.logf("Applied by lvsprep at %s (state %s).\n", st.Applied.Format("2006-01-02 15:04:05 MST"), statePath(r.dir, p.Key))
+	}
+	return nil
 }
 
 // status lists the applied profiles. A state file that cannot be read or
@@ -622,4 +709,18 @@ func (r *runner) status() error {
 		return problemsFound{}
 	}
 	return nil
+}
+
+// ownerOnly reports whether uid may not read dir because dir, or a
+// directory above it, belongs to another user and is closed to everyone
+// else, as lvsprep leaves its state directories.
+func ownerOnly(dir string, uid int) bool {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrPermission) {
+		return true
+	} else if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) != uid && fi.Mode().Perm()&0o077 == 0
 }

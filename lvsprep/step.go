@@ -105,26 +105,92 @@ func (s Step) Setting() string {
 	return string(s.Kind)
 }
 
-// Want is the wanted state in a few words, for tables.
-func (s Step) Want() string {
+// uses reports whether the step concerns the interface dev.
+func (s Step) uses(dev string) bool {
+	return s.Dev == dev || (s.Kind == kindSysctl && strings.Contains(s.Sysctl, "/conf/"+dev+"/"))
+}
+
+// moduleRoles say what each module a profile loads is for, in check's
+// lines.
+var moduleRoles = map[string]string{
+	"ip_vs": "IPVS", "ip_vs_ftp": "FTP helper", "ip_vs_mh": "mh scheduler", "xt_ipvs": "ipvs match",
+	"ipip": "tunnel", "ip6_tunnel": "tunnel",
+}
+
+// sysctlRoles say what a sysctl is for, by its last name.
+var sysctlRoles = map[string]string{
+	"ip_forward": "forwarding", "forwarding": "forwarding", "arp_ignore": "ARP", "arp_announce": "ARP",
+	"rp_filter": "reverse-path filter",
+}
+
+// Check is what check verifies for the step, in words with the wanted
+// value: "ARP: arp_ignore=1 on eth0", "VIP 10.0.0.100/32 on lo". It names
+// the setting, never the command that makes it.
+func (s Step) Check() string {
 	switch s.Kind {
 	case kindModule:
-		return "loaded"
-	case kindSysctl:
-		if len(s.Accept) > 0 {
-			return s.Value + " (or " + strings.Join(s.Accept, ", ") + ")"
+		if role, ok := moduleRoles[s.Module]; ok {
+			return role + ": module " + s.Module + " loaded"
 		}
-		return s.Value
+		return "module " + s.Module + " loaded"
+	case kindSysctl:
+		parts := strings.Split(s.Sysctl, "/")
+		name := parts[len(parts)-1]
+		value := name + "=" + s.Value
+		if len(s.Accept) > 0 {
+			value += " (or " + strings.Join(s.Accept, ", ") + ")"
+		}
+		switch {
+		case len(parts) == 5 && parts[2] == "conf":
+			// net/ipv4/conf/DEV/NAME
+			role := sysctlRoles[name]
+			if parts[1] == "ipv6" {
+				role = "IPv6 " + role
+			}
+			return strings.TrimPrefix(role+": ", ": ") + value + " on " + strings.ReplaceAll(parts[3], ".", "/")
+		case len(parts) == 4 && parts[2] == "vs":
+			return "IPVS: " + value
+		case sysctlRoles[name] != "":
+			return sysctlRoles[name] + ": " + value
+		}
+		return netfilter.SysctlName(s.Sysctl) + "=" + s.Value
 	case kindLinkUp:
-		return "up"
+		return "link " + s.Dev + " up"
 	case kindAddr:
-		return s.Addr.String()
+		return "VIP " + s.Addr.String() + " on " + s.Dev
 	case kindRoute:
-		return s.Route.String()
+		c := "default route " + strings.Join(s.Route.Args(), " ")
+		if s.Route.Family() == netfilter.IPv6 {
+			c = "IPv6 " + c
+		}
+		return c
 	case kindRule:
-		return strings.Join(s.Rule, " ")
+		where := " (" + s.Table + " " + s.Chain + ")"
+		arg := func(flag string) string {
+			if i := slices.Index(s.Rule, flag); i >= 0 && i+1 < len(s.Rule) {
+				return s.Rule[i+1]
+			}
+			return ""
+		}
+		switch {
+		case slices.Contains(s.Rule, "MASQUERADE"):
+			c := "masquerading: " + arg("-s") + " going elsewhere"
+			if o := arg("-o"); o != "" {
+				c += " through " + o
+			}
+			return c + where
+		case slices.Contains(s.Rule, "SNAT"):
+			c := "source rewrite: IPVS connections to " + arg("--vaddr")
+			if p := arg("--vport"); p != "" {
+				c += " " + arg("--vproto") + " port " + p
+			}
+			return c + " from " + arg("--to-source") + where
+		case slices.Contains(s.Rule, "--notrack"):
+			return "no conntrack: packets to " + arg("-d") + where
+		}
+		return "iptables rule " + strings.Join(s.Rule, " ") + where
 	}
-	return ""
+	return string(s.Kind)
 }
 
 // status is what a check found for one step.
@@ -143,7 +209,7 @@ func (st status) word() string {
 		return "ok"
 	case st.Conflict != "":
 		return "conflict"
-	case st.Have == "absent" || st.Have == "not loaded" || st.Have == "down" || st.Have == "none":
+	case st.Have == "absent" || st.Have == "not loaded" || st.Have == "down" || st.Have == "none" || strings.HasPrefix(st.Have, "no interface "):
 		return "missing"
 	}
 	return "wrong"
@@ -364,10 +430,11 @@ func switchCommands(old, new []netfilter.Route) []string {
 	return cs
 }
 
-// revert puts back what the record says was there before. A note is
-// something the user should know that is not a failure (a module left
-// loaded because something uses it).
-func (h *Host) revert(r Record) (note string, err error) {
+// revert puts back what the record says was there before. left is set,
+// with the reason, when the setting stays as lvsprep made it without that
+// being a failure (a module that something uses stays loaded): the caller
+// must then not report it as reverted.
+func (h *Host) revert(r Record) (left string, err error) {
 	if !r.Changed {
 		return "", nil
 	}
@@ -377,7 +444,7 @@ func (h *Host) revert(r Record) (note string, err error) {
 			return "", nil
 		}
 		if err := h.Modules.Unload(r.Module); err != nil {
-			return fmt.Sprintf("left kernel module %s loaded: %v", r.Module, err), nil
+			return fmt.Sprintf("module %s loaded: %v", r.Module, err), nil
 		}
 	case kindSysctl:
 		return "", h.Sysctl.Set(r.Sysctl, r.Prior)

@@ -2,7 +2,9 @@
 #
 # lvsprep <command> [flags]: the commands are director {nat,fullnat,dr,tun,ecmp},
 # realserver (or rs) {dr,tun,nat}, check followed by one of those, and
-# status. The global flags may appear anywhere.
+# status. The global flags may appear anywhere; each command is offered
+# those that mean something to it: --version before any command, --dry-run
+# and --undo except for check and status.
 
 # Prints the command words typed so far (flag values skipped, rs spelled
 # realserver), separated by spaces.
@@ -41,12 +43,19 @@ end
 
 complete -c lvsprep -f
 
+# True when the command typed so far may change the host (not check or
+# status), so that --dry-run and --undo mean something to it.
+function __fish_lvsprep_changes
+    set -l p (__fish_lvsprep_path)
+    not string match -qr -- '^(check|status)( |$)' "$p"
+end
+
 # Global flags.
 complete -c lvsprep -s h -l help -d 'Show context-sensitive help'
-complete -c lvsprep -s n -l dry-run -d 'Print the equivalent commands instead of changing anything'
-complete -c lvsprep -l undo -d 'Restore what the profile changed, from its state file'
+complete -c lvsprep -n __fish_lvsprep_changes -s n -l dry-run -d 'Print the equivalent commands instead of changing anything'
+complete -c lvsprep -n __fish_lvsprep_changes -l undo -d 'Restore what the profile changed, from its state file'
 complete -c lvsprep -l state-dir -x -a '(__fish_complete_directories)' -d 'Where applied profiles record what they changed'
-complete -c lvsprep -l version -d 'Print the version and exit'
+complete -c lvsprep -n '__fish_lvsprep_path_is ""' -l version -d 'Print the version and exit'
 
 # Commands.
 complete -c lvsprep -n '__fish_lvsprep_path_is ""' -a director -d 'Prepare a director (the host running IPVS)'
