@@ -18,7 +18,7 @@ import (
 func lvsctlHelp(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := lvsctl.Run(append(args, "--help"), &stdout, &stderr, lvsctl.Env{}); code != 0 || stderr.Len() > 0 {
+	if code := lvsctl.Main(append(append([]string{"lvsctl"}, args...), "--help"), nil, &stdout, &stderr, lvsctl.Env{}); code != 0 || stderr.Len() > 0 {
 		t.Fatalf("lvsctl %q --help: status %d, stderr %q", args, code, stderr.String())
 	}
 	return stdout.String()

@@ -20,7 +20,7 @@ import (
 func lvsprepHelp(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if code := lvsprep.Main(append(args, "--help"), &stdout, &stderr); code != 0 || stderr.Len() > 0 {
+	if code := lvsprep.Main(append(append([]string{"lvsprep"}, args...), "--help"), nil, &stdout, &stderr, lvsprep.RealHost(nil)); code != 0 || stderr.Len() > 0 {
 		t.Fatalf("lvsprep %q --help: status %d, stderr %q", args, code, stderr.String())
 	}
 	return stdout.String()

@@ -28,7 +28,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Exit statuses, decided only in Run.
+// Exit statuses, decided only in Main.
 const (
 	ExitOK          = 0 // done; for plan and status: nothing to change or pending
 	ExitFailed      = 1 // an error, or an apply that did not converge
@@ -54,8 +54,6 @@ type Env struct {
 	// Sysctl reads a net.ipv4.vs sysctl ("expire_quiescent_template"); nil
 	// reads /proc/sys/net/ipv4/vs.
 	Sysctl func(name string) (string, error)
-	// Stdin is read for FILE "-".
-	Stdin io.Reader
 	// Terminal selects the live progress display instead of one line per
 	// event.
 	Terminal bool
@@ -169,12 +167,12 @@ type usageError struct {
 func (e usageError) Error() string { return e.err.Error() }
 
 // exitRequest carries kong's exit (after --help or --version) out of the
-// parser, so that Run alone returns exit statuses.
+// parser, so that Main alone returns exit statuses.
 type exitRequest int
 
-// Run runs lvsctl with args (without the program name) and returns the
-// exit status.
-func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
+// Main runs lvsctl (args[0] is the name it was invoked as; stdin is read
+// for FILE "-") and returns the exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (code int) {
 	var c cli
 	parser, err := kong.New(&c,
 		kong.Name("lvsctl"),
@@ -198,7 +196,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 			code = int(e)
 		}
 	}()
-	kctx, err := parser.Parse(args)
+	kctx, err := parser.Parse(args[min(1, len(args)):])
 	if err != nil {
 		fmt.Fprintf(stderr, "lvsctl: %v (see %s --help)\n", err, helpCommand(err))
 		return ExitUsage
@@ -212,7 +210,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 	if env.Modules == nil {
 		env.Modules = new(kmod.Modules).Has
 	}
-	r := &runner{env: env, out: stdout, errOut: stderr}
+	r := &runner{env: env, in: stdin, out: stdout, errOut: stderr}
 	var status int
 	cmd := kctx.Command()
 	switch {
@@ -256,6 +254,7 @@ func Run(args []string, stdout, stderr io.Writer, env Env) (code int) {
 // runner holds one run's streams and host.
 type runner struct {
 	env        Env
+	in         io.Reader
 	out        io.Writer
 	errOut     io.Writer
 	journalDir string

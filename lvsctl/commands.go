@@ -81,8 +81,8 @@ func (r *runner) readDesired(f *planFlags) (*rules.Set, error) {
 	var in io.Reader
 	if f.File == "-" {
 		name = "<stdin>"
-		if in = r.env.Stdin; in == nil {
-			in = os.Stdin
+		if in = r.in; in == nil {
+			in = strings.NewReader("")
 		}
 	} else {
 		file, err := os.Open(f.File)

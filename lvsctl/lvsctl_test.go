@@ -55,8 +55,7 @@ func fakeModules(name string) (bool, error) {
 func run(t *testing.T, env Env, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb strings.Builder
-	env.Stdin = strings.NewReader(stdin)
-	code := Run(args, &out, &errb, env)
+	code := Main(append([]string{"lvsctl"}, args...), strings.NewReader(stdin), &out, &errb, env)
 	return result{code, out.String(), errb.String()}
 }
 

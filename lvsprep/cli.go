@@ -317,12 +317,6 @@ func (c *realServerNATCmd) profile(undo bool) (Profile, error) {
 // parser, so that Main alone returns exit statuses.
 type exitRequest int
 
-// Main runs lvsprep with the arguments (without the program name) on the
-// real host and returns the exit status.
-func Main(args []string, stdout, stderr io.Writer) int {
-	return Run(args, stdout, stderr, RealHost())
-}
-
 // newParser builds lvsprep's command line on c. kong's exits (after --help
 // or --version) panic with an exitRequest for the caller to recover.
 func newParser(c *cli, stdout, stderr io.Writer, stateDir string) (*kong.Kong, error) {
@@ -348,8 +342,10 @@ func recoverExit(code *int) {
 	}
 }
 
-// Run is Main on a given host (tests pass fakes).
-func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
+// Main runs lvsprep on host h (the command passes RealHost, tests fakes):
+// args[0] is the name it was invoked as; stdin is not read. It returns the
+// exit status.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, h *Host) (code int) {
 	var c cli
 	stateDir := h.StateDir
 	if stateDir == "" {
@@ -361,7 +357,7 @@ func Run(args []string, stdout, stderr io.Writer, h *Host) (code int) {
 		return exitFailed
 	}
 	defer recoverExit(&code)
-	kctx, err := parser.Parse(args)
+	kctx, err := parser.Parse(args[min(1, len(args)):])
 	if err != nil {
 		var perr *kong.ParseError
 		if errors.As(err, &perr) {

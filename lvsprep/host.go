@@ -1,18 +1,12 @@
 package lvsprep
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"strings"
 	"time"
 
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/netfilter"
-	"golang.org/x/sys/unix"
 )
 
 // Host is everything lvsprep reads and changes on a machine. Main uses the
@@ -59,12 +53,14 @@ func (h *Host) iptables(f netfilter.Family) (netfilter.IPTables, error) {
 	return ipt, nil
 }
 
-// RealHost is the machine lvsprep runs on, in the current network namespace.
-func RealHost() *Host {
+// RealHost is the machine lvsprep runs on, in the current network
+// namespace, with mods loading and unloading kernel modules (the command
+// passes one that runs modprobe(8)).
+func RealHost(mods netfilter.Modules) *Host {
 	return &Host{
 		Sysctl:   netfilter.ProcSys{},
 		Links:    netfilter.Netlink{},
-		Modules:  modprobe{},
+		Modules:  mods,
 		IPTables: netfilter.NewIPTables,
 		IPVS:     openIPVS,
 		IsRoot:   func() bool { return os.Geteuid() == 0 },
@@ -81,48 +77,4 @@ func openIPVS() (ipvs.Client, error) {
 		return nil, err
 	}
 	return c, nil
-}
-
-// modprobe is the real Modules: it looks in /sys/module and the kernel's
-// modules.builtin, and runs modprobe(8) to load or unload.
-type modprobe struct{}
-
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
-func (modprobe) Loaded(name string) (bool, error) {
-	modRoot := ""
-	if r := kernelRelease(); r != "" {
-		modRoot = "/lib/modules/" + r
-	}
-	return netfilter.ModuleLoaded("", modRoot, name)
-}
-
-// Module names come from the profiles (and from state files only when they
-// name a step of a profile); "--" keeps one from ever being read as an
-// option.
-func (modprobe) Load(name string) error   { return runModprobe("--", name) }
-func (modprobe) Unload(name string) error { return runModprobe("-r", "--", name) }
-
-func runModprobe(args ...string) error {
-	path, err := exec.LookPath("modprobe")
-	if err != nil {
-		return errors.New("modprobe not found in PATH (install kmod)")
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(path, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(out.String())
-		if msg == "" {
-			msg = err.Error()
-		}
-		return fmt.Errorf("modprobe %s: %s", strings.Join(args, " "), msg)
-	}
-	return nil
 }

@@ -116,7 +116,7 @@ func (th *testHost) runKilled(c *crasher, args ...string) (killed bool) {
 		}
 	}()
 	var o, e strings.Builder
-	Run(append([]string{"--state-dir", th.stateDir}, args...), &o, &e, &h)
+	Main(append([]string{"lvsprep", "--state-dir", th.stateDir}, args...), nil, &o, &e, &h)
 	return false
 }
 
@@ -278,7 +278,7 @@ func TestPlantedStateCannotWriteCorePattern(t *testing.T) {
 				t.Setenv("LVSPREP_STATE_DIR", th.stateDir)
 				var o, e strings.Builder
 				h := *th.Host
-				code = Run([]string{"rs", "dr", "--vip", "10.0.0.100", "--undo"}, &o, &e, &h)
+				code = Main([]string{"lvsprep", "rs", "dr", "--vip", "10.0.0.100", "--undo"}, nil, &o, &e, &h)
 				errOut = e.String()
 			} else {
 				_, errOut, code = th.run("rs", "dr", "--vip", "10.0.0.100", "--undo")

@@ -167,7 +167,7 @@ func (th *testHost) run(args ...string) (stdout, stderr string, code int) {
 	var o, e bytes.Buffer
 	h := *th.Host
 	h.ipt = nil
-	code = Run(append([]string{"--state-dir", th.stateDir}, args...), &o, &e, &h)
+	code = Main(append([]string{"lvsprep", "--state-dir", th.stateDir}, args...), nil, &o, &e, &h)
 	return o.String(), e.String(), code
 }
 
@@ -935,7 +935,7 @@ func TestModulesAreHandedOverAcrossNamespaces(t *testing.T) {
 		t.Helper()
 		var o, e bytes.Buffer
 		h := *th.Host
-		if code := Run(append([]string{"--state-dir", dir}, args...), &o, &e, &h); code != 0 {
+		if code := Main(append([]string{"lvsprep", "--state-dir", dir}, args...), nil, &o, &e, &h); code != 0 {
 			t.Fatalf("lvsprep %v: exit %d: %s", args, code, e.String())
 		}
 		return o.String()

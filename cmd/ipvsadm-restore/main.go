@@ -5,7 +5,7 @@
 // line that does not parse, or that the kernel refuses when the input is
 // first restored in a scratch network namespace) is refused before the
 // flush, and SIGINT or SIGTERM ends the restore after the lines already
-// sent, with a report. See wrappers.RestoreRun.
+// sent, with a report. See wrappers.RestoreMain.
 package main
 
 import (
@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/lvskit/lvskit/cmd/internal/osenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
@@ -29,6 +30,6 @@ func main() {
 		signal.Reset(os.Interrupt, syscall.SIGTERM)
 		interrupt <- s
 	}()
-	os.Exit(wrappers.RestoreRun{Args: os.Args, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
-		Env: sysenv.Ipvsadm(), Scratch: sysenv.OpenScratch, Getenv: os.Getenv, Interrupt: interrupt}.Run())
+	os.Exit(wrappers.RestoreMain(os.Args, os.Stdin, os.Stdout, os.Stderr,
+		wrappers.RestoreEnv{Env: osenv.Ipvsadm(), Scratch: sysenv.OpenScratch, Getenv: os.Getenv, Interrupt: interrupt}))
 }

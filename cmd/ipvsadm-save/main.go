@@ -1,11 +1,12 @@
 // Command ipvsadm-save prints the IPVS table as ipvsadm rules, like
 // Debian's ipvsadm-save script: "-n" for numeric output, any other option
-// prints a usage note and exits 1. See wrappers.SaveScript.
+// prints a usage note and exits 1. See wrappers.SaveMain.
 package main
 
 import (
 	"os"
 
+	"github.com/lvskit/lvskit/cmd/internal/osenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
@@ -13,5 +14,5 @@ import (
 func main() {
 	sysenv.SmallPages()
 	sysenv.SpareProcessor()
-	os.Exit(wrappers.SaveScript(os.Args, os.Stdout, os.Stderr, sysenv.Ipvsadm()))
+	os.Exit(wrappers.SaveMain(os.Args, os.Stdin, os.Stdout, os.Stderr, osenv.Ipvsadm()))
 }

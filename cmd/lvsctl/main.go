@@ -9,33 +9,20 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/lvskit/lvskit/cmd/internal/osenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
-	"github.com/lvskit/lvskit/internal/term"
-	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl"
 )
 
 func main() {
 	sysenv.SpareProcessor()
 	if os.Getenv("GOGC") == "" {
-		// lvsctl keeps the desired rule set until it exits, so the
-		// collector reclaims little and only costs time (decision 0013).
-		// GOGC in the environment still decides.
+		// lvsctl keeps the desired rule set until it exits, so collecting
+		// more often only costs time (docs/decisions/0013-runtime-settings.md).
 		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := lvsctl.Run(os.Args[1:], os.Stdout, os.Stderr, lvsctl.Env{
-		Open: func() (ipvs.Client, error) {
-			c, err := ipvs.Open()
-			if err != nil {
-				return nil, err
-			}
-			return c, nil
-		},
-		Stdin:    os.Stdin,
-		Terminal: term.IsTerminal(os.Stdout),
-		Context:  ctx,
-	})
+	code := lvsctl.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, osenv.Lvsctl(ctx))
 	stop()
 	os.Exit(code)
 }

@@ -20,17 +20,20 @@ var layers = [][]string{
 	{"ipvs", "names", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, ipvsadm's notation, host networking.
 	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter"},
-	// Listings; lvsctl's engine (desired set, diff, plan, apply, drain).
-	{"ipvsadm/list", "rules"},
+	// Listings; lvsctl's engine (desired set, diff, plan, apply, drain); the
+	// running system as the commands use it.
+	{"ipvsadm/list", "rules", "internal/sysenv"},
 	// The rules text format (written by -S); the doubles built on the lower ones.
 	{"save", "ipvsadm/list/listtest", "netfilter/netfiltertest"},
 	// The drop-in CLI with its restore engine.
 	{"ipvsadm"},
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
-	// rule set; the real system's environment.
-	{"ipvsadm/wrappers", "rules/desired", "internal/sysenv"},
+	// rule set.
+	{"ipvsadm/wrappers", "rules/desired"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
+	// Each command's environment on the running system.
+	{"cmd/internal/osenv"},
 	// Thin mains.
 	{"cmd/ipvsadm", "cmd/ipvsadm-save", "cmd/ipvsadm-restore", "cmd/lvsctl", "cmd/lvsprep"},
 	// The lab's VM and its test helpers.

@@ -10,17 +10,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestDieOfSegfault runs the test binary again as a process that calls
+// TestSegfault runs the test binary again as a process that calls
 // DieOfSegfault, and checks that it was killed by SIGSEGV (what a shell
 // reports as status 139 with "Segmentation fault"), not that it exited.
-func TestDieOfSegfault(t *testing.T) {
+func TestSegfault(t *testing.T) {
 	if os.Getenv("LVSKIT_DIE_OF_SEGFAULT") == "1" {
 		// No core file in the source tree, whatever the limits are.
 		unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 		DieOfSegfault()
 		t.Fatal("still alive")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDieOfSegfault$")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSegfault$")
 	cmd.Env = append(os.Environ(), "LVSKIT_DIE_OF_SEGFAULT=1")
 	out, err := cmd.CombinedOutput()
 	var exitErr *exec.ExitError

@@ -1,8 +1,9 @@
-// Package sysenv wires the commands to the running system: the kernel's
-// netlink interface, /sbin/modprobe, the system's name files, popt's POSIX
-// switches, the process's memory and CPU settings, and ipvsadm's crash
-// (DieOfSegfault). It is application wiring shared by the mains, not a
-// library: it is where running modprobe and ending the process are allowed.
+// Package sysenv is the running system as the commands use it: the
+// kernel's IPVS (OpenIPVS, OpenScratch), modprobe (ModprobeIPVS for
+// ipvsadm, Modprobe for lvsprep), popt's POSIX switches, the process's
+// memory and CPU settings, and ipvsadm's crash (DieOfSegfault). It is the
+// one place where modprobe runs and where the process ends by a signal;
+// cmd/internal/osenv assembles each command's environment from it.
 package sysenv
 
 import (
@@ -10,31 +11,11 @@ import (
 	"os/exec"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
-	"github.com/lvskit/lvskit/names"
 )
 
-// Ipvsadm is the environment ipvsadm runs with on this system.
-func Ipvsadm() ipvsadm.Env {
-	// popt switches to POSIX argument order when either variable is set,
-	// even to the empty string.
-	_, posix := os.LookupEnv("POSIXLY_CORRECT")
-	if _, ok := os.LookupEnv("POSIX_ME_HARDER"); ok {
-		posix = true
-	}
-	return ipvsadm.Env{
-		Open:     open,
-		Modprobe: modprobe,
-		Resolver: names.NewResolver(),
-		Posix:    posix,
-		// -R sends its changes pipelined on one socket; same output.
-		RestoreEngine: ipvsadm.Pipelined(ipvsadm.DefaultWindow),
-	}
-}
-
-// open returns the netlink client as an ipvs.Client (a nil *ipvs.Conn must
-// not become a non-nil interface).
-func open() (ipvs.Client, error) {
+// OpenIPVS returns the netlink client as an ipvs.Client (a nil *ipvs.Conn
+// must not become a non-nil interface).
+func OpenIPVS() (ipvs.Client, error) {
 	c, err := ipvs.Open()
 	if err != nil {
 		return nil, err
@@ -52,10 +33,18 @@ func OpenScratch() (ipvs.Client, error) {
 	return c, nil
 }
 
-// modprobe loads the ip_vs module the way ipvsadm does: /sbin/modprobe with
-// our standard streams, success only if it exits 0.
-func modprobe() error {
+// ModprobeIPVS loads the ip_vs module the way ipvsadm does: /sbin/modprobe
+// with our standard streams, success only if it exits 0.
+func ModprobeIPVS() error {
 	cmd := exec.Command("/sbin/modprobe", "--", "ip_vs")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	return cmd.Run()
+}
+
+// PoptPosix reports whether popt takes arguments in POSIX order: when
+// POSIXLY_CORRECT or POSIX_ME_HARDER is set, even to the empty string.
+func PoptPosix() bool {
+	_, posix := os.LookupEnv("POSIXLY_CORRECT")
+	_, harder := os.LookupEnv("POSIX_ME_HARDER")
+	return posix || harder
 }

@@ -31,7 +31,7 @@ func tableWith(t *testing.T) *ipvstest.Fake {
 func saved(t *testing.T, f *ipvstest.Fake) string {
 	t.Helper()
 	var out strings.Builder
-	if st := SaveScript([]string{"ipvsadm-save", "-n"}, &out, io.Discard, fakeEnv(t, f)); st != 0 {
+	if st := SaveMain([]string{"ipvsadm-save", "-n"}, nil, &out, io.Discard, fakeEnv(t, f)); st != 0 {
 		t.Fatalf("save status %d", st)
 	}
 	return out.String()
@@ -213,17 +213,17 @@ func (k noDaemons) Exec(req ipvs.Request) error {
 // flushed and restored only after it.
 func TestRestoreScriptTrial(t *testing.T) {
 	var scratches []*ipvstest.Fake
-	run := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdout: io.Discard, Getenv: envOf(),
+	run := restoreRun{Args: []string{"ipvsadm-restore"}, Stdout: io.Discard, RestoreEnv: RestoreEnv{Getenv: envOf(),
 		Scratch: func() (ipvs.Client, error) {
 			f := ipvstest.New()
 			scratches = append(scratches, f)
 			return noDaemons{&fakeKernel{f}}, nil
-		}}
+		}}}
 	f := tableWith(t)
 	var errb strings.Builder
 	run.Stdin = strings.NewReader("-A -t 10.0.0.2:80\n--start-daemon master --mcast-interface lo\n-a -t 10.0.0.2:80 -r 10.1.1.1:80 -m\n")
 	run.Stderr, run.Env = &errb, fakeEnv(t, f)
-	if st := run.Run(); st != 0 || errb.Len() > 0 {
+	if st := run.run(); st != 0 || errb.Len() > 0 {
 		t.Errorf("status %d, stderr %q; want 0 and nothing", st, errb.String())
 	}
 	if got, want := saved(t, f), "-A -t 10.0.0.2:80 -s wlc\n-a -t 10.0.0.2:80 -r 10.1.1.1:80 -m -w 1\n"; got != want {
@@ -252,16 +252,16 @@ func TestRestoreScriptWithoutScratch(t *testing.T) {
 	}
 	f := tableWith(t)
 	var errb strings.Builder
-	run := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader("-A -t 10.0.0.2:80\n"), Stdout: io.Discard, Stderr: &errb,
-		Env: fakeEnv(t, f), Scratch: noNamespace, Getenv: envOf()}
+	run := restoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader("-A -t 10.0.0.2:80\n"), Stdout: io.Discard, Stderr: &errb,
+		RestoreEnv: RestoreEnv{Env: fakeEnv(t, f), Scratch: noNamespace, Getenv: envOf()}}
 	want := "ipvsadm-restore: cannot try the input first: scratch network namespace: unshare(CLONE_NEWNET): operation not permitted\n" +
 		"ipvsadm-restore: the IPVS table was not changed (LVSKIT_RESTORE_PROOF=off restores without the trial)\n"
-	if st := run.Run(); st != 1 || errb.String() != want || saved(t, f) != untouched {
+	if st := run.run(); st != 1 || errb.String() != want || saved(t, f) != untouched {
 		t.Errorf("no namespace: status %d, stderr %q, table %q; want 1, %q, untouched", st, errb.String(), saved(t, f), want)
 	}
 	errb.Reset()
 	run.Stdin, run.Getenv = strings.NewReader("-A -t 10.0.0.2:80\n"), envOf("LVSKIT_RESTORE_PROOF", "off")
-	if st := run.Run(); st != 0 || errb.Len() > 0 || saved(t, f) != "-A -t 10.0.0.2:80 -s wlc\n" {
+	if st := run.run(); st != 0 || errb.Len() > 0 || saved(t, f) != "-A -t 10.0.0.2:80 -s wlc\n" {
 		t.Errorf("proof off: status %d, stderr %q, table %q", st, errb.String(), saved(t, f))
 	}
 
@@ -270,7 +270,7 @@ func TestRestoreScriptWithoutScratch(t *testing.T) {
 	run.Stdin, run.Getenv = strings.NewReader("-A -t 10.0.0.2:80\n"), envOf()
 	run.Env = ipvsadm.Env{Open: func() (ipvs.Client, error) { return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.EPERM} }}
 	initError := "Can't initialize ipvs: Permission denied (you must be root)\nAre you sure that IP Virtual Server is built in the kernel or as module?\n"
-	if st := run.Run(); st != 2 || errb.String() != initError+initError {
+	if st := run.run(); st != 2 || errb.String() != initError+initError {
 		t.Errorf("not root: status %d, stderr %q; want 2 and ipvsadm's message twice", st, errb.String())
 	}
 
@@ -287,7 +287,7 @@ func TestRestoreScriptWithoutScratch(t *testing.T) {
 		}
 		return scratch()
 	}
-	if st := run.Run(); st != 1 || tries != 2 || !strings.HasSuffix(errb.String(), trial) || saved(t, f) != untouched {
+	if st := run.run(); st != 1 || tries != 2 || !strings.HasSuffix(errb.String(), trial) || saved(t, f) != untouched {
 		t.Errorf("module loaded for the trial: status %d after %d tries, stderr %q, table %q; want a refusal after 2", st, tries, errb.String(), saved(t, f))
 	}
 }
@@ -342,8 +342,7 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 		return &interruptingKernel{fakeKernel: c.(*fakeKernel), n: 700, sig: sig}, nil
 	}
 	var errb strings.Builder
-	st := RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader(input.String()), Stdout: io.Discard, Stderr: &errb,
-		Env: env, Scratch: scratch, Getenv: envOf(), Interrupt: sig}.Run()
+	st := RestoreMain([]string{"ipvsadm-restore"}, strings.NewReader(input.String()), io.Discard, &errb, RestoreEnv{Env: env, Scratch: scratch, Getenv: envOf(), Interrupt: sig})
 	if st != 128+int(syscall.SIGTERM) {
 		t.Fatalf("status %d, want %d; stderr %q", st, 128+int(syscall.SIGTERM), errb.String())
 	}
@@ -375,8 +374,7 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 	early := make(chan os.Signal, 1)
 	early <- syscall.SIGINT
 	errb.Reset()
-	st = RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader("-A -t 10.0.0.2:80\n"), Stdout: io.Discard, Stderr: &errb,
-		Env: fakeEnv(t, f), Scratch: scratch, Getenv: envOf(), Interrupt: early}.Run()
+	st = RestoreMain([]string{"ipvsadm-restore"}, strings.NewReader("-A -t 10.0.0.2:80\n"), io.Discard, &errb, RestoreEnv{Env: fakeEnv(t, f), Scratch: scratch, Getenv: envOf(), Interrupt: early})
 	if st != 130 || errb.String() != "ipvsadm-restore: interrupted before the table was changed\n" {
 		t.Errorf("status %d, stderr %q; want 130 and a report", st, errb.String())
 	}
@@ -388,10 +386,9 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 	f = tableWith(t)
 	sig = make(chan os.Signal, 1)
 	errb.Reset()
-	st = RestoreRun{Args: []string{"ipvsadm-restore"}, Stdin: strings.NewReader(input.String()), Stdout: io.Discard, Stderr: &errb,
-		Env: fakeEnv(t, f), Getenv: envOf(), Interrupt: sig, Scratch: func() (ipvs.Client, error) {
+	st = RestoreMain([]string{"ipvsadm-restore"}, strings.NewReader(input.String()), io.Discard, &errb, RestoreEnv{Env: fakeEnv(t, f), Getenv: envOf(), Interrupt: sig, Scratch: func() (ipvs.Client, error) {
 			return &interruptingKernel{fakeKernel: &fakeKernel{ipvstest.New()}, n: 700, sig: sig}, nil
-		}}.Run()
+		}})
 	if st != 128+int(syscall.SIGTERM) || errb.String() != "ipvsadm-restore: interrupted before the table was changed\n" {
 		t.Errorf("signal during the trial: status %d, stderr %q; want %d and a report", st, errb.String(), 128+int(syscall.SIGTERM))
 	}
@@ -425,7 +422,7 @@ func changingEnv(t *testing.T, f *ipvstest.Fake, n int) ipvsadm.Env {
 func TestSaveScriptRereadsChangingTable(t *testing.T) {
 	f := ipvstest.New()
 	var out, errb strings.Builder
-	st := SaveScript([]string{"ipvsadm-save", "-n"}, &out, &errb, changingEnv(t, f, 3))
+	st := SaveMain([]string{"ipvsadm-save", "-n"}, nil, &out, &errb, changingEnv(t, f, 3))
 	want := "-A -t 10.8.8.8:1 -s rr\n-A -t 10.8.8.8:2 -s rr\n-A -t 10.8.8.8:3 -s rr\n"
 	if st != 0 || out.String() != want || errb.Len() > 0 {
 		t.Errorf("status %d, stdout %q, stderr %q; want 0, %q", st, out.String(), errb.String(), want)
@@ -433,7 +430,7 @@ func TestSaveScriptRereadsChangingTable(t *testing.T) {
 	f = ipvstest.New()
 	out.Reset()
 	errb.Reset()
-	st = SaveScript([]string{"ipvsadm-save", "-n"}, &out, &errb, changingEnv(t, f, savePasses))
+	st = SaveMain([]string{"ipvsadm-save", "-n"}, nil, &out, &errb, changingEnv(t, f, savePasses))
 	if st != 1 || out.Len() > 0 || errb.String() != "ipvsadm-save: the IPVS table changed during each of 10 reads; nothing written\n" {
 		t.Errorf("never the same: status %d, stdout %q, stderr %q", st, out.String(), errb.String())
 	}
@@ -452,7 +449,7 @@ func TestSaveScriptWriteError(t *testing.T) {
 	f := tableWith(t)
 	var errb strings.Builder
 	w := &fullWriter{}
-	if st := SaveScript([]string{"ipvsadm-save", "-n"}, w, &errb, fakeEnv(t, f)); st != 1 || errb.String() != "ipvsadm-save: writing standard output: No space left on device\n" || w.n != 1 {
+	if st := SaveMain([]string{"ipvsadm-save", "-n"}, nil, w, &errb, fakeEnv(t, f)); st != 1 || errb.String() != "ipvsadm-save: writing standard output: No space left on device\n" || w.n != 1 {
 		t.Errorf("status %d, stderr %q, %d writes", st, errb.String(), w.n)
 	}
 	errb.Reset()

@@ -1,9 +1,9 @@
 // Package wrappers is Debian's ipvsadm-save and ipvsadm-restore scripts,
-// which the ipvsadm package ships beside the binary: SaveScript and
-// RestoreRun behave like the bash scripts, running ipvsadm in-process,
+// which the ipvsadm package ships beside the binary: SaveMain and
+// RestoreMain behave like the bash scripts, running ipvsadm in-process,
 // except where a script would lose a rule set (docs/compatibility.md lists
 // those differences). Check reads a restore's whole input with ipvsadm's
-// parser, and RestoreRun tries it in a scratch table, before the real
+// parser, and RestoreMain tries it in a scratch table, before the real
 // table is flushed.
 package wrappers
 
@@ -27,11 +27,12 @@ import (
 // "ipvsadm" whatever the wrapper was invoked as.
 const ipvsadmName = "ipvsadm"
 
-// SaveScript behaves like Debian's ipvsadm-save script (args[0] is the
+// SaveMain behaves like Debian's ipvsadm-save script (args[0] is the
 // name it was invoked as): every argument is looked at; "-n" asks for
 // numeric output, any other argument starting with "-" prints the script's
 // usage to stderr and exits 1, other arguments are ignored. Then it runs
-// "ipvsadm -S [-n]" in-process and returns that run's status.
+// "ipvsadm -S [-n]" in-process and returns that run's status. It reads
+// no input (stdin is there for the shape every command's entry has).
 //
 // Two deliberate differences keep a save from lying:
 //   - the kernel resumes a dump by position, so a table that changes
@@ -41,7 +42,7 @@ const ipvsadmName = "ipvsadm"
 //     written and the status is 1;
 //   - an error writing stdout (a full disk) is reported and makes the
 //     status 1, where the script's ipvsadm would exit 0.
-func SaveScript(args []string, stdout, stderr io.Writer, env ipvsadm.Env) int {
+func SaveMain(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env) int {
 	argv := []string{ipvsadmName, "-S"}
 	numeric := false
 	for _, a := range args[1:] {
@@ -76,7 +77,7 @@ func SaveScript(args []string, stdout, stderr io.Writer, env ipvsadm.Env) int {
 	return 1
 }
 
-// savePasses bounds how often SaveScript reads a changing table.
+// savePasses bounds how often SaveMain reads a changing table.
 const savePasses = 10
 
 // saveRun is what one ipvsadm run wrote, write by write, so that it can
@@ -150,7 +151,8 @@ func scriptName(arg0 string) string {
 	return name
 }
 
-// RestoreRun is one run of the ipvsadm-restore wrapper, which behaves like
+// RestoreEnv is what the ipvsadm-restore wrapper needs besides its
+// arguments and streams. The wrapper (RestoreMain) behaves like
 // Debian's ipvsadm-restore script: arguments are ignored; all of stdin is
 // read through `grep -v '^#'` (lines starting with '#' dropped) into a
 // shell variable, then "ipvsadm -C" flushes the table, then `echo "$INPUT"
@@ -162,7 +164,7 @@ func scriptName(arg0 string) string {
 // flushed. Like the script's variable, it is held in memory.
 //
 // Where Debian's script would flush the table and then restore less than
-// the input, Run refuses before flushing, names the lines and exits 1:
+// the input, it refuses before flushing, names the lines and exits 1:
 //   - a read error on stdin, a NUL byte, a line grep would drop as not
 //     UTF-8, a line ipvsadm cannot parse (see Check);
 //   - a line the kernel refuses, or a restore that ends before the last
@@ -173,11 +175,8 @@ func scriptName(arg0 string) string {
 // A line that still fails in the real table makes the status 1 too,
 // naming the lines. Every other input gets the script's output and
 // status, byte for byte.
-type RestoreRun struct {
-	Args           []string
-	Stdin          io.Reader
-	Stdout, Stderr io.Writer
-	Env            ipvsadm.Env
+type RestoreEnv struct {
+	ipvsadm.Env
 	// Scratch opens IPVS in an empty table nothing else uses, where the
 	// input is tried first (the real command: a new network namespace,
 	// ipvs.OpenScratch). Sync daemon lines are left out of the trial: they
@@ -198,6 +197,21 @@ type RestoreRun struct {
 	Interrupt <-chan os.Signal
 }
 
+// restoreRun is one run of the wrapper: its arguments, streams and
+// environment.
+type restoreRun struct {
+	Args           []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	RestoreEnv
+}
+
+// RestoreMain runs the ipvsadm-restore wrapper (args[0] is the name it was
+// invoked as) and returns its exit status.
+func RestoreMain(args []string, stdin io.Reader, stdout, stderr io.Writer, env RestoreEnv) int {
+	return restoreRun{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, RestoreEnv: env}.run()
+}
+
 // signalStatus is the status a shell reports for a process that signal s
 // ended: 128 plus its number.
 func signalStatus(s os.Signal) int {
@@ -212,8 +226,7 @@ func signalStatus(s os.Signal) int {
 // a restore that did not do what the input asked.
 const statusRefused = 1
 
-// Run runs the wrapper and returns its exit status.
-func (r RestoreRun) Run() int {
+func (r restoreRun) run() int {
 	name := "ipvsadm-restore"
 	if len(r.Args) > 0 {
 		name = scriptName(r.Args[0])
@@ -308,7 +321,7 @@ func (r RestoreRun) Run() int {
 // must not be restored: a line failed there, the restore would end early,
 // a signal came, or no scratch table could be had while the real table
 // can be changed.
-func (r RestoreRun) try(input []byte, checked *Checked, say func(string, ...any)) (status int, done bool) {
+func (r restoreRun) try(input []byte, checked *Checked, say func(string, ...any)) (status int, done bool) {
 	client, err := r.openScratch()
 	if err != nil {
 		if !r.tableOpens() {
@@ -349,7 +362,7 @@ func (r RestoreRun) try(input []byte, checked *Checked, say func(string, ...any)
 
 // openScratch opens the scratch table, loading the IPVS module once if
 // IPVS did not answer there, as ipvsadm does at start-up.
-func (r RestoreRun) openScratch() (ipvs.Client, error) {
+func (r restoreRun) openScratch() (ipvs.Client, error) {
 	if r.Scratch == nil {
 		return nil, errors.New("no scratch table to try the input in")
 	}
@@ -362,7 +375,7 @@ func (r RestoreRun) openScratch() (ipvs.Client, error) {
 }
 
 // tableOpens reports whether the real table can be opened, and so changed.
-func (r RestoreRun) tableOpens() bool {
+func (r restoreRun) tableOpens() bool {
 	c, err := r.Env.Open()
 	if err != nil {
 		return false

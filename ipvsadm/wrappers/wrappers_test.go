@@ -80,7 +80,7 @@ func scratch() (ipvs.Client, error) { return ipvstest.New(), nil }
 // restoreScript runs ipvsadm-restore on the fake kernel of env, trying the
 // input in a scratch fake first.
 func restoreScript(args []string, stdin io.Reader, stdout, stderr io.Writer, env ipvsadm.Env, getenv func(string) string) int {
-	return RestoreRun{Args: args, Stdin: stdin, Stdout: stdout, Stderr: stderr, Env: env, Scratch: scratch, Getenv: getenv}.Run()
+	return RestoreMain(args, stdin, stdout, stderr, RestoreEnv{Env: env, Scratch: scratch, Getenv: getenv})
 }
 
 // fakeKernel keeps the fake usable after a process closes its client, as
@@ -97,7 +97,7 @@ func testResolver(t testing.TB) *names.Resolver {
 		filepath.Join("..", "testdata", "services"), "")
 }
 
-func TestSaveScript(t *testing.T) {
+func TestSaveMain(t *testing.T) {
 	f := ipvstest.New()
 	for _, line := range []string{"-A -t 10.0.0.1:80 -s rr", "-a -t 10.0.0.1:80 -r 192.168.10.1:80 -m -w 2"} {
 		var errb strings.Builder
@@ -123,7 +123,7 @@ func TestSaveScript(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var out, errb strings.Builder
-		st := SaveScript(tc.args, &out, &errb, fakeEnv(t, f))
+		st := SaveMain(tc.args, nil, &out, &errb, fakeEnv(t, f))
 		got := scriptRun{out.String(), errb.String(), st}
 		if got != tc.want {
 			t.Errorf("%q: got %+v, want %+v", tc.args, got, tc.want)
@@ -136,7 +136,7 @@ func TestSaveScriptInitError(t *testing.T) {
 		return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.EPERM}
 	}}
 	var out, errb strings.Builder
-	st := SaveScript([]string{"ipvsadm-save", "-n"}, &out, &errb, env)
+	st := SaveMain([]string{"ipvsadm-save", "-n"}, nil, &out, &errb, env)
 	want := "Can't initialize ipvs: Permission denied (you must be root)\nAre you sure that IP Virtual Server is built in the kernel or as module?\n"
 	if st != 2 || out.String() != "" || errb.String() != want {
 		t.Errorf("status %d, stdout %q, stderr %q; want 2, \"\", %q", st, out.String(), errb.String(), want)
@@ -193,7 +193,7 @@ func TestRestoreScript(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 			var save strings.Builder
-			if st := SaveScript([]string{"ipvsadm-save", "-n"}, &save, io.Discard, fakeEnv(t, f)); st != 0 || save.String() != tc.save {
+			if st := SaveMain([]string{"ipvsadm-save", "-n"}, nil, &save, io.Discard, fakeEnv(t, f)); st != 0 || save.String() != tc.save {
 				t.Errorf("table afterwards:\n%s(status %d), want\n%s", save.String(), st, tc.save)
 			}
 		})

@@ -1,0 +1,62 @@
+package sysenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/netfilter"
+)
+
+// Modprobe is the real netfilter.Modules: it looks in /sys/module and the
+// kernel's modules.builtin, and runs modprobe(8) to load or unload.
+type Modprobe struct{}
+
+var _ netfilter.Modules = Modprobe{}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// Loaded reports whether the module is loaded or built in.
+func (Modprobe) Loaded(name string) (bool, error) {
+	modRoot := ""
+	if r := kernelRelease(); r != "" {
+		modRoot = "/lib/modules/" + r
+	}
+	return netfilter.ModuleLoaded("", modRoot, name)
+}
+
+// Load and Unload run modprobe. Module names come from lvsprep's profiles
+// (and from state files only when they name a step of a profile); "--"
+// keeps one from ever being read as an option.
+func (Modprobe) Load(name string) error { return runModprobe("--", name) }
+
+// Unload runs modprobe -r.
+func (Modprobe) Unload(name string) error { return runModprobe("-r", "--", name) }
+
+func runModprobe(args ...string) error {
+	path, err := exec.LookPath("modprobe")
+	if err != nil {
+		return errors.New("modprobe not found in PATH (install kmod)")
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(out.String())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("modprobe %s: %s", strings.Join(args, " "), msg)
+	}
+	return nil
+}
