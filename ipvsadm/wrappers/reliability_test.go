@@ -387,8 +387,8 @@ func TestRestoreScriptInterrupted(t *testing.T) {
 	sig = make(chan os.Signal, 1)
 	errb.Reset()
 	st = RestoreMain([]string{"ipvsadm-restore"}, strings.NewReader(input.String()), io.Discard, &errb, RestoreEnv{Env: fakeEnv(t, f), Getenv: envOf(), Interrupt: sig, Scratch: func() (ipvs.Client, error) {
-			return &interruptingKernel{fakeKernel: &fakeKernel{ipvstest.New()}, n: 700, sig: sig}, nil
-		}})
+		return &interruptingKernel{fakeKernel: &fakeKernel{ipvstest.New()}, n: 700, sig: sig}, nil
+	}})
 	if st != 128+int(syscall.SIGTERM) || errb.String() != "ipvsadm-restore: interrupted before the table was changed\n" {
 		t.Errorf("signal during the trial: status %d, stderr %q; want %d and a report", st, errb.String(), 128+int(syscall.SIGTERM))
 	}
