@@ -1,0 +1,15 @@
+//go:build !linux
+
+package health
+
+import (
+	"errors"
+	"syscall"
+)
+
+// markControl refuses: SO_MARK is Linux's.
+func markControl(mark uint32) func(network, address string, c syscall.RawConn) error {
+	return func(string, string, syscall.RawConn) error {
+		return &markError{mark, errors.New("not on this system (Linux only)")}
+	}
+}

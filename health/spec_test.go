@@ -1,0 +1,251 @@
+package health
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSpecFromJSON(t *testing.T) {
+	doc := `{"type":"https","port":8443,"interval":"5s","timeout":"2s","rise":1,"fall":5,
+		"path":"/health?full=1","host":"www.example.com","expect":"200,204","tls_skip_verify":true,"sni":"api.example.com","via":"vip"}`
+	var s Spec
+	if err := json.Unmarshal([]byte(doc), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := Spec{Type: "https", Port: 8443, Interval: "5s", Timeout: "2s", Rise: 1, Fall: 5,
+		Path: "/health?full=1", Host: "www.example.com", Expect: "200,204", TLSSkipVerify: true,
+		SNI: "api.example.com", Via: "vip"}
+	if s.Key() != want.Key() {
+		t.Errorf("decoded %+v, want %+v", s, want)
+	}
+	// port with via vip is refused; without the port the document is valid.
+	if err := s.Validate(); err == nil || !strings.HasPrefix(err.Error(), "port:") {
+		t.Errorf("Validate with port and via vip = %v, want a port error", err)
+	}
+	s.Port = 0
+	if err := s.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	for _, doc := range []string{
+		`{"type":"dns","query":"www.example.com","record":"AAAA"}`,
+		`{"type":"udp","send":"hex:00ff","expect_bytes":"pong"}`,
+		`{"type":"exec","command":["/bin/true","-x"],"user":"nobody"}`,
+	} {
+		var s Spec
+		if err := json.Unmarshal([]byte(doc), &s); err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != doc {
+			t.Errorf("round trip of %s gave %s", doc, b)
+		}
+	}
+}
+
+func TestWithDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		in, want Spec
+	}{
+		{Spec{Type: "tcp"}, Spec{Type: "tcp", Interval: "2s", Timeout: "1s", Rise: 2, Fall: 3, Via: "direct"}},
+		{Spec{Type: "http", Interval: "500ms"}, Spec{Type: "http", Interval: "500ms", Timeout: "250ms", Rise: 2, Fall: 3,
+			Via: "direct", Path: "/", Expect: "200-399"}},
+		{Spec{Type: "dns", Query: "a."}, Spec{Type: "dns", Interval: "2s", Timeout: "1s", Rise: 2, Fall: 3,
+			Via: "direct", Query: "a.", Record: "A"}},
+		{Spec{Type: "exec", Command: []string{"/bin/true"}}, Spec{Type: "exec", Interval: "2s", Timeout: "1s",
+			Rise: 2, Fall: 3, Command: []string{"/bin/true"}, User: "nobody"}},
+	} {
+		got := tc.in.WithDefaults()
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(tc.want)
+		if string(gj) != string(wj) {
+			t.Errorf("WithDefaults(%+v) = %s, want %s", tc.in, gj, wj)
+		}
+	}
+}
+
+func TestSpecKey(t *testing.T) {
+	a := Spec{Type: "tcp"}
+	b := Spec{Type: "tcp", Interval: "2000ms", Timeout: "1s", Rise: 2, Fall: 3, Via: "direct"}
+	if a.Key() != b.Key() {
+		t.Errorf("equal specs have keys %s and %s", a.Key(), b.Key())
+	}
+	for _, c := range []Spec{
+		{Type: "tcp", Interval: "3s"}, {Type: "tcp", Rise: 1}, {Type: "http"}, {Type: "tcp", Via: "vip"},
+	} {
+		if c.Key() == a.Key() {
+			t.Errorf("%+v has the key of %+v", c, a)
+		}
+	}
+	if (Spec{Type: "dns", Query: "x", Record: "aaaa"}).Key() != (Spec{Type: "dns", Query: "x", Record: "AAAA"}).Key() {
+		t.Error("record spellings differ in key")
+	}
+}
+
+// fakeSystem answers for the real files as if root owned them and no group
+// or other could write them, but for those listed in bad.
+func fakeSystem(bad map[string]FileInfo) System {
+	return System{
+		Stat: func(name string) (FileInfo, error) {
+			if fi, ok := bad[name]; ok {
+				return fi, nil
+			}
+			fi, err := os.Stat(name)
+			if err != nil {
+				return FileInfo{}, err
+			}
+			return FileInfo{Mode: fi.Mode() &^ 0o022}, nil
+		},
+		LookupUser: func(name string) (uint32, uint32, error) {
+			if name == "nobody" || name == "checker" {
+				return 65534, 65534, nil
+			}
+			return 0, 0, errors.New("no such user")
+		},
+		EUID: func() int { return 1000 },
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "check")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.WriteFile(data, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sys := fakeSystem(nil)
+	for _, tc := range []struct {
+		spec Spec
+		want string // "" for valid
+	}{
+		{Spec{Type: "tcp"}, ""},
+		{Spec{}, "type: missing (tcp, http, https, dns, udp or exec)"},
+		{Spec{Type: "ftp"}, `type "ftp": tcp, http, https, dns, udp or exec`},
+		{Spec{Type: "tcp", Interval: "2x"}, `interval: "2x": not a duration`},
+		{Spec{Type: "tcp", Timeout: "soon"}, `timeout: "soon": not a duration`},
+		{Spec{Type: "tcp", Timeout: "3s"}, "timeout 3s must be shorter than interval 2s"},
+		{Spec{Type: "tcp", Interval: "-1s"}, "interval -1s must be positive"},
+		{Spec{Type: "tcp", Interval: "10ms", Timeout: "5ms"}, "interval 10ms must be at least 100ms"},
+		{Spec{Type: "tcp", Rise: -1}, "rise must be at least 1"},
+		{Spec{Type: "tcp", Fall: -2}, "fall must be at least 1"},
+		{Spec{Type: "tcp", Port: 70000}, "port 70000: 0 to 65535"},
+		{Spec{Type: "tcp", Via: "tunnel"}, `via "tunnel": direct or vip`},
+		{Spec{Type: "tcp", Path: "/x"}, "path: not for tcp checks (only http, https)"},
+		{Spec{Type: "http", SNI: "x"}, "sni: not for http checks (only https)"},
+		{Spec{Type: "exec", Command: []string{prog}, Port: 80}, "port: not for exec checks (only tcp, http, https, dns, udp)"},
+		{Spec{Type: "http", Path: "health"}, `path "health": must start with /`},
+		{Spec{Type: "http", Expect: "2xx"}, `expect "2xx": a status, a range or a list ("200", "200-399", "200,204,300-399")`},
+		{Spec{Type: "http", Expect: "399-200"}, `expect "399-200": statuses run from 100 to 599, low to high`},
+		{Spec{Type: "http", Expect: "200,204,300-399"}, ""},
+		{Spec{Type: "https", CA: data, TLSSkipVerify: true}, "ca: not with tls_skip_verify"},
+		{Spec{Type: "https", CA: data}, "ca: " + data + ": no PEM certificate"},
+		{Spec{Type: "https", CA: filepath.Join(dir, "none")}, "ca: " + filepath.Join(dir, "none") + ": no such file or directory"},
+		{Spec{Type: "dns"}, "query: missing (the name a dns check asks for)"},
+		{Spec{Type: "dns", Query: "x", Record: "XYZ"}, `record "XYZ": A, AAAA, CNAME, MX, NS, PTR, SOA, SRV or TXT`},
+		{Spec{Type: "dns", Query: "www.example.com", Record: "aaaa"}, ""},
+		{Spec{Type: "udp", Send: "hex:zz"}, `send "hex:zz": bad hex digits`},
+		{Spec{Type: "udp", ExpectBytes: "hex:0"}, `expect_bytes "hex:0": bad hex digits`},
+		{Spec{Type: "exec"}, "command: missing (the program and its arguments)"},
+		{Spec{Type: "exec", Command: []string{"check.sh"}}, `command: "check.sh" is not an absolute path`},
+		{Spec{Type: "exec", Command: []string{prog + "x"}}, `command: "` + prog + `x": no such file or directory`},
+		{Spec{Type: "exec", Command: []string{data}}, `command: "` + data + `" is not executable`},
+		{Spec{Type: "exec", Command: []string{dir}}, `command: "` + dir + `" is not a regular file`},
+		{Spec{Type: "exec", Command: []string{prog}, User: "nosuch"}, `user "nosuch": no such user`},
+		{Spec{Type: "exec", Command: []string{prog}, Via: "vip"}, "via: not for exec checks (only tcp, http, https, dns, udp)"},
+		{Spec{Type: "exec", Command: []string{prog, "arg"}}, ""},
+	} {
+		err := tc.spec.ValidateWith(sys)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%+v: Validate = %q, want %q", tc.spec, got, tc.want)
+		}
+	}
+}
+
+// TestValidateProgramSecurity runs the real host checks on programs in
+// the test's directories (which live under a world-writable /tmp), then
+// the ownership and mode rules with the parents faked safe.
+func TestValidateProgramSecurity(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(open, "check")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Type: "exec", Command: []string{prog}}
+	want := `command: "` + prog + `": directory ` + open + " is writable by group or others"
+	if err := spec.Validate(); err == nil || err.Error() != want {
+		t.Errorf("program in a world-writable directory: Validate = %v, want %s", err, want)
+	}
+	// Faked safe everywhere but the world-writable directory, which the
+	// real stat reports.
+	sys := fakeSystem(map[string]FileInfo{open: {Mode: fs.ModeDir | 0o777}})
+	if err := spec.ValidateWith(sys); err == nil || err.Error() != want {
+		t.Errorf("ValidateWith = %v, want %s", err, want)
+	}
+
+	// A link from a safe directory to the program is followed.
+	safe := filepath.Join(dir, "safe")
+	if err := os.Mkdir(safe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(safe, "check")
+	if err := os.Symlink(prog, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Spec{Type: "exec", Command: []string{link}}).ValidateWith(sys); err == nil || !strings.Contains(err.Error(), open+" is writable") {
+		t.Errorf("link to an unsafe program: %v, want a refusal naming %s", err, open)
+	}
+
+	for _, tc := range []struct {
+		fi   FileInfo
+		want string
+	}{
+		{FileInfo{Mode: 0o775}, prog + " is writable by group or others"},
+		{FileInfo{Mode: 0o757}, prog + " is writable by group or others"},
+		{FileInfo{Mode: 0o755, UID: 1001}, prog + " is owned by uid 1001, not root or the running user"},
+		{FileInfo{Mode: 0o755, UID: 1000}, ""}, // the running user, as fakeSystem has it
+		{FileInfo{Mode: 0o700}, ""},
+	} {
+		sys := fakeSystem(map[string]FileInfo{prog: tc.fi, open: {Mode: fs.ModeDir | 0o755}})
+		err := spec.ValidateWith(sys)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("program %+v: %v", tc.fi, err)
+			}
+			continue
+		}
+		if want := `command: "` + prog + `": ` + tc.want; err == nil || err.Error() != want {
+			t.Errorf("program %+v: Validate = %v, want %s", tc.fi, err, want)
+		}
+	}
+	sys = fakeSystem(map[string]FileInfo{dir: {Mode: fs.ModeDir | 0o755, UID: 4242}, open: {Mode: fs.ModeDir | 0o755}})
+	want = `command: "` + prog + `": directory ` + dir + " is owned by uid 4242, not root or the running user"
+	if err := spec.ValidateWith(sys); err == nil || err.Error() != want {
+		t.Errorf("directory owned by another user: %v, want %s", err, want)
+	}
+
+	// A system program passes the real checks.
+	if err := (Spec{Type: "exec", Command: []string{"/bin/true"}, User: "root"}).Validate(); err != nil {
+		t.Errorf("/bin/true: %v", err)
+	}
+}

@@ -1,0 +1,78 @@
+package health
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Target is one probe destination with its check.
+type Target struct {
+	// Addr is where the probe connects: the real server, or for a via-vip
+	// check the service's address and port. Spec.Port, when set, replaces
+	// its port. For exec it is the real server (LVS_RS_ADDRESS,
+	// LVS_RS_PORT).
+	Addr netip.AddrPort `json:"addr"`
+	// Mark is set as SO_MARK on the probe's socket (0: none; Linux only,
+	// and it needs CAP_NET_ADMIN). For a via-vip check the caller sets up
+	// an IPVS firewall-mark service for this mark whose only real server
+	// is the one checked, so the probe crosses the director's own table.
+	Mark uint32 `json:"mark,omitempty"`
+	// Spec is the check.
+	Spec Spec `json:"spec"`
+	// VIP is the virtual service of an exec check (LVS_VIP, LVS_VPORT;
+	// zero for a firewall-mark service). Other checks ignore it.
+	VIP netip.AddrPort `json:"vip,omitzero"`
+	// Env is extra environment for an exec check, read only.
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// TargetKey identifies a probe: targets with equal keys share one probe
+// and one state, whichever services they come from. Addr is the address
+// probed (with Spec.Port applied); Env is the exec environment in a
+// canonical form, empty for other checks.
+type TargetKey struct {
+	Addr netip.AddrPort `json:"addr"`
+	Mark uint32         `json:"mark,omitempty"`
+	Spec string         `json:"spec"`
+	Env  string         `json:"env,omitempty"`
+}
+
+// Key returns t's key.
+func (t Target) Key() TargetKey {
+	k := TargetKey{Addr: t.probeAddr(), Mark: t.Mark, Spec: t.Spec.Key()}
+	if t.Spec.Type == "exec" {
+		env := t.execEnv()
+		slices.Sort(env)
+		k.Env = strings.Join(env, "\x00")
+	}
+	return k
+}
+
+func (t Target) probeAddr() netip.AddrPort {
+	if t.Spec.Port != 0 && t.Spec.Port <= 65535 {
+		return netip.AddrPortFrom(t.Addr.Addr(), uint16(t.Spec.Port))
+	}
+	return t.Addr
+}
+
+// execPath is the PATH an exec check runs with.
+const execPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// execEnv is the whole environment of an exec check: PATH, the LVS_*
+// variables, then Env (which may replace them).
+func (t Target) execEnv() []string {
+	env := make([]string, 0, 5+len(t.Env))
+	env = append(env, execPath,
+		"LVS_RS_ADDRESS="+t.Addr.Addr().String(),
+		"LVS_RS_PORT="+strconv.Itoa(int(t.Addr.Port())))
+	if t.VIP.IsValid() {
+		env = append(env, "LVS_VIP="+t.VIP.Addr().String(),
+			"LVS_VPORT="+strconv.Itoa(int(t.VIP.Port())))
+	}
+	for k, v := range t.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
