@@ -82,12 +82,12 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"# caf\xe9\n", "f:1: not valid UTF-8"},
 		{"# café\n-A -t 10.0.0.1:80\x00 -s rr\n", "f:2: NUL byte in the line"},
 		{"-A -t 10.0.0.1:80\n\x00\n", "f:2: NUL byte in the line"},
-		{"{\"version\": 2, \"services\": []}", "f:1: \"version\": 2, but this lvsctl reads version 1"},
+		{"{\"version\": 3, \"services\": []}", "f:1: \"version\": 3, but this lvsctl reads versions 1 and 2"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n\"persistence\": {\"timeout\": 0}, \"destinations\": []}]}", "f:2: invalid timeout value `0' specified"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"example.com\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": []}]}", "f:2: service 1: address \"example.com\": not an IP address"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80,\n \"weight\": \"x\"}]}", "f:3: unknown field \"weight\""},
 	} {
-		_, err := Read("f", []byte(tc.text), nil)
+		_, _, err := Read("f", strings.NewReader(tc.text), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.text, err, tc.want)
 		}
@@ -129,7 +129,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 		"family after the template":      "-A -t 10.0.0.9:80\n-a -t 10.0.0.9:80 -r 1.2.3.4:80 -m\n-a -t 10.0.0.9:80 -r [2001:db8::1]:80 -m\n",
 	}
 	for name, in := range inputs {
-		want, wantErr := Read(name, []byte(in), nil)
+		want, _, wantErr := Read(name, strings.NewReader(in), nil)
 		for _, rd := range []io.Reader{strings.NewReader(in), &oneByteReader{[]byte(in)}} {
 			got, err := ReadFrom(name, rd, nil)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
@@ -143,7 +143,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	}
 	// The large service's destinations crossed a chunk: all there, in
 	// file order; the interleaved line landed in the right service.
-	set, _ := Read("chunks", []byte(big.String()), nil)
+	set, _, _ := Read("chunks", strings.NewReader(big.String()), nil)
 	ds := set.Services[0].Dests
 	if n := len(ds); n != destChunk+11 {
 		t.Fatalf("the large service has %d destinations, want %d", n, destChunk+11)
@@ -168,7 +168,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 		"bad address after the template": "bad address after the template:4:",
 		"family after the template":      "family after the template:3: Different address family is allowed only for tunneling servers",
 	} {
-		if _, err := Read(name, []byte(inputs[name]), nil); err == nil || !strings.HasPrefix(err.Error(), want) {
+		if _, _, err := Read(name, strings.NewReader(inputs[name]), nil); err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("%s: error %v, want %s", name, err, want)
 		}
 	}

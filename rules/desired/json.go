@@ -10,14 +10,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
 )
 
-// SchemaVersion is the version of the JSON document; readers refuse others.
+// SchemaVersion is the version of the document lvsctl list writes. Readers
+// take it and HealthVersion, which adds health checks; they refuse others.
 const SchemaVersion = 1
+
+// HealthVersion is the version of a document with health checks ("check",
+// "when_all_down", "sorry_server"), which lvsctl run reads.
+const HealthVersion = 2
 
 // Document is the JSON form of a rule set (docs/lvsctl.md describes it).
 // The counters (connections, stats, rates) are written by lvsctl list and
@@ -42,6 +48,13 @@ type JSONService struct {
 	PE             string            `json:"pe,omitempty"`
 	Destinations   []JSONDestination `json:"destinations"`
 	Stats          *JSONStats        `json:"stats,omitempty"`
+	// Check applies to each real server without one of its own (version 2).
+	Check *health.Spec `json:"check,omitempty"`
+	// WhenAllDown is keep (default), sorry or zero (version 2; see Health).
+	WhenAllDown string `json:"when_all_down,omitempty"`
+	// SorryServer is the address:port that serves when every real server
+	// failed, with when_all_down sorry (version 2).
+	SorryServer string `json:"sorry_server,omitempty"`
 }
 
 // JSONPersistence is a persistent service's timeout (seconds) and
@@ -64,6 +77,8 @@ type JSONDestination struct {
 	InactiveConns   *uint32     `json:"inactive_conns,omitempty"`
 	PersistentConns *uint32     `json:"persistent_conns,omitempty"`
 	Stats           *JSONStats  `json:"stats,omitempty"`
+	// Check replaces the service's check for this real server (version 2).
+	Check *health.Spec `json:"check,omitempty"`
 }
 
 // JSONTunnel holds a tunnel destination's encapsulation.
@@ -193,6 +208,12 @@ func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
 // the defaults and checks are those of rules text; errors name the line of
 // the service or destination at fault. Unknown fields are errors.
 func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
+	set, _, err := readJSON(name, data, res)
+	return set, err
+}
+
+// readJSON is ReadJSON with the document's health checks.
+func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Health, error) {
 	if res == nil {
 		res = names.NewResolver()
 	}
@@ -217,34 +238,40 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 				}
 			}
 		}
-		return nil, &LineError{File: name, Line: line, Msg: msg}
+		return nil, nil, &LineError{File: name, Line: line, Msg: msg}
 	}
 	if dec.More() {
-		return nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
+		return nil, nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
 	}
-	if doc.Version != SchemaVersion {
-		msg := fmt.Sprintf("\"version\": %d, but this lvsctl reads version %d", doc.Version, SchemaVersion)
+	if doc.Version != SchemaVersion && doc.Version != HealthVersion {
+		msg := fmt.Sprintf("\"version\": %d, but this lvsctl reads versions %d and %d", doc.Version, SchemaVersion, HealthVersion)
 		var probe struct {
 			Version *int `json:"version"`
 		}
 		if json.Unmarshal(data, &probe) == nil && probe.Version == nil {
 			msg = fmt.Sprintf("the document has no \"version\"; write \"version\": %d", SchemaVersion)
 		}
-		return nil, &LineError{File: name, Line: 1, Msg: msg}
+		return nil, nil, &LineError{File: name, Line: 1, Msg: msg}
 	}
 	lines := entryLines(data)
 	r := newReader(name, res)
+	h := newHealth(name, doc.Version)
 	n := 0
 	for i := range doc.Services {
 		js := &doc.Services[i]
 		svcArgv, err := js.argv()
 		if err != nil {
-			return nil, r.errorf(lines.at(n), "service %d: %v", i+1, err)
+			return nil, nil, r.errorf(lines.at(n), "service %d: %v", i+1, err)
 		}
 		if err := r.parseArgv(lines.at(n), append([]string{"ipvsadm", "-A"}, svcArgv...)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		svcLine := lines.at(n)
 		n++
+		svcKey := rules.KeyOf(&r.svc(r.nsvc - 1).Service)
+		if err := h.service(svcLine, i, svcKey, js); err != nil {
+			return nil, nil, err
+		}
 		designator := svcArgv[:2]
 		if js.FWMark != 0 && js.Family == "inet6" {
 			designator = svcArgv[:3]
@@ -252,11 +279,16 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 		for j := range js.Destinations {
 			dArgv, err := js.Destinations[j].argv()
 			if err != nil {
-				return nil, r.errorf(lines.at(n), "service %d, destination %d: %v", i+1, j+1, err)
+				return nil, nil, r.errorf(lines.at(n), "service %d, destination %d: %v", i+1, j+1, err)
 			}
 			argv := append(append([]string{"ipvsadm", "-a"}, designator...), dArgv...)
 			if err := r.parseArgv(lines.at(n), argv); err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+			svc := r.svc(r.nsvc - 1)
+			dest := rules.DestKeyOf(&svc.Dests[len(svc.Dests)-1].Destination)
+			if err := h.dest(lines.at(n), i, j, svcKey, dest, js, &js.Destinations[j]); err != nil {
+				return nil, nil, err
 			}
 			n++
 		}
@@ -267,7 +299,11 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 			svc.Ordered = true
 		}
 	}
-	return r.finish()
+	set, err := r.finish()
+	if err != nil {
+		return nil, nil, err
+	}
+	return set, h.result(), nil
 }
 
 // typeErrorText says which field of the document holds a value of the

@@ -35,17 +35,6 @@ type LineError struct {
 
 func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
-// Read reads a rule set from data, named name in messages, in the format
-// its first non-blank byte announces: '{' for JSON, anything else for rules
-// text. The resolver answers host and service names in rules text (nil
-// means the system's files).
-func Read(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
-	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		return ReadJSON(name, data, res)
-	}
-	return ReadText(name, data, res)
-}
-
 // ReadText reads rules text: one "-A" line per service and one "-a" line
 // per destination, after its service, as ipvsadm -S writes them. Lines
 // starting with '#' and blank lines are skipped, like Debian's
@@ -75,23 +64,49 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 	return r.finish()
 }
 
-// ReadFrom reads a rule set from rd, named name in messages, in the format
-// its first non-blank byte announces, like Read. Rules text is read a line
+// ReadFrom reads a rule set from rd, named name in messages: JSON when its
+// first non-blank byte is '{', YAML when its first line that is not blank
+// or a comment opens a mapping ("version: 2"), rules text otherwise. The
+// resolver answers host and service names in rules text (nil means the
+// system's files). Rules text is read a line
 // at a time, so the file is never held whole: at 10,000 services × 10 that
 // is 5 MB less, and no buffer regrown while reading a pipe.
 func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error) {
+	set, _, err := Read(name, rd, res)
+	return set, err
+}
+
+// Read is ReadFrom that also reads YAML (the JSON document's schema, with
+// comments) and returns the document's health checks (nil for none, and
+// for rules text, which has no place for them).
+func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, error) {
 	br := bufio.NewReaderSize(rd, 64<<10)
 	head, err := br.Peek(br.Size())
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", name, err)
 	}
-	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	if yaml := isYAML(head); yaml || len(t) > 0 && t[0] == '{' {
 		data, err := io.ReadAll(br)
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			return nil, nil, fmt.Errorf("reading %s: %w", name, err)
 		}
-		return ReadJSON(name, data, res)
+		if yaml {
+			if data, err = yamlToJSON(data); err != nil {
+				if le, ok := err.(*LineError); ok {
+					le.File = name
+				}
+				return nil, nil, err
+			}
+		}
+		return readJSON(name, data, res)
 	}
+	set, err := readText(name, br, res)
+	return set, nil, err
+}
+
+// readText reads rules text, a line at a time.
+func readText(name string, br *bufio.Reader, res *names.Resolver) (*rules.Set, error) {
 	r := newReader(name, res)
 	var long []byte // a line longer than br's buffer, gathered
 	for {

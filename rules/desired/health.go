@@ -1,0 +1,151 @@
+package desired
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// Health is what a desired state says about health checks (document
+// version 2, or a checks file): each checked real server's check, and what
+// each service does when all its checked real servers fail.
+type Health struct {
+	// Checks holds the check of every real server that has one: its own,
+	// else its service's, with defaults filled in and validated.
+	Checks map[DestRef]health.Spec
+	// Services holds the settings of services that have checks.
+	Services map[rules.ServiceKey]ServiceHealth
+}
+
+// DestRef names a real server of a service.
+type DestRef struct {
+	Service rules.ServiceKey
+	Dest    rules.DestKey
+}
+
+// What a service does when every real server it checks has failed.
+const (
+	// KeepLast keeps the last real servers in service (fail open): a cause
+	// they share, such as the director's own path to them, would otherwise
+	// take the whole service down. The default.
+	KeepLast = "keep"
+	// Sorry puts every real server at weight 0 and sends new connections
+	// to the service's sorry server.
+	Sorry = "sorry"
+	// Zero puts every real server at weight 0: new connections are refused.
+	Zero = "zero"
+)
+
+// ServiceHealth is a service's settings for when every real server fails.
+type ServiceHealth struct {
+	WhenAllDown string         // KeepLast, Sorry or Zero
+	SorryServer netip.AddrPort // with Sorry
+	Source      rules.Source   // where the service was written
+}
+
+// healthReader gathers a document's health settings as its services and
+// real servers are read.
+type healthReader struct {
+	name    string
+	version int
+	sys     health.System
+	h       Health
+}
+
+func newHealth(name string, version int) *healthReader {
+	return &healthReader{name: name, version: version, sys: healthSystem,
+		h: Health{Checks: map[DestRef]health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
+}
+
+// healthSystem is what exec checks' programs are checked against (tests
+// replace it).
+var healthSystem health.System
+
+func (hr *healthReader) errorf(line int, format string, args ...any) error {
+	return &LineError{File: hr.name, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// needVersion refuses a health field in a version 1 document.
+func (hr *healthReader) needVersion(line int, path string) error {
+	if hr.version < HealthVersion {
+		return hr.errorf(line, "%s needs \"version\": %d", path, HealthVersion)
+	}
+	return nil
+}
+
+// service reads the i-th service's health settings.
+func (hr *healthReader) service(line, i int, key rules.ServiceKey, js *JSONService) error {
+	path := fmt.Sprintf("services[%d]", i)
+	if js.Check == nil && js.WhenAllDown == "" && js.SorryServer == "" {
+		return nil
+	}
+	if err := hr.needVersion(line, path+".check"); err != nil {
+		return err
+	}
+	if js.Check != nil {
+		if err := hr.check(line, path+".check", js.Check); err != nil {
+			return err
+		}
+	}
+	sh := ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}}
+	switch js.WhenAllDown {
+	case "", KeepLast:
+	case Zero:
+		sh.WhenAllDown = Zero
+	case Sorry:
+		sh.WhenAllDown = Sorry
+		ap, err := netip.ParseAddrPort(js.SorryServer)
+		if err != nil {
+			return hr.errorf(line, "%s.sorry_server %q: an address:port is needed with when_all_down sorry", path, js.SorryServer)
+		}
+		sh.SorryServer = ap
+	default:
+		return hr.errorf(line, "%s.when_all_down %q: keep, sorry or zero", path, js.WhenAllDown)
+	}
+	if js.SorryServer != "" && sh.WhenAllDown != Sorry {
+		return hr.errorf(line, "%s.sorry_server is used only with when_all_down sorry", path)
+	}
+	hr.h.Services[key] = sh
+	return nil
+}
+
+// dest reads the j-th real server of the i-th service: its own check, or
+// the service's.
+func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.DestKey, js *JSONService, jd *JSONDestination) error {
+	spec := js.Check
+	if jd.Check != nil {
+		path := fmt.Sprintf("services[%d].destinations[%d].check", i, j)
+		if err := hr.needVersion(line, path); err != nil {
+			return err
+		}
+		if err := hr.check(line, path, jd.Check); err != nil {
+			return err
+		}
+		spec = jd.Check
+	}
+	if spec != nil {
+		hr.h.Checks[DestRef{svc, dest}] = spec.WithDefaults()
+		if _, ok := hr.h.Services[svc]; !ok {
+			hr.h.Services[svc] = ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}}
+		}
+	}
+	return nil
+}
+
+// check validates a check object written at line.
+func (hr *healthReader) check(line int, path string, s *health.Spec) error {
+	if err := s.WithDefaults().ValidateWith(hr.sys); err != nil {
+		return hr.errorf(line, "%s: %v", path, err)
+	}
+	return nil
+}
+
+// result is the health the document holds, nil when it has none.
+func (hr *healthReader) result() *Health {
+	if len(hr.h.Checks) == 0 && len(hr.h.Services) == 0 {
+		return nil
+	}
+	return &hr.h
+}

@@ -1,0 +1,117 @@
+package desired
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/lvskit/lvskit/rules"
+)
+
+const healthYAML = `# The web pool, checked by HTTP; one server by TCP only.
+version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 80
+    scheduler: wrr
+    check: {type: http, path: /healthz, interval: 3s, fall: 2}
+    when_all_down: sorry
+    sorry_server: 192.168.9.9:80
+    destinations:
+      - {address: 192.168.1.1, port: 80, method: masq, weight: 3}
+      - address: 192.168.1.2   # an older box
+        port: 80
+        method: masq
+        weight: 1
+        check:
+          type: tcp
+  - fwmark: 7
+    family: inet
+    scheduler: rr
+    destinations:
+      - {address: 192.168.1.3, port: 0, method: route, weight: 1}
+`
+
+// TestYAMLWithChecks: a version 2 YAML document reads as the same rule set
+// as its JSON, with the service's check on each real server but the one
+// that has its own, and the service's all-down settings.
+func TestYAMLWithChecks(t *testing.T) {
+	set, h, err := Read("pool.yaml", strings.NewReader(healthYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _, err := Read("pool.rules", strings.NewReader(
+		"-A -t 10.0.0.1:80 -s wrr\n-a -t 10.0.0.1:80 -r 192.168.1.1:80 -m -w 3\n-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1\n"+
+			"-A -f 7 -s rr\n-a -f 7 -r 192.168.1.3:0 -g -w 1\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := rules.Diff(text, set, rules.DiffOptions{}); !d.InSync() {
+		t.Errorf("YAML and rules text differ: %+v", d.Changes)
+	}
+	if h == nil || len(h.Checks) != 2 {
+		t.Fatalf("health %+v, want 2 checks", h)
+	}
+	svc := rules.KeyOf(&set.Services[0].Service)
+	for _, s := range set.Services {
+		if s.FWMark == 0 {
+			svc = rules.KeyOf(&s.Service)
+		}
+	}
+	for addr, want := range map[string]string{"192.168.1.1": "http", "192.168.1.2": "tcp"} {
+		var ref DestRef
+		for r := range h.Checks {
+			if r.Dest.Addr.String() == addr {
+				ref = r
+			}
+		}
+		c, ok := h.Checks[ref]
+		if !ok || ref.Service != svc || c.Type != want {
+			t.Errorf("%s: check %+v (found %v), want type %s", addr, c, ok, want)
+		}
+		if want == "http" && (c.Path != "/healthz" || c.Interval != "3s" || c.Fall != 2 || c.Rise != 2) {
+			t.Errorf("%s: check %+v, want the service's with defaults", addr, c)
+		}
+	}
+	sh := h.Services[svc]
+	if sh.WhenAllDown != Sorry || sh.SorryServer.String() != "192.168.9.9:80" {
+		t.Errorf("service health %+v", sh)
+	}
+}
+
+// TestHealthErrorsNameTheLine: a bad check, all-down setting or YAML is an
+// error with the file, the line and the field's path.
+func TestHealthErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{strings.Replace(healthYAML, "interval: 3s", "interval: 3x", 1), "pool.yaml:4: services[0].check: interval"},
+		{strings.Replace(healthYAML, "type: tcp", "type: ftp", 1), "pool.yaml:13: services[0].destinations[1].check: type \"ftp\""},
+		{strings.Replace(healthYAML, "when_all_down: sorry", "when_all_down: panic", 1), "pool.yaml:4: services[0].when_all_down \"panic\": keep, sorry or zero"},
+		{strings.Replace(healthYAML, "    sorry_server: 192.168.9.9:80\n", "", 1), "services[0].sorry_server \"\": an address:port is needed"},
+		{strings.Replace(healthYAML, "version: 2", "version: 1", 1), "pool.yaml:4: services[0].check needs \"version\": 2"},
+		{strings.Replace(healthYAML, "        method: masq\n        weight: 1", "        method: masq\n        wieght: 1", 1), "pool.yaml:16: unknown field \"wieght\""},
+		{strings.Replace(healthYAML, "port: 80\n    scheduler", "port: eighty\n    scheduler", 1), "pool.yaml:6: services[].port must be an integer from 0 to 65535, not a string"},
+		{"version: 2\nservices:\n  - protocol: tcp\n   address: x\n", "pool.yaml:2: YAML: did not find expected"},
+	} {
+		_, _, err := Read("pool.yaml", strings.NewReader(tc.doc), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// TestRulesTextIsNotYAML: rules text, with comments or the ipvsadm word,
+// is never taken for YAML.
+func TestRulesTextIsNotYAML(t *testing.T) {
+	for doc, want := range map[string]bool{
+		"# saved\n-A -t 10.0.0.1:80 -s rr\n":           false,
+		"ipvsadm -A -t 10.0.0.1:80 -s rr\n":            false,
+		"\n\n-a -t 10.0.0.1:80 -r 10.0.0.2:80\n":       false,
+		"# a pool\nversion: 2\nservices: []\n":         true,
+		"---\nversion: 2\n":                            true,
+		"services:\n  - {protocol: tcp}\nversion: 2\n": true,
+	} {
+		if got := isYAML([]byte(doc)); got != want {
+			t.Errorf("isYAML(%q) = %v, want %v", doc, got, want)
+		}
+	}
+}
