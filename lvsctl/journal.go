@@ -138,47 +138,70 @@ func (j *fileJournal) Close() error { return unix.Close(j.fd) }
 // Load reads the journal; nil when there is none, or when it was written in
 // another boot or namespace.
 func (j *fileJournal) Load() (*rules.Journal, error) {
-	fd, err := unix.Openat(j.fd, journalName, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	path := filepath.Join(j.dir, journalName)
-	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", path, err)
-	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	if err := checkFd(fd, path, false); err != nil {
+	var jf journalFile
+	if ok, err := j.readFile(journalName, &jf); !ok || err != nil {
 		return nil, err
 	}
-	var jf journalFile
-	dec := json.NewDecoder(f)
-	if err := dec.Decode(&jf); err != nil {
-		return nil, fmt.Errorf("journal %s: %w", path, err)
-	}
 	if jf.Version != rules.JournalVersion {
-		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", path, jf.Version, rules.JournalVersion)
+		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", filepath.Join(j.dir, journalName), jf.Version, rules.JournalVersion)
 	}
-	if jf.Boot != j.boot || jf.Namespace != j.ns || jf.Cookie != j.cookie {
+	if !j.ours(jf.Boot, jf.Namespace, jf.Cookie) {
 		return nil, nil // another boot's or namespace's: its table is gone
 	}
 	return &jf.Journal, nil
 }
 
+// ours reports whether a record was written in this boot and namespace.
+func (j *fileJournal) ours(boot string, ns, cookie uint64) bool {
+	return boot == j.boot && ns == j.ns && cookie == j.cookie
+}
+
 // Save replaces the journal atomically; nil removes it.
 func (j *fileJournal) Save(jr *rules.Journal) error {
 	if jr == nil {
-		err := unix.Unlinkat(j.fd, journalName, 0)
+		return j.writeFile(journalName, nil)
+	}
+	return j.writeFile(journalName, journalFile{Journal: *jr, Namespace: j.ns, Cookie: j.cookie, Boot: j.boot})
+}
+
+// readFile decodes the directory's file name into v; false when there is
+// no such file. The file must be ours and closed to others, and is opened
+// without following a link.
+func (j *fileJournal) readFile(name string, v any) (bool, error) {
+	path := filepath.Join(j.dir, name)
+	fd, err := unix.Openat(j.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := checkFd(fd, path, false); err != nil {
+		return false, err
+	}
+	if err := json.NewDecoder(f).Decode(v); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
+}
+
+// writeFile replaces the directory's file name atomically (temporary file,
+// fsync, rename, fsync of the directory) with v as JSON; nil removes it.
+func (j *fileJournal) writeFile(name string, v any) error {
+	if v == nil {
+		err := unix.Unlinkat(j.fd, name, 0)
 		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("removing journal: %w", err)
+			return fmt.Errorf("removing %s: %w", filepath.Join(j.dir, name), err)
 		}
 		return unix.Fsync(j.fd)
 	}
-	b, err := json.MarshalIndent(journalFile{Journal: *jr, Namespace: j.ns, Cookie: j.cookie, Boot: j.boot}, "", "  ")
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := "." + journalName + "." + strconv.Itoa(os.Getpid()) + ".tmp"
+	tmp := "." + name + "." + strconv.Itoa(os.Getpid()) + ".tmp"
 	fd, err := unix.Openat(j.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if errors.Is(err, unix.EEXIST) {
 		// Left by a killed run of ours with the same pid: ours to replace.
@@ -186,7 +209,7 @@ func (j *fileJournal) Save(jr *rules.Journal) error {
 		fd, err = unix.Openat(j.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	}
 	if err != nil {
-		return fmt.Errorf("writing journal: %w", err)
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
 	_, err = f.Write(append(b, '\n'))
@@ -197,14 +220,14 @@ func (j *fileJournal) Save(jr *rules.Journal) error {
 		err = cerr
 	}
 	if err == nil {
-		err = unix.Renameat(j.fd, tmp, j.fd, journalName)
+		err = unix.Renameat(j.fd, tmp, j.fd, name)
 	}
 	if err == nil {
 		err = unix.Fsync(j.fd)
 	}
 	if err != nil {
 		unix.Unlinkat(j.fd, tmp, 0)
-		return fmt.Errorf("writing journal in %s: %w", j.dir, err)
+		return fmt.Errorf("writing %s in %s: %w", name, j.dir, err)
 	}
 	return nil
 }
