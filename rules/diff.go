@@ -106,6 +106,10 @@ type DiffOptions struct {
 	// Draining is true when leaving destinations are drained (a drain
 	// timeout above zero); it only selects the warnings.
 	Draining bool
+	// OwnProbes plans the kernel's probe services (IsProbeService) like
+	// any other: lvsctl run, which makes them, does. Otherwise they are
+	// left alone, neither deleted nor counted.
+	OwnProbes bool
 }
 
 // Diff plans the changes that turn current (the kernel's set, with
@@ -121,7 +125,7 @@ func Diff(current, desired *Set, o DiffOptions) *Plan {
 		svcs[i] = current.Services[i].Service
 	}
 	var buf []ipvs.DestinationEntry
-	p, _ := diff(svcs, pair(svcs, desired), func(i int) ([]ipvs.DestinationEntry, error) {
+	p, _ := diff(svcs, pair(svcs, desired, o), func(i int) ([]ipvs.DestinationEntry, error) {
 		buf = buf[:0]
 		for _, d := range current.Services[i].Dests {
 			buf = append(buf, ipvs.DestinationEntry{Destination: d.Destination, DestCounters: d.KernelCounters()})
@@ -153,7 +157,7 @@ func DiffKernel(c ipvs.Reader, desired *Set, o DiffOptions) (*Plan, error) {
 	snapshot := !severalDatagrams(c)
 	var check []ipvs.DestinationEntry
 	for range readRounds {
-		pairs := pair(svcs, desired)
+		pairs := pair(svcs, desired, o)
 		p, err := diffRead(c, svcs, pairs, func(i int, dests []ipvs.DestinationEntry) ([]ipvs.DestinationEntry, error) {
 			// A service whose destinations came in several datagrams is
 			// read again until two reads agree, for the same reason as the
@@ -277,7 +281,7 @@ type pairing struct {
 	leaving []int      // the kernel's services none desired matches, in key order
 }
 
-func pair(services []ipvs.Service, desired *Set) *pairing {
+func pair(services []ipvs.Service, desired *Set, o DiffOptions) *pairing {
 	cur := newServiceIndex(services)
 	p := &pairing{want: make([]*Service, len(desired.Services)), at: make([]int, len(desired.Services))}
 	for i := range desired.Services {
@@ -292,7 +296,7 @@ func pair(services []ipvs.Service, desired *Set) *pairing {
 		}
 	}
 	for i := range services {
-		if !wanted[i] {
+		if !wanted[i] && (o.OwnProbes || !IsProbeService(&services[i])) {
 			p.leaving = append(p.leaving, i)
 		}
 	}

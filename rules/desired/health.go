@@ -13,7 +13,9 @@ import (
 // each service does when all its checked real servers fail.
 type Health struct {
 	// Checks holds the check of every real server that has one: its own,
-	// else its service's, with defaults filled in and validated.
+	// else its service's, validated, with defaults filled in but Via, which
+	// stays as written (empty: vip for direct-routing and tunnelled real
+	// servers, direct for masquerading ones).
 	Checks map[DestRef]health.Spec
 	// Services holds the settings of services that have checks.
 	Services map[rules.ServiceKey]ServiceHealth
@@ -126,7 +128,9 @@ func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.De
 		spec = jd.Check
 	}
 	if spec != nil {
-		hr.h.Checks[DestRef{svc, dest}] = spec.WithDefaults()
+		c := spec.WithDefaults()
+		c.Via = spec.Via // empty: the real server's forwarding method decides
+		hr.h.Checks[DestRef{svc, dest}] = c
 		if _, ok := hr.h.Services[svc]; !ok {
 			hr.h.Services[svc] = ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}}
 		}

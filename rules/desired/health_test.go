@@ -115,3 +115,50 @@ func TestRulesTextIsNotYAML(t *testing.T) {
 		}
 	}
 }
+
+// TestChecksFileForRulesText: a checks file names services as ipvsadm
+// -Sn writes them and gives a real server its own check; naming a service
+// or real server the rules lack is an error with the line.
+func TestChecksFileForRulesText(t *testing.T) {
+	set, _, err := Read("rules", strings.NewReader("-A -t 10.0.0.1:80 -s wrr\n-a -t 10.0.0.1:80 -r 192.168.1.1:80 -g -w 3\n"+
+		"-a -t 10.0.0.1:80 -r 192.168.1.2:80 -g -w 1\n-A -f 7 -6 -s rr\n-a -f 7 -6 -r [2001:db8::2]:0 -g -w 1\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := `version: 2
+checks:
+  - service: -t 10.0.0.1:80
+    check: {type: tcp, via: vip}
+    destinations:
+      - {address: 192.168.1.2, port: 80, check: {type: http, path: /ok}}
+  - service: "-f  7 -6"
+    check: {type: tcp, port: 443}
+`
+	h, err := ReadChecks("checks.yaml", []byte(checks), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for ref, c := range h.Checks {
+		got[ref.Service.String()+" "+ref.Dest.String()] = c.Type + " " + c.Via
+	}
+	want := map[string]string{"-t 10.0.0.1:80 192.168.1.1:80": "tcp vip", "-t 10.0.0.1:80 192.168.1.2:80": "http ",
+		"-f 7 -6 [2001:db8::2]:0": "tcp "}
+	if len(got) != len(want) {
+		t.Errorf("checks %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %q, want %q", k, got[k], v)
+		}
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{strings.Replace(checks, "-t 10.0.0.1:80", "-t 10.0.0.9:80", 1), "checks.yaml:3: checks[0].service \"-t 10.0.0.9:80\": no such service"},
+		{strings.Replace(checks, "192.168.1.2, port: 80", "192.168.1.7, port: 80", 1), "checks.yaml:6: checks[0].destinations[0]: 192.168.1.7 port 80 is no real server"},
+		{strings.Replace(checks, "version: 2", "version: 1", 1), "checks.yaml:1: a checks file has \"version\": 2"},
+	} {
+		if _, err := ReadChecks("checks.yaml", []byte(tc.doc), set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}

@@ -221,24 +221,7 @@ func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Healt
 	dec.DisallowUnknownFields()
 	var doc Document
 	if err := dec.Decode(&doc); err != nil {
-		line, msg := 1, "JSON: "+err.Error()
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case asErr(err, &se):
-			line = lineAt(data, se.Offset)
-		case asErr(err, &te):
-			line, msg = lineAt(data, te.Offset), typeErrorText(te)
-		default:
-			// Unknown fields carry no offset: find the key.
-			if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-				msg = "unknown field " + name + " (docs/lvsctl.md lists the fields)"
-				if i := bytes.Index(data, []byte(name)); i >= 0 {
-					line = lineAt(data, int64(i))
-				}
-			}
-		}
-		return nil, nil, &LineError{File: name, Line: line, Msg: msg}
+		return nil, nil, decodeError(name, data, err)
 	}
 	if dec.More() {
 		return nil, nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
@@ -351,6 +334,29 @@ func typeErrorText(te *json.UnmarshalTypeError) string {
 		got = strings.TrimPrefix(te.Value, "number ")
 	}
 	return fmt.Sprintf("%s must be %s, not %s", path, want, got)
+}
+
+// decodeError is a JSON decoding error of data as a LineError in the
+// document's terms.
+func decodeError(name string, data []byte, err error) error {
+	line, msg := 1, "JSON: "+err.Error()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case asErr(err, &se):
+		line = lineAt(data, se.Offset)
+	case asErr(err, &te):
+		line, msg = lineAt(data, te.Offset), typeErrorText(te)
+	default:
+		// Unknown fields carry no offset: find the key.
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			msg = "unknown field " + field + " (docs/lvsctl.md lists the fields)"
+			if i := bytes.Index(data, []byte(field)); i >= 0 {
+				line = lineAt(data, int64(i))
+			}
+		}
+	}
+	return &LineError{File: name, Line: line, Msg: msg}
 }
 
 func asErr[T error](err error, target *T) bool {
@@ -514,7 +520,7 @@ func entryLines(data []byte) lineTable {
 		}
 		switch tok {
 		case json.Delim('{'):
-			if top != nil && !top.object && (top.name == "services" || top.name == "destinations") {
+			if top != nil && !top.object && (top.name == "services" || top.name == "destinations" || top.name == "checks") {
 				out = append(out, lineAt(data, nextNonBlank(data, off)))
 			}
 			stack = append(stack, frame{object: true, wantKey: true})
