@@ -68,12 +68,14 @@ func probeWith(ctx context.Context, t Target, c *config) error {
 	return fmt.Errorf("type %q: %s", c.spec.Type, typeList)
 }
 
+// plainDialer dials without a mark.
+var plainDialer net.Dialer
+
 func dialer(mark uint32) *net.Dialer {
-	d := &net.Dialer{}
-	if mark != 0 {
-		d.Control = markControl(mark)
+	if mark == 0 {
+		return &plainDialer
 	}
-	return d
+	return &net.Dialer{Control: markControl(mark)}
 }
 
 // probeError is a failure's short text over its cause, which stays
@@ -119,6 +121,8 @@ func errText(err error) string {
 }
 
 func probeTCP(ctx context.Context, addr netip.AddrPort, mark uint32) error {
+	// Not Dialer.DialTCP: its local address, even the zero AddrPort, is
+	// bound before the connect, which takes a port of its own per probe.
 	conn, err := dialer(mark).DialContext(ctx, "tcp", addr.String())
 	if err != nil {
 		return failure(err, "connect "+addr.String())

@@ -30,8 +30,9 @@ type Target struct {
 
 // TargetKey identifies a probe: targets with equal keys share one probe
 // and one state, whichever services they come from. Addr is the address
-// probed (with Spec.Port applied); Env is the exec environment in a
-// canonical form, empty for other checks.
+// probed (with Spec.Port applied, so Spec is the spec's key without its
+// port); Env is the exec environment in a canonical form, empty for other
+// checks.
 type TargetKey struct {
 	Addr netip.AddrPort `json:"addr"`
 	Mark uint32         `json:"mark,omitempty"`
@@ -41,7 +42,9 @@ type TargetKey struct {
 
 // Key returns t's key.
 func (t Target) Key() TargetKey {
-	k := TargetKey{Addr: t.probeAddr(), Mark: t.Mark, Spec: t.Spec.Key()}
+	s := t.Spec
+	s.Port = 0 // in Addr
+	k := TargetKey{Addr: t.probeAddr(), Mark: t.Mark, Spec: s.Key()}
 	if t.Spec.Type == "exec" {
 		env := t.execEnv()
 		slices.Sort(env)

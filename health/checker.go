@@ -1,0 +1,540 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultMaxInFlight bounds the probes in flight when Options leaves it
+// 0: 10,000 targets at a 2 s interval whose probes all time out at 1 s
+// keep 5,000 in flight.
+const DefaultMaxInFlight = 8192
+
+// Options configures a Checker.
+type Options struct {
+	// Probe runs one probe (nil: the package's Probe). The context it gets
+	// carries the spec's timeout.
+	Probe func(ctx context.Context, t Target) error
+	// Rand draws the first probe times and the jitter (nil: randomly
+	// seeded). The checker serialises its use.
+	Rand *rand.Rand
+	// MaxInFlight bounds the probes running at once (0:
+	// DefaultMaxInFlight). Probes due beyond it wait, and start late.
+	MaxInFlight int
+}
+
+// Checker probes a set of targets on schedule and tracks their states.
+// Its methods may be called from any goroutine.
+type Checker struct {
+	probe func(ctx context.Context, t Target) error
+	max   int
+
+	mu       sync.Mutex
+	rnd      *rand.Rand
+	entries  map[TargetKey]*entry
+	gone     map[TargetKey]*entry // removed by Set while in flight
+	queue    queue                // entries waiting for their next probe, soonest first
+	inFlight int
+	seeds    map[TargetKey]TargetState
+	minIvl   time.Duration // the shortest interval of the set
+	late     lateness
+	running  bool
+	ran      bool
+	wakeAt   time.Time // when the scheduler wakes unless told (zero: never)
+
+	pending      map[TargetKey]*Change // changes not yet received
+	pendingOrder []TargetKey           // their order; keys may repeat or be gone
+
+	wake    chan struct{} // tells the scheduler to look again
+	notify  chan struct{} // tells the sender there are changes
+	changes chan Change
+}
+
+// entry is one target's schedule and state; the checker's mutex guards
+// every field but target and cfg, which never change.
+type entry struct {
+	key    TargetKey
+	target Target
+	cfg    *config
+
+	next     time.Time // scheduled start of the next probe
+	index    int       // in the queue; -1 when not queued
+	inFlight bool
+	removed  bool
+
+	state        State
+	passes       int
+	fails        int
+	result       string
+	lastProbe    time.Time
+	lastDuration time.Duration
+	lastLate     time.Duration
+	lastChange   time.Time
+}
+
+// New returns a checker with no targets.
+func New(opts Options) *Checker {
+	c := &Checker{
+		probe:   opts.Probe,
+		max:     opts.MaxInFlight,
+		rnd:     opts.Rand,
+		entries: map[TargetKey]*entry{},
+		gone:    map[TargetKey]*entry{},
+		pending: map[TargetKey]*Change{},
+		wake:    make(chan struct{}, 1),
+		notify:  make(chan struct{}, 1),
+		changes: make(chan Change),
+	}
+	if c.max <= 0 {
+		c.max = DefaultMaxInFlight
+	}
+	if c.rnd == nil {
+		c.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return c
+}
+
+// Set replaces the checker's targets. Targets whose key stays keep their
+// state and schedule; a new one starts Unknown (or as Restore seeded it)
+// with its first probe at a random point of its first interval. Targets
+// with equal keys share one probe. Set checks each spec as Validate does,
+// without asking the host, and changes nothing when one fails.
+func (c *Checker) Set(targets []Target) error {
+	type item struct {
+		key TargetKey
+		t   Target
+		cfg *config
+	}
+	items := make([]item, 0, len(targets))
+	for _, t := range targets {
+		cfg, err := compile(t.Spec)
+		if err != nil {
+			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
+		}
+		items = append(items, item{t.Key(), t, cfg})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	next := make(map[TargetKey]*entry, len(items))
+	c.minIvl = 0
+	for _, it := range items {
+		if next[it.key] != nil {
+			continue
+		}
+		e := c.entries[it.key]
+		if e == nil {
+			if g := c.gone[it.key]; g != nil {
+				// Back while its last probe runs: a new target, which
+				// that probe's result counts for.
+				delete(c.gone, it.key)
+				e = g
+				e.reset()
+			} else {
+				e = &entry{key: it.key, target: it.t, cfg: it.cfg, index: -1}
+				e.next = now.Add(c.randN(it.cfg.interval))
+				c.queue.push(e)
+			}
+			if s, ok := c.seeds[it.key]; ok {
+				e.seed(s)
+			}
+		}
+		next[it.key] = e
+		if c.minIvl == 0 || e.cfg.interval < c.minIvl {
+			c.minIvl = e.cfg.interval
+		}
+	}
+	for k, e := range c.entries {
+		if next[k] == nil {
+			e.removed = true
+			if e.index >= 0 {
+				c.queue.remove(e)
+			}
+			if e.inFlight {
+				c.gone[k] = e
+			}
+			delete(c.pending, k)
+		}
+	}
+	c.entries = next
+	c.seeds = nil
+	c.poke()
+	return nil
+}
+
+// Restore seeds states, as a journal kept them, for the current targets
+// and those the next Set adds; call it before Run. A target restored Up
+// stays up until it fails Fall times; one restored Down needs Rise
+// passes. States other than Up and Down are ignored.
+func (c *Checker) Restore(states []TargetState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seeds = map[TargetKey]TargetState{}
+	for _, s := range states {
+		if s.State != Up && s.State != Down {
+			continue
+		}
+		if e := c.entries[s.Key]; e != nil {
+			e.seed(s)
+		} else {
+			c.seeds[s.Key] = s
+		}
+	}
+}
+
+// reset makes e a new target's entry, keeping its schedule.
+func (e *entry) reset() {
+	e.removed = false
+	e.state, e.passes, e.fails, e.result = Unknown, 0, 0, ""
+	e.lastProbe, e.lastDuration, e.lastLate, e.lastChange = time.Time{}, 0, 0, time.Time{}
+}
+
+func (e *entry) seed(s TargetState) {
+	e.state = s.State
+	e.passes, e.fails = 0, 0
+	e.lastChange = s.LastChange
+}
+
+// Changes delivers state transitions (see Change). It is closed when Run
+// returns; transitions not received by then are dropped, as are those of
+// targets that Set removed.
+func (c *Checker) Changes() <-chan Change { return c.changes }
+
+// Run probes the targets until ctx ends, then waits for the probes in
+// flight and returns nil. A checker runs once.
+func (c *Checker) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.ran {
+		c.mu.Unlock()
+		return errors.New("health: the checker has run already")
+	}
+	c.ran, c.running = true, true
+	// Targets set before Run get their first probe within the first
+	// interval from now.
+	now := time.Now()
+	for _, e := range c.entries {
+		e.next = now.Add(c.randN(e.cfg.interval))
+		c.queue.fix(e)
+	}
+	c.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Go(func() { c.send(ctx) })
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		for c.inFlight < c.max && len(c.queue) > 0 && !c.queue[0].next.After(now) {
+			e := c.queue.pop()
+			e.inFlight = true
+			c.inFlight++
+			wg.Go(func() { c.run(ctx, e) })
+		}
+		c.wakeAt = time.Time{}
+		if c.inFlight < c.max && len(c.queue) > 0 {
+			c.wakeAt = c.queue[0].next
+			timer.Reset(c.wakeAt.Sub(now))
+		}
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			wg.Wait()
+			c.mu.Lock()
+			c.running = false
+			c.mu.Unlock()
+			close(c.changes)
+			return nil
+		case <-c.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// run probes e once and records the result.
+func (c *Checker) run(ctx context.Context, e *entry) {
+	start := time.Now()
+	var err error
+	if c.probe == nil {
+		err = probeTimed(ctx, e.target, e.cfg, probeWith)
+	} else {
+		err = probeTimed(ctx, e.target, e.cfg, func(ctx context.Context, t Target, _ *config) error {
+			return c.probe(ctx, t)
+		})
+	}
+	end := time.Now()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wasFull := c.inFlight >= c.max
+	c.inFlight--
+	e.inFlight = false
+	if ctx.Err() != nil {
+		return // stopping: the probe was cut short
+	}
+	late := max(start.Sub(e.next), 0)
+	c.late.add(late, start)
+	if e.removed {
+		if c.gone[e.key] == e {
+			delete(c.gone, e.key)
+		}
+		return
+	}
+	e.lastProbe, e.lastDuration, e.lastLate = start, end.Sub(start), late
+	old := e.state
+	e.result = ResultOK
+	if err != nil {
+		e.result = err.Error()
+	}
+	if e.record(err == nil) {
+		e.lastChange = end
+		c.queueChange(e, old, end)
+	}
+	// The next probe follows this one's start by the interval ±10 %; one
+	// that outlasted that starts now, late.
+	ivl := e.cfg.interval
+	e.next = start.Add(ivl - ivl/10 + c.randN(ivl/5+1))
+	c.queue.push(e)
+	if wasFull || c.wakeAt.IsZero() || e.next.Before(c.wakeAt) {
+		c.poke()
+	}
+}
+
+// record counts a probe's result and applies the state machine; it
+// reports whether the state changed.
+func (e *entry) record(pass bool) bool {
+	if pass {
+		e.passes++
+		e.fails = 0
+	} else {
+		e.fails++
+		e.passes = 0
+	}
+	old := e.state
+	switch {
+	case e.state == Unknown && pass:
+		e.state = Up
+	case e.state != Down && !pass && e.fails >= e.cfg.spec.Fall:
+		e.state = Down
+	case e.state == Down && pass && e.passes >= e.cfg.spec.Rise:
+		e.state = Up
+	}
+	return e.state != old
+}
+
+// queueChange adds e's transition to the changes not yet received.
+func (c *Checker) queueChange(e *entry, old State, at time.Time) {
+	if p := c.pending[e.key]; p != nil {
+		p.New, p.Result, p.At = e.state, e.result, at
+		if p.New == p.Old {
+			delete(c.pending, e.key)
+		}
+		return
+	}
+	c.pending[e.key] = &Change{Key: e.key, Target: e.target, Old: old, New: e.state, Result: e.result, At: at}
+	c.pendingOrder = append(c.pendingOrder, e.key)
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// send delivers queued changes on c.changes until ctx ends.
+func (c *Checker) send(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.notify:
+		}
+		for {
+			c.mu.Lock()
+			var ch *Change
+			for ch == nil && len(c.pendingOrder) > 0 {
+				k := c.pendingOrder[0]
+				c.pendingOrder = c.pendingOrder[1:]
+				if ch = c.pending[k]; ch != nil {
+					delete(c.pending, k)
+				}
+			}
+			if len(c.pendingOrder) == 0 {
+				c.pendingOrder = nil
+			}
+			c.mu.Unlock()
+			if ch == nil {
+				break
+			}
+			select {
+			case c.changes <- *ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// poke wakes the scheduler.
+func (c *Checker) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// randN returns a random duration in [0, d).
+func (c *Checker) randN(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(c.rnd.Int64N(int64(d)))
+}
+
+// Snapshot returns every target's state, ordered by key, with the
+// lateness figures.
+func (c *Checker) Snapshot() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := Status{Targets: make([]TargetState, 0, len(c.entries)), InFlight: c.inFlight}
+	for _, e := range c.entries {
+		st.Targets = append(st.Targets, TargetState{
+			Key: e.key, Target: e.target, State: e.state,
+			Passes: e.passes, Fails: e.fails, Result: e.result,
+			LastProbe: e.lastProbe, LastDuration: e.lastDuration, LastLate: e.lastLate,
+			LastChange: e.lastChange,
+		})
+	}
+	slices.SortFunc(st.Targets, func(a, b TargetState) int { return a.Key.compare(b.Key) })
+	st.Lateness = c.late.stats(time.Now())
+	return st
+}
+
+// Lateness returns how late probes started.
+func (c *Checker) Lateness() Lateness {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.late.stats(time.Now())
+}
+
+// OnTime reports whether probes keep to their schedule within threshold:
+// the recent p99 lateness is at most threshold and, while Run runs, no
+// probe waits for its start longer than that.
+func (c *Checker) OnTime(threshold time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.late.stats(now).RecentP99 > threshold {
+		return false
+	}
+	return !c.running || len(c.queue) == 0 || now.Sub(c.queue[0].next) <= threshold
+}
+
+// Healthy is OnTime with a tenth of the shortest interval among the
+// targets: false means the probes fall behind.
+func (c *Checker) Healthy() bool {
+	c.mu.Lock()
+	threshold := c.minIvl / 10
+	c.mu.Unlock()
+	return c.OnTime(threshold)
+}
+
+// compare orders keys for listings.
+func (k TargetKey) compare(o TargetKey) int {
+	if c := k.Addr.Compare(o.Addr); c != 0 {
+		return c
+	}
+	if k.Mark != o.Mark {
+		if k.Mark < o.Mark {
+			return -1
+		}
+		return 1
+	}
+	if c := strings.Compare(k.Spec, o.Spec); c != 0 {
+		return c
+	}
+	return strings.Compare(k.Env, o.Env)
+}
+
+// queue is a min-heap of entries by next probe time.
+type queue []*entry
+
+func (q queue) less(i, j int) bool { return q[i].next.Before(q[j].next) }
+
+func (q queue) swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+
+func (q *queue) push(e *entry) {
+	e.index = len(*q)
+	*q = append(*q, e)
+	q.up(e.index)
+}
+
+func (q *queue) pop() *entry {
+	e := (*q)[0]
+	q.remove(e)
+	return e
+}
+
+func (q *queue) remove(e *entry) {
+	i, n := e.index, len(*q)-1
+	if i != n {
+		q.swap(i, n)
+	}
+	(*q)[n] = nil
+	*q = (*q)[:n]
+	e.index = -1
+	if i != n {
+		q.fix((*q)[i])
+	}
+}
+
+// fix restores the order after e's time changed.
+func (q queue) fix(e *entry) {
+	if e.index < 0 {
+		return
+	}
+	if !q.down(e.index) {
+		q.up(e.index)
+	}
+}
+
+func (q queue) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			return
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+// down moves i towards the leaves; it reports whether i moved.
+func (q queue) down(i int) bool {
+	start := i
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(q) && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			break
+		}
+		q.swap(i, m)
+		i = m
+	}
+	return i != start
+}
