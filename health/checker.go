@@ -104,7 +104,8 @@ func New(opts Options) *Checker {
 // state and schedule; a new one starts Unknown (or as Restore seeded it)
 // with its first probe at a random point of its first interval. Targets
 // with equal keys share one probe. Set checks each spec as Validate does,
-// without asking the host, and changes nothing when one fails.
+// without asking the host, and that via-vip targets have a mark; it
+// changes nothing when one fails.
 func (c *Checker) Set(targets []Target) error {
 	type item struct {
 		key TargetKey
@@ -113,7 +114,7 @@ func (c *Checker) Set(targets []Target) error {
 	}
 	items := make([]item, 0, len(targets))
 	for _, t := range targets {
-		cfg, err := compile(t.Spec)
+		cfg, err := compileTarget(t)
 		if err != nil {
 			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 		}

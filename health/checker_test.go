@@ -439,8 +439,13 @@ func TestCheckerSetKeepsState(t *testing.T) {
 				t.Errorf("b probes %s apart", gap)
 			}
 		}
-		if c.Set([]Target{tcpTarget("10.0.0.1:80", Spec{Interval: "1x"})}) == nil {
-			t.Error("Set accepted an interval of 1x")
+		if err := c.Set([]Target{tcpTarget("10.0.0.1:80", Spec{Interval: "1x"})}); err == nil ||
+			err.Error() != `tcp check of 10.0.0.1:80: interval: "1x": not a duration` {
+			t.Errorf("Set with an interval of 1x: %v", err)
+		}
+		if err := c.Set([]Target{tcpTarget("10.0.0.1:80", Spec{Via: "vip"})}); err == nil ||
+			err.Error() != "tcp check of 10.0.0.1:80: via vip: the target has no mark to reach its real server by" {
+			t.Errorf("Set of a via-vip target without a mark: %v", err)
 		}
 		if n := len(c.Snapshot().Targets); n != 2 {
 			t.Errorf("a refused Set left %d targets, want the 2 before", n)

@@ -26,11 +26,23 @@ import (
 // connection refused", "http: status 503, want 200-399", "timeout after
 // 1s"). When ctx ends first, Probe returns ctx's error.
 func Probe(ctx context.Context, t Target) error {
-	c, err := compile(t.Spec)
+	c, err := compileTarget(t)
 	if err != nil {
 		return err
 	}
 	return probeTimed(ctx, t, c, probeWith)
+}
+
+// compileTarget compiles t's spec and checks that t fits it.
+func compileTarget(t Target) (*config, error) {
+	c, err := compile(t.Spec)
+	if err != nil {
+		return nil, err
+	}
+	if c.spec.Via == "vip" && t.Mark == 0 {
+		return nil, errors.New("via vip: the target has no mark to reach its real server by")
+	}
+	return c, nil
 }
 
 // probeTimed runs probe under c's timeout and words a timeout as one.
