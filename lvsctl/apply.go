@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lvskit/lvskit/rules"
 )
 
@@ -21,6 +23,9 @@ func (r *runner) apply(f *planFlags) (int, error) {
 	}
 	defer client.Close()
 	j, err := r.journal(true)
+	if errors.Is(err, errLocked) {
+		return r.handToRun(f, err)
+	}
 	if err != nil {
 		return ExitFailed, err
 	}
@@ -268,4 +273,25 @@ func (l *liveReporter) redraw(line string) {
 
 func (l *liveReporter) finish() {
 	l.drawn = 0 // leave the last state on screen
+}
+
+// handToRun answers an apply while another apply or a run holds the
+// journal: a run of the same file is asked to reload it (SIGHUP), keeping
+// every health state; any other file is refused, since the run would put
+// its own back.
+func (r *runner) handToRun(f *planFlags, locked error) (int, error) {
+	st := r.runState()
+	if !st.alive() {
+		return ExitFailed, locked
+	}
+	if abs(f.File) == st.File && f.File != "-" {
+		if err := unix.Kill(st.PID, unix.SIGHUP); err != nil {
+			return ExitFailed, fmt.Errorf("lvsctl run (pid %d) owns this table; asking it to reload %s: %w", st.PID, st.File, err)
+		}
+		fmt.Fprintf(r.out, "handed %s to lvsctl run (pid %d): it reloads the file, keeping each real server's health\n", st.File, st.PID)
+		return ExitOK, nil
+	}
+	return ExitFailed, fmt.Errorf("lvsctl run (pid %d) keeps this table as %s says, with health checks; "+
+		"change that file and reload the run (systemctl reload lvsctl, or lvsctl apply %s); "+
+		"lvsctl plan FILE shows what FILE would change", st.PID, st.File, st.File)
 }

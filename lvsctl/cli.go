@@ -19,13 +19,15 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/kmod"
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/internal/version"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
-	"golang.org/x/sys/unix"
 )
 
 // Exit statuses, decided only in Main.
@@ -63,9 +65,18 @@ type Env struct {
 	// schedulers and persistence engines a file names); nil reads the
 	// running kernel's module tree.
 	Modules rules.HasModule
-	// Context ends an apply's drain (Main ends it on SIGINT and SIGTERM).
+	// Context ends an apply's drain and a run (the main ends it on SIGINT
+	// and SIGTERM).
 	Context context.Context
 	Now     func() time.Time
+	// Reload delivers SIGHUP to a run: it reads its files again.
+	Reload <-chan os.Signal
+	// Probe runs a run's health probes (nil: health.Probe).
+	Probe func(ctx context.Context, t health.Target) error
+	// Notify tells the service manager a run's state (nil: sd_notify when
+	// $NOTIFY_SOCKET is set); Watchdog overrides $WATCHDOG_USEC.
+	Notify   func(state string)
+	Watchdog time.Duration
 }
 
 type cli struct {
@@ -75,6 +86,7 @@ type cli struct {
 	Plan   planCmd   `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
 	Apply  applyCmd  `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
 	Status statusCmd `cmd:"" help:"Show drains an interrupted apply left (exit 3 when some are pending)."`
+	Run    runCmd    `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
 }
 
 type listCmd struct {
@@ -136,6 +148,11 @@ var examples = map[string][]string{
 	"status": {
 		"lvsctl status",
 		"lvsctl status --json",
+	},
+	"run": {
+		"lvsctl run /etc/lvsctl/director.yaml                   # YAML with checks; SIGHUP reloads it",
+		"lvsctl run --checks /etc/lvsctl/checks.yaml /etc/ipvsadm.rules",
+		"lvsctl run --metrics-listen 127.0.0.1:9117 director.yaml",
 	},
 }
 
@@ -229,6 +246,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	case cmd == "status":
 		r.journalDir = c.Status.JournalDir
 		status, err = r.status(&c.Status)
+	case strings.HasPrefix(cmd, "run"):
+		r.journalDir = c.Run.JournalDir
+		status, err = r.run(&c.Run)
 	default:
 		err = fmt.Errorf("internal error: unknown command %q", cmd)
 	}

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
-	"golang.org/x/sys/unix"
 )
 
 // list prints the kernel's table.
@@ -77,6 +78,12 @@ func (r *runner) list(c *listCmd) (int, error) {
 // least one service (unless --allow-empty), and name nothing the kernel
 // refuses whatever its table (see rules.Validate).
 func (r *runner) readDesired(f *planFlags) (*rules.Set, error) {
+	set, _, err := r.readDesiredHealth(f)
+	return set, err
+}
+
+// readDesiredHealth is readDesired with the file's health checks, if any.
+func (r *runner) readDesiredHealth(f *planFlags) (*rules.Set, *desired.Health, error) {
 	name := f.File
 	var in io.Reader
 	if f.File == "-" {
@@ -87,24 +94,24 @@ func (r *runner) readDesired(f *planFlags) (*rules.Set, error) {
 	} else {
 		file, err := os.Open(f.File)
 		if err != nil {
-			return nil, usageError{err: fmt.Errorf("reading %s: %w", name, err)}
+			return nil, nil, usageError{err: fmt.Errorf("reading %s: %w", name, err)}
 		}
 		defer file.Close()
 		in = file
 	}
 	// Read a line at a time: the file is never held whole.
-	set, err := desired.ReadFrom(name, in, r.env.Resolver)
+	set, h, err := desired.Read(name, in, r.env.Resolver)
 	if err != nil {
-		return nil, usageError{err: err}
+		return nil, nil, usageError{err: err}
 	}
 	if len(set.Services) == 0 && !f.AllowEmpty {
-		return nil, usageError{err: fmt.Errorf("%s holds no service: applied, it would delete every service of the table. "+
+		return nil, nil, usageError{err: fmt.Errorf("%s holds no service: applied, it would delete every service of the table. "+
 			"An empty file is what a failed write leaves; --allow-empty accepts it", name)}
 	}
 	if err := rules.Validate(set, r.env.Modules); err != nil {
-		return nil, usageError{err: fmt.Errorf("the kernel would refuse these rules of %s; nothing was changed:\n%w", name, err)}
+		return nil, nil, usageError{err: fmt.Errorf("the kernel would refuse these rules of %s; nothing was changed:\n%w", name, err)}
 	}
-	return set, nil
+	return set, h, nil
 }
 
 // removalGuard refuses a plan that takes out more than --max-delete
@@ -151,15 +158,16 @@ func (r *runner) plan(f *planFlags) (int, error) {
 		return status, err
 	}
 	defer client.Close()
+	held := r.runState().holdOut(want)
 	p, err := rules.DiffKernel(client, want, r.diffOptions(f))
 	if err != nil {
 		return ExitFailed, readError(err)
 	}
 	pending := r.pendingDrains()
 	if f.JSON {
-		err = writePlanJSON(r.out, p, pending)
+		err = writePlanJSON(r.out, p, pending, held)
 	} else {
-		err = r.writePlan(p, pending)
+		err = r.writePlan(p, pending, held)
 	}
 	if err != nil {
 		return ExitFailed, err
@@ -233,7 +241,11 @@ func planRows(p *rules.Plan) [][]string {
 	return rows
 }
 
-func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry) error {
+func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry, held []runServer) error {
+	for _, h := range held {
+		fmt.Fprintf(r.out, "held: %s -r %s is out of service by lvsctl run's check (%s, %s), not drift\n",
+			h.Service, h.Destination, h.Health.State, h.Health.Result)
+	}
 	for _, e := range pending {
 		fmt.Fprintf(r.out, "journal: %s -r %s was draining (weight %d before, deadline %s): apply finishes it, or cancels it if FILE keeps the server\n",
 			e.Service, e.Dest, e.Weight, e.Deadline.UTC().Format(time.RFC3339))
@@ -270,6 +282,16 @@ type jsonPlan struct {
 	Changes       []jsonChange `json:"changes"`
 	Warnings      []string     `json:"warnings"`
 	PendingDrains []jsonDrain  `json:"pending_drains"`
+	// Held are the real servers lvsctl run keeps out by their checks.
+	Held []jsonHeld `json:"held,omitempty"`
+}
+
+// jsonHeld is a real server lvsctl run keeps out of service.
+type jsonHeld struct {
+	Service     string `json:"service"`
+	Destination string `json:"destination"`
+	State       string `json:"state"`
+	Result      string `json:"result,omitempty"`
 }
 
 // jsonChange is one change, in the words of the plan's table: the
@@ -345,8 +367,12 @@ func toJSONPlan(p *rules.Plan, pending []rules.DrainEntry) jsonPlan {
 	return doc
 }
 
-func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry) error {
-	return writeJSON(w, toJSONPlan(p, pending))
+func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry, held []runServer) error {
+	doc := toJSONPlan(p, pending)
+	for _, h := range held {
+		doc.Held = append(doc.Held, jsonHeld{h.Service, h.Destination, h.Health.State.String(), h.Health.Result})
+	}
+	return writeJSON(w, doc)
 }
 
 func writeJSON(w io.Writer, v any) error {

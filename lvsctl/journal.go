@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/rules"
-	"golang.org/x/sys/unix"
 )
 
 // DefaultJournalRoot holds one journal directory per network namespace.
@@ -47,6 +48,9 @@ type fileJournal struct {
 	cookie uint64
 	boot   string
 }
+
+// errLocked: another lvsctl apply or run holds the journal directory.
+var errLocked = errors.New("another lvsctl apply or run holds the journal directory")
 
 // errNoJournal: the journal directory does not exist (nothing was ever
 // journaled in this namespace since boot); only readers see it.
@@ -89,7 +93,7 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			unix.Close(fd)
 			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, fmt.Errorf("another lvsctl apply holds %s", dir)
+				return nil, fmt.Errorf("%w: %s", errLocked, dir)
 			}
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lvskit/lvskit/lab/labtest"
 	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/lab/labtest"
 )
 
 func lvsctlBin() string { return labtest.Ours("lvsctl") }

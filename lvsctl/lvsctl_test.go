@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
-	"golang.org/x/sys/unix"
 )
 
 // keepOpen hands the fake to Run, which closes its client.

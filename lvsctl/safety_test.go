@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
-	"golang.org/x/sys/unix"
 )
 
 // saveOf is the fake's table as rules text, for before/after comparisons.

@@ -22,7 +22,11 @@ func main() {
 		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	code := lvsctl.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, osenv.Lvsctl(ctx))
+	env := osenv.Lvsctl(ctx)
+	reload := make(chan os.Signal, 1)
+	signal.Notify(reload, syscall.SIGHUP) // lvsctl run reloads; the others ignore it
+	env.Reload = reload
+	code := lvsctl.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, env)
 	stop()
 	os.Exit(code)
 }

@@ -1,7 +1,7 @@
 # fish completion for lvsctl (lvskit)
 #
-# lvsctl <command> [flags] [FILE]: the commands are list, plan, apply and
-# status; plan and apply take a rules file (ipvsadm-save text or lvsctl
+# lvsctl <command> [flags] [FILE]: the commands are list, plan, apply,
+# status and run; plan, apply and run take a rules file (ipvsadm-save text or lvsctl
 # JSON). The flags may appear anywhere after the command.
 
 # Prints the command word typed so far (flag values skipped).
@@ -14,7 +14,7 @@ function __fish_lvsctl_command
             continue
         end
         switch $t
-            case --journal-dir --drain-timeout --max-delete
+            case --journal-dir --drain-timeout --max-delete --checks --metrics-listen
                 set skip 1
             case '-*'
             case '*'
@@ -39,17 +39,20 @@ complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a list -d "List the 
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a plan -d 'Show the changes that would turn the table into FILE'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the table equal FILE: add, edit, drain, delete'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
 
 # Command flags.
 complete -c lvsctl -n '__fish_lvsctl_command_is list plan apply status' -l json -d 'Print JSON'
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l stats -d 'Add the counters'
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l rate -d 'Add the estimated rates'
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l allow-empty -d 'Accept a file without any service'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
+complete -c lvsctl -n '__fish_lvsctl_command_is run' -l checks -r -F -d 'Checks for a rules-text file'
+complete -c lvsctl -n '__fish_lvsctl_command_is run' -l metrics-listen -x -a '127.0.0.1:9117 :9117' -d 'Serve Prometheus metrics on an address'
 
 # The rules file.
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -F
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -F

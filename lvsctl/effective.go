@@ -1,0 +1,215 @@
+package lvsctl
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/rules/desired"
+)
+
+// checked is one real server with a check, as lvsctl run probes it.
+type checked struct {
+	ref    desired.DestRef
+	target health.Target
+	key    health.TargetKey
+	// probe is the probe service of a via-vip check (nil otherwise), and
+	// probeDest its one real server.
+	probe     *ipvs.Service
+	probeDest ipvs.Destination
+}
+
+// via is the way a real server is probed: as its check says, else through
+// the virtual address for direct routing and tunnels (so a real server
+// without the address on its loopback fails), directly for masquerading.
+func via(spec health.Spec, d *ipvs.Destination) string {
+	if spec.Via != "" {
+		return spec.Via
+	}
+	if m := d.FwdMethod & 7; m == ipvs.FwdRoute || m == ipvs.FwdTunnel {
+		return "vip"
+	}
+	return "direct"
+}
+
+// probeTargets lists the checked real servers of want. A via-vip check of
+// an address service gets a probe service with a mark from marks (kept
+// across reloads, so the target keeps its key and its state); a
+// firewall-mark service has no address to probe through and is probed
+// directly.
+func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) []checked {
+	if h == nil {
+		return nil
+	}
+	used := map[uint32]bool{}
+	for _, m := range marks {
+		used[m] = true
+	}
+	var out []checked
+	for i := range want.Services {
+		s := &want.Services[i]
+		sk := rules.KeyOf(&s.Service)
+		for j := range s.Dests {
+			d := &s.Dests[j].Destination
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(d)}
+			spec, ok := h.Checks[ref]
+			if !ok {
+				continue
+			}
+			c := checked{ref: ref}
+			c.target = health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
+			if s.FWMark == 0 {
+				c.target.VIP = netip.AddrPortFrom(s.Addr, s.Port)
+			}
+			c.target.Spec.Via = via(spec, d)
+			if c.target.Spec.Via == "vip" && s.FWMark == 0 && spec.Type != "exec" {
+				name := refName(ref)
+				mark, ok := marks[name]
+				if !ok {
+					for mark = rules.ProbeMarkBase; used[mark]; mark++ {
+					}
+					marks[name], used[mark] = mark, true
+				}
+				c.target.Addr, c.target.Mark = netip.AddrPortFrom(s.Addr, s.Port), mark
+				probe := ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}
+				c.probe, c.probeDest = &probe, *d
+				c.probeDest.Weight = 1
+			} else {
+				c.target.Spec.Via = "direct"
+			}
+			c.key = c.target.Key()
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// refName names a real server of a service in files and logs, as ipvsadm
+// writes them: "-t 10.0.0.1:80 -r 192.168.1.2:80".
+func refName(r desired.DestRef) string { return r.Service.String() + " -r " + r.Dest.String() }
+
+// draining is a real server that left the file and drains at weight 0
+// until its connections end or its deadline.
+type draining struct {
+	svc   ipvs.Service
+	dest  ipvs.Destination // weight 0
+	entry rules.DrainEntry
+}
+
+// effective is the table lvsctl run keeps: the file's, with each checked
+// real server that is not up at weight 0, mh services that have one out
+// given mh-fallback, the probe services, and the real servers still
+// draining. A service whose real servers are all checked and none is up
+// is in allDown, and follows its when_all_down. inService says which
+// checked real servers were in service before; it is updated.
+func effective(want *rules.Set, h *desired.Health, probes []checked, state func(health.TargetKey) health.State,
+	drains map[desired.DestRef]*draining, inService map[desired.DestRef]bool) (set *rules.Set, allDown []rules.ServiceKey) {
+	byRef := make(map[desired.DestRef]*checked, len(probes))
+	for i := range probes {
+		byRef[probes[i].ref] = &probes[i]
+	}
+	out := &rules.Set{Services: make([]rules.Service, 0, len(want.Services)+len(probes))}
+	kept := map[rules.ServiceKey]int{}
+	for i := range want.Services {
+		s := want.Services[i]
+		sk := rules.KeyOf(&s.Service)
+		s.Dests = slices.Clone(s.Dests)
+		up, checkedN := map[int]bool{}, 0
+		for j := range s.Dests {
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}
+			c, ok := byRef[ref]
+			if !ok {
+				continue
+			}
+			checkedN++
+			if state(c.key) == health.Up {
+				up[j] = true
+			}
+		}
+		down := checkedN == len(s.Dests) && checkedN > 0 && len(up) == 0
+		if down {
+			allDown = append(allDown, sk)
+			up = whenAllDown(&s, sk, h, inService)
+		}
+		out0 := false
+		for j := range s.Dests {
+			d := &s.Dests[j].Destination
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(d)}
+			if _, ok := byRef[ref]; !ok {
+				continue
+			}
+			inService[ref] = up[j]
+			if !up[j] {
+				d.Weight, out0 = 0, true
+			}
+		}
+		if down && h != nil {
+			if sh := h.Services[sk]; sh.WhenAllDown == desired.Sorry {
+				s.Dests = append(s.Dests, sorryDest(&s, sh.SorryServer))
+			}
+		}
+		if out0 && s.Scheduler == "mh" {
+			s.Flags |= ipvs.FlagSched1 // mh-fallback: flows of a server out move on
+		}
+		kept[sk] = len(out.Services)
+		out.Services = append(out.Services, s)
+	}
+	for ref, d := range drains {
+		i, ok := kept[ref.Service]
+		if !ok {
+			i = len(out.Services)
+			kept[ref.Service] = i
+			out.Services = append(out.Services, rules.Service{Service: d.svc})
+		}
+		s := &out.Services[i]
+		if !slices.ContainsFunc(s.Dests, func(x rules.Dest) bool { return rules.DestKeyOf(&x.Destination) == ref.Dest }) {
+			s.Dests = append(s.Dests, rules.Dest{Destination: d.dest})
+		}
+	}
+	for i := range probes {
+		if c := &probes[i]; c.probe != nil {
+			out.Services = append(out.Services, rules.Service{Service: *c.probe, Dests: []rules.Dest{{Destination: c.probeDest}}})
+		}
+	}
+	return out, allDown
+}
+
+// fullMask is a service's persistence netmask when it has none: all ones.
+func fullMask(f ipvs.Family) uint32 {
+	if f == ipvs.AFInet6 {
+		return 128
+	}
+	return 0xffffffff
+}
+
+// whenAllDown is which real servers of s stay in service when every
+// checked one has failed: with keep (the default), those that were in
+// service before; with sorry or zero, none.
+func whenAllDown(s *rules.Service, sk rules.ServiceKey, h *desired.Health, inService map[desired.DestRef]bool) map[int]bool {
+	keep := map[int]bool{}
+	if h != nil && h.Services[sk].WhenAllDown != "" && h.Services[sk].WhenAllDown != desired.KeepLast {
+		return keep
+	}
+	for j := range s.Dests {
+		if inService[desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}] {
+			keep[j] = true
+		}
+	}
+	return keep
+}
+
+// sorryDest is the sorry server of s, forwarded as its real servers are.
+func sorryDest(s *rules.Service, ap netip.AddrPort) rules.Dest {
+	d := ipvs.Destination{Addr: ap.Addr(), Port: ap.Port(), Weight: 1, FwdMethod: ipvs.FwdMasq}
+	if ap.Addr().Is4() {
+		d.Family = ipvs.AFInet
+	} else {
+		d.Family = ipvs.AFInet6
+	}
+	if len(s.Dests) > 0 {
+		d.FwdMethod = s.Dests[0].FwdMethod
+	}
+	return rules.Dest{Destination: d}
+}

@@ -1,0 +1,473 @@
+package lvsctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/rules/desired"
+)
+
+type runCmd struct {
+	File          string        `arg:"" name:"FILE" help:"Desired state with checks: YAML or JSON (version 2), or ipvsadm-save text with --checks."`
+	Checks        string        `name:"checks" placeholder:"FILE" help:"Checks for a rules-text FILE: YAML or JSON naming services as ipvsadm -Sn writes them."`
+	DrainTimeout  time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a real server that leaves FILE on a reload; 0 deletes at once."`
+	MetricsListen string        `name:"metrics-listen" placeholder:"ADDR" help:"Serve Prometheus metrics on ADDR (host:port); nothing listens without it."`
+	journalFlag
+}
+
+// Timing of lvsctl run.
+const (
+	// settle gathers the health changes that come together into one
+	// change of the table.
+	settle = 50 * time.Millisecond
+	// resyncEvery is how often run puts back what someone else changed.
+	resyncEvery = 30 * time.Second
+	// drainPoll is how often leaving real servers' connections are read.
+	drainPoll = time.Second
+)
+
+// runner state of one lvsctl run.
+type runLoop struct {
+	r       *runner
+	f       *runCmd
+	client  ipvs.Client
+	j       *fileJournal
+	checker *health.Checker
+	log     io.Writer
+
+	want    *rules.Set
+	health  *desired.Health
+	probes  []checked
+	marks   map[string]uint32
+	drains  map[desired.DestRef]*draining
+	inSvc   map[desired.DestRef]bool
+	allDown map[rules.ServiceKey]bool
+	started time.Time
+}
+
+// run applies FILE with health, then keeps the table as FILE says until
+// SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
+func (r *runner) run(f *runCmd) (int, error) {
+	want, h, err := r.readRunDesired(f)
+	if err != nil {
+		return ExitUsage, err
+	}
+	client, err := r.open()
+	if err != nil {
+		return ExitFailed, err
+	}
+	defer client.Close()
+	j, err := r.journal(true)
+	if err != nil {
+		return ExitFailed, err
+	}
+	defer j.Close()
+	l := &runLoop{r: r, f: f, client: client, j: j, log: r.errOut, want: want, health: h,
+		marks: map[string]uint32{}, drains: map[desired.DestRef]*draining{}, inSvc: map[desired.DestRef]bool{},
+		allDown: map[rules.ServiceKey]bool{}, started: r.env.Now()}
+	prior, err := j.loadRunState()
+	if err != nil {
+		return ExitFailed, fmt.Errorf("%w (remove it to start afresh; the kernel's weights are kept)", err)
+	}
+	if err := l.resumeDrains(); err != nil {
+		return ExitFailed, err
+	}
+	probe := r.env.Probe
+	if probe == nil {
+		probe = health.Probe
+	}
+	l.checker = health.New(health.Options{Probe: probe})
+	l.probes = probeTargets(want, h, l.marks)
+	if prior != nil {
+		for k, m := range prior.Marks {
+			l.marks[k] = m
+		}
+		l.probes = probeTargets(want, h, l.marks)
+	}
+	if err := l.seed(prior); err != nil {
+		return ExitFailed, err
+	}
+	if err := l.checker.Set(targetsOf(l.probes)); err != nil {
+		return ExitUsage, err
+	}
+	if err := l.reconcile("start"); err != nil {
+		return ExitFailed, err
+	}
+	ctx := r.env.Context
+	done := make(chan error, 1)
+	checkCtx, stopChecks := context.WithCancel(context.Background())
+	go func() { done <- l.checker.Run(checkCtx) }()
+	defer func() { stopChecks(); <-done }()
+	r.notify("READY=1\nSTATUS=" + l.status())
+	fmt.Fprintf(l.log, "lvsctl run: %s: %d real servers checked, %d probes\n", f.File, len(l.probes), countKeys(l.probes))
+
+	resync := time.NewTicker(resyncEvery)
+	defer resync.Stop()
+	drain := time.NewTicker(drainPoll)
+	defer drain.Stop()
+	watchdog := r.watchdog()
+	var settleC <-chan time.Time
+	changes := l.checker.Changes()
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(l.log, "lvsctl run: stopping; the table stays as it is\n")
+			l.save()
+			return ExitOK, nil
+		case c := <-changes:
+			l.logChange(c)
+			if settleC == nil {
+				settleC = time.After(settle)
+			}
+		case <-settleC:
+			settleC = nil
+			if err := l.reconcile("health"); err != nil {
+				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+			}
+		case <-r.env.Reload:
+			r.notify("RELOADING=1")
+			if err := l.reload(); err != nil {
+				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
+			}
+			r.notify("READY=1\nSTATUS=" + l.status())
+		case <-resync.C:
+			if err := l.reconcile(""); err != nil {
+				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+			}
+		case <-drain.C:
+			if len(l.drains) > 0 {
+				l.pollDrains()
+			}
+		case <-watchdog:
+			if l.checker.Healthy() {
+				r.notify("WATCHDOG=1")
+			} else {
+				lt := l.checker.Lateness()
+				fmt.Fprintf(l.log, "lvsctl run: probes fall behind (p99 lateness %s): the watchdog is not fed\n", lt.P99)
+			}
+		}
+	}
+}
+
+// readRunDesired reads FILE and its checks: from FILE itself (version 2),
+// or from --checks for rules text.
+func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) {
+	pf := &planFlags{File: f.File}
+	want, h, err := r.readDesiredHealth(pf)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.Checks != "" {
+		if h != nil {
+			return nil, nil, usageError{err: fmt.Errorf("%s has checks of its own; --checks is for rules text", f.File)}
+		}
+		data, err := os.ReadFile(f.Checks)
+		if err != nil {
+			return nil, nil, usageError{err: fmt.Errorf("reading %s: %w", f.Checks, err)}
+		}
+		if h, err = desired.ReadChecks(f.Checks, data, want); err != nil {
+			return nil, nil, usageError{err: err}
+		}
+	}
+	return want, h, nil
+}
+
+func targetsOf(cs []checked) []health.Target {
+	out := make([]health.Target, len(cs))
+	for i := range cs {
+		out[i] = cs[i].target
+	}
+	return out
+}
+
+func countKeys(cs []checked) int {
+	keys := map[health.TargetKey]bool{}
+	for i := range cs {
+		keys[cs[i].key] = true
+	}
+	return len(keys)
+}
+
+// seed gives the checker each target's state: the record's when the run
+// restarts (a server that was out stays out until it passes rise checks),
+// else Up for a real server the kernel has in service (a restart of the
+// director's checker never takes a healthy server out), else Unknown: a
+// server new to the table serves only after its first passing check.
+func (l *runLoop) seed(prior *runState) error {
+	var states []health.TargetState
+	known := map[health.TargetKey]bool{}
+	if prior != nil {
+		for _, s := range prior.Servers {
+			known[s.Health.Key] = true
+			states = append(states, s.Health)
+		}
+	}
+	current, err := rules.Read(l.client)
+	if err != nil {
+		return readError(err)
+	}
+	weights := map[desired.DestRef]uint32{}
+	for i := range current.Services {
+		s := &current.Services[i]
+		for _, d := range s.Dests {
+			weights[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&d.Destination)}] = d.Weight
+		}
+	}
+	for _, c := range l.probes {
+		if known[c.key] {
+			continue
+		}
+		if w, ok := weights[c.ref]; ok && w > 0 {
+			known[c.key] = true
+			states = append(states, health.TargetState{Key: c.key, State: health.Up})
+		}
+	}
+	l.checker.Restore(states)
+	return nil
+}
+
+// state is the checker's state of a target.
+func (l *runLoop) stateFunc() func(health.TargetKey) health.State {
+	m := map[health.TargetKey]health.State{}
+	for _, t := range l.checker.Snapshot().Targets {
+		m[t.Key] = t.State
+	}
+	return func(k health.TargetKey) health.State { return m[k] }
+}
+
+// reconcile makes the kernel's table the effective one and records the
+// state; why names the cause in the log ("" for a quiet resync).
+func (l *runLoop) reconcile(why string) error {
+	eff, allDown := effective(l.want, l.health, l.probes, l.stateFunc(), l.drains, l.inSvc)
+	now := map[rules.ServiceKey]bool{}
+	for _, k := range allDown {
+		now[k] = true
+		if !l.allDown[k] {
+			mode := desired.KeepLast
+			if l.health != nil && l.health.Services[k].WhenAllDown != "" {
+				mode = l.health.Services[k].WhenAllDown
+			}
+			fmt.Fprintf(l.log, "lvsctl run: ALL REAL SERVERS OF %s FAILED THEIR CHECKS: when_all_down %s\n", k, mode)
+		}
+	}
+	for k := range l.allDown {
+		if !now[k] {
+			fmt.Fprintf(l.log, "lvsctl run: %s has a real server up again\n", k)
+		}
+	}
+	l.allDown = now
+	a := &rules.Applier{Client: l.client, Now: l.r.env.Now, Events: func(e rules.Event) {
+		if e.Kind == rules.EventChange {
+			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
+		}
+	}}
+	res, err := a.Converge(context.Background(), eff, rules.DiffOptions{OwnProbes: true}, nil)
+	l.save()
+	if err != nil {
+		return fmt.Errorf("changing the table: %w", readError(err))
+	}
+	if why != "" && res.Plan != nil && !res.Plan.InSync() {
+		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, planLine(res.Plan))
+	}
+	if res.Stopped || !res.Converged() {
+		return fmt.Errorf("the kernel refused %s; the next change or resync tries again", plural(len(res.Failed), "change", "changes"))
+	}
+	return nil
+}
+
+// save writes the record; a failure is logged, not fatal: the table is
+// right, and the next save may succeed.
+func (l *runLoop) save() {
+	snap := l.checker.Snapshot()
+	byKey := make(map[health.TargetKey]health.TargetState, len(snap.Targets))
+	for _, t := range snap.Targets {
+		byKey[t.Key] = t
+	}
+	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
+		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: snap.Lateness}
+	for _, c := range l.probes {
+		ts := byKey[c.key]
+		ts.Key = c.key
+		st.Servers = append(st.Servers, runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
+			InService: l.inSvc[c.ref], Health: ts})
+	}
+	for k := range l.allDown {
+		st.AllDown = append(st.AllDown, k.String())
+	}
+	slices.Sort(st.AllDown)
+	if err := l.j.saveRunState(st); err != nil {
+		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+	}
+}
+
+func abs(p string) string {
+	if p == "" || p == "-" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// logChange writes one line for a health transition.
+func (l *runLoop) logChange(c health.Change) {
+	var names []string
+	for _, p := range l.probes {
+		if p.key == c.Key {
+			names = append(names, refName(p.ref))
+		}
+	}
+	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
+}
+
+// status is one line for systemd's status.
+func (l *runLoop) status() string {
+	up, n := 0, 0
+	for _, in := range l.inSvc {
+		n++
+		if in {
+			up++
+		}
+	}
+	return fmt.Sprintf("%d of %d checked real servers in service", up, n)
+}
+
+// reload reads FILE again and applies the difference: real servers that
+// stay keep their health; those that leave drain at weight 0.
+func (l *runLoop) reload() error {
+	want, h, err := l.r.readRunDesired(l.f)
+	if err != nil {
+		return err
+	}
+	probes := probeTargets(want, h, l.marks)
+	if err := l.checker.Set(targetsOf(probes)); err != nil {
+		return err
+	}
+	stay := map[desired.DestRef]bool{}
+	for i := range want.Services {
+		s := &want.Services[i]
+		for _, d := range s.Dests {
+			stay[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&d.Destination)}] = true
+		}
+	}
+	now := l.r.env.Now()
+	for i := range l.want.Services {
+		s := &l.want.Services[i]
+		sk := rules.KeyOf(&s.Service)
+		for _, d := range s.Dests {
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&d.Destination)}
+			if stay[ref] || l.drains[ref] != nil {
+				continue
+			}
+			dd := d.Destination
+			dd.Weight = 0
+			l.drains[ref] = &draining{svc: s.Service, dest: dd, entry: rules.DrainEntry{Service: sk, Dest: ref.Dest,
+				Weight: d.Weight, Started: now, Deadline: now.Add(l.f.DrainTimeout)}}
+		}
+	}
+	for ref := range l.drains {
+		if stay[ref] {
+			delete(l.drains, ref) // back in the file: its weight comes back with it
+		}
+	}
+	for k := range l.marks {
+		found := false
+		for _, p := range probes {
+			if refName(p.ref) == k {
+				found = true
+			}
+		}
+		if !found {
+			delete(l.marks, k)
+		}
+	}
+	l.want, l.health, l.probes = want, h, probes
+	if err := l.saveDrains(); err != nil {
+		return err
+	}
+	fmt.Fprintf(l.log, "lvsctl run: reloaded %s: %d real servers checked, %d draining\n", l.f.File, len(probes), len(l.drains))
+	return l.reconcile("reload")
+}
+
+// resumeDrains takes the drains the journal holds (of an interrupted
+// apply or run) into this run.
+func (l *runLoop) resumeDrains() error {
+	jr, err := l.j.Load()
+	if err != nil || jr == nil {
+		return err
+	}
+	for _, e := range jr.Drains {
+		ref := desired.DestRef{Service: e.Service, Dest: e.Dest}
+		svc := e.Service.Service()
+		dests, err := l.client.Destinations(svc)
+		if err != nil {
+			continue // gone with its service
+		}
+		for _, d := range dests {
+			if rules.DestKeyOf(&d.Destination) == e.Dest {
+				full, _ := l.client.Service(svc)
+				l.drains[ref] = &draining{svc: full.Service, dest: d.Destination, entry: e}
+			}
+		}
+	}
+	return nil
+}
+
+// saveDrains records the drains in the journal (none removes it).
+func (l *runLoop) saveDrains() error {
+	if len(l.drains) == 0 {
+		return l.j.Save(nil)
+	}
+	jr := &rules.Journal{Version: rules.JournalVersion, Updated: l.r.env.Now().UTC(), Source: abs(l.f.File)}
+	for _, d := range l.drains {
+		jr.Drains = append(jr.Drains, d.entry)
+	}
+	slices.SortFunc(jr.Drains, func(a, b rules.DrainEntry) int {
+		if c := a.Service.Compare(b.Service); c != 0 {
+			return c
+		}
+		return a.Dest.Compare(b.Dest)
+	})
+	return l.j.Save(jr)
+}
+
+// pollDrains ends the drains whose real servers have no connection left,
+// or whose deadline passed: they leave the table at the next reconcile.
+func (l *runLoop) pollDrains() {
+	now := l.r.env.Now()
+	ended := 0
+	for ref, d := range l.drains {
+		dests, err := l.client.Destinations(d.svc)
+		if err != nil {
+			continue // read again at the next poll
+		}
+		i := slices.IndexFunc(dests, func(x ipvs.DestinationEntry) bool { return rules.DestKeyOf(&x.Destination) == ref.Dest })
+		switch {
+		case i < 0: // deleted by someone else
+			delete(l.drains, ref)
+			ended++
+		case dests[i].ActiveConns == 0 && dests[i].InactConns == 0 || !now.Before(d.entry.Deadline):
+			fmt.Fprintf(l.log, "lvsctl run: drained %s (active %d, inactive %d)\n", refName(ref), dests[i].ActiveConns, dests[i].InactConns)
+			delete(l.drains, ref)
+			ended++
+		}
+	}
+	if ended > 0 {
+		if err := l.saveDrains(); err != nil {
+			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+		}
+		if err := l.reconcile("drain"); err != nil {
+			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package lvsctl
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// lockedClient lets a test read the fake while lvsctl run changes it.
+type lockedClient struct {
+	mu *sync.Mutex
+	f  *ipvstest.Fake
+}
+
+func (c lockedClient) lock() func() { c.mu.Lock(); return c.mu.Unlock }
+
+func (c lockedClient) Info() (ipvs.Info, error) { defer c.lock()(); return c.f.Info() }
+func (c lockedClient) Services() ([]ipvs.ServiceEntry, error) {
+	defer c.lock()()
+	return c.f.Services()
+}
+func (c lockedClient) Service(k ipvs.Service) (ipvs.ServiceEntry, error) {
+	defer c.lock()()
+	return c.f.Service(k)
+}
+func (c lockedClient) Destinations(s ipvs.Service) ([]ipvs.DestinationEntry, error) {
+	defer c.lock()()
+	return c.f.Destinations(s)
+}
+func (c lockedClient) Timeouts() (ipvs.Timeouts, error) { defer c.lock()(); return c.f.Timeouts() }
+func (c lockedClient) Daemons() ([]ipvs.Daemon, error)  { defer c.lock()(); return c.f.Daemons() }
+func (c lockedClient) Exec(r ipvs.Request) error        { defer c.lock()(); return c.f.Exec(r) }
+func (c lockedClient) Close() error                     { return nil }
+func (c lockedClient) Pipeline(w int) ipvs.Pipeline     { return lockedPipe{c, c.f.Pipeline(w)} }
+
+type lockedPipe struct {
+	c lockedClient
+	p ipvs.Pipeline
+}
+
+func (p lockedPipe) Submit(r ipvs.Request, done func(error)) error {
+	defer p.c.lock()()
+	return p.p.Submit(r, done)
+}
+func (p lockedPipe) Flush() error { defer p.c.lock()(); return p.p.Flush() }
+
+// weights reads the real servers' weights of the table, by name.
+func (c lockedClient) weights(t *testing.T) map[string]uint32 {
+	t.Helper()
+	set, err := rules.Read(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]uint32{}
+	for _, s := range set.Services {
+		for _, d := range s.Dests {
+			out[rules.KeyOf(&s.Service).String()+" -r "+rules.DestKeyOf(&d.Destination).String()] = d.Weight
+		}
+	}
+	return out
+}
+
+// fakeProbes answers probes from a table of failing addresses.
+type fakeProbes struct {
+	mu   sync.Mutex
+	down map[string]bool
+}
+
+func (p *fakeProbes) set(addr string, down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down[addr] = down
+}
+
+func (p *fakeProbes) probe(ctx context.Context, t health.Target) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down[t.Addr.String()] {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+const runYAML = `version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 80
+    scheduler: wrr
+    check: {type: tcp, interval: 200ms, timeout: 100ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 192.168.1.1, port: 80, method: masq, weight: 3}
+      - {address: 192.168.1.2, port: 80, method: masq, weight: 1}
+`
+
+// runHarness runs lvsctl run on a fake kernel in the background.
+type runHarness struct {
+	c      lockedClient
+	probes *fakeProbes
+	reload chan os.Signal
+	ready  chan string
+	cancel func()
+	done   chan result
+	file   string
+}
+
+func startRun(t *testing.T, f *ipvstest.Fake, file string, env Env) *runHarness {
+	t.Helper()
+	h := &runHarness{c: lockedClient{&sync.Mutex{}, f}, probes: &fakeProbes{down: map[string]bool{}},
+		reload: make(chan os.Signal, 1), ready: make(chan string, 100), done: make(chan result, 1), file: file}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	env.Open = func() (ipvs.Client, error) { return h.c, nil }
+	env.Context, env.Reload, env.Probe = ctx, h.reload, h.probes.probe
+	env.Notify = func(s string) { h.ready <- s }
+	var out, errb syncBuffer
+	go func() {
+		code := Main([]string{"lvsctl", "run", "--drain-timeout", "0", file}, nil, &out, &errb, env)
+		h.done <- result{code, out.String(), errb.String()}
+	}()
+	select {
+	case s := <-h.ready:
+		if !strings.HasPrefix(s, "READY=1") {
+			t.Fatalf("first notification %q", s)
+		}
+	case r := <-h.done:
+		t.Fatalf("run ended before it was ready: %+v", r)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run not ready after 10 s")
+	}
+	return h
+}
+
+func (h *runHarness) stop(t *testing.T) result {
+	t.Helper()
+	h.cancel()
+	select {
+	case r := <-h.done:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	return result{}
+}
+
+// waitFor polls the table until cond holds (10 s at most).
+func (h *runHarness) waitFor(t *testing.T, what string, cond func(map[string]uint32) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		w := h.c.weights(t)
+		if cond(w) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the table still has %v", what, w)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const (
+	rs1 = "-t 10.0.0.1:80 -r 192.168.1.1:80"
+	rs2 = "-t 10.0.0.1:80 -r 192.168.1.2:80"
+)
+
+// TestRunTakesFailedServersOutAndBack: a real server that fails its check
+// goes to weight 0 (never deleted) and gets its weight back after rise
+// passes; a reload keeps the health of the servers that stay; when every
+// real server fails, the last ones stay in service (fail open) and the log
+// says so; SIGTERM leaves the table as it is.
+func TestRunTakesFailedServersOutAndBack(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRun(t, f, file, env)
+	// A fresh table: the servers serve after their first passing check.
+	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
+
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs2 failing", func(w map[string]uint32) bool { _, ok := w[rs2]; return ok && w[rs2] == 0 && w[rs1] == 3 })
+	h.probes.set("192.168.1.2:80", false)
+	h.waitFor(t, "rs2 back", func(w map[string]uint32) bool { return w[rs2] == 1 })
+
+	// Reload with rs1's weight changed and a third server: rs2 goes down
+	// first and must stay down across the reload.
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs2 failing again", func(w map[string]uint32) bool { return w[rs2] == 0 })
+	changed := strings.Replace(runYAML, "weight: 3}", "weight: 5}", 1) +
+		"      - {address: 192.168.1.3, port: 80, method: masq, weight: 2}\n"
+	if err := os.WriteFile(file, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.reload <- os.Interrupt
+	h.waitFor(t, "reload", func(w map[string]uint32) bool {
+		return w[rs1] == 5 && w[rs2] == 0 && w["-t 10.0.0.1:80 -r 192.168.1.3:80"] == 2
+	})
+
+	// Every server fails: the ones in service stay (fail open).
+	for _, a := range []string{"192.168.1.1:80", "192.168.1.3:80"} {
+		h.probes.set(a, true)
+	}
+	time.Sleep(time.Second) // fall 2 at 200 ms, well past
+	// The last to fail stays in service (both, if they failed together).
+	h.waitFor(t, "all down, fail open", func(w map[string]uint32) bool {
+		return (w[rs1] == 5 || w["-t 10.0.0.1:80 -r 192.168.1.3:80"] == 2) && w[rs2] == 0
+	})
+	before := h.c.weights(t)
+	r := h.stop(t)
+	if r.code != ExitOK || !strings.Contains(r.stderr, "ALL REAL SERVERS OF -t 10.0.0.1:80 FAILED THEIR CHECKS: when_all_down keep") {
+		t.Errorf("run: %+v", r)
+	}
+	if after := h.c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] {
+		t.Errorf("the table changed when run stopped: %v, was %v", after, before)
+	}
+}
+
+// TestRunRestartKeepsHealth: a restarted run starts from its record: a
+// server that was out stays out until it passes rise checks, and one in
+// service stays in service.
+func TestRunRestartKeepsHealth(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRun(t, f, file, env)
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
+	h.stop(t)
+
+	// The second run's probes all pass, but rs2 needs rise (2) passes:
+	// its first reconcile must keep it at 0, and rs1 must never leave.
+	h2 := startRun(t, f, file, env)
+	if w := h2.c.weights(t); w[rs2] != 0 || w[rs1] != 3 {
+		t.Errorf("right after the restart: %v; want rs2 still out and rs1 in", w)
+	}
+	h2.waitFor(t, "rs2 back after rise", func(w map[string]uint32) bool { return w[rs2] == 1 && w[rs1] == 3 })
+	h2.stop(t)
+}
+
+// TestManualCommandsSeeTheRun: while run keeps the table, plan shows a
+// server its check holds out as held, not as drift, and apply of another
+// file is refused with what to do instead.
+func TestManualCommandsSeeTheRun(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRun(t, f, file, env)
+	defer h.stop(t)
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
+	time.Sleep(100 * time.Millisecond) // the record follows the change
+
+	env.Open = func() (ipvs.Client, error) { return h.c, nil }
+	p := run(t, env, runYAML, "plan", "-")
+	if p.code != ExitOK || !strings.Contains(p.stdout, "held: "+rs2+" is out of service by lvsctl run's check (") {
+		t.Errorf("plan during a run: %+v", p)
+	}
+	other := filepath.Join(t.TempDir(), "other.rules")
+	if err := os.WriteFile(other, []byte("-A -t 10.0.0.1:80 -s wrr\n-a -t 10.0.0.1:80 -r 192.168.1.1:80 -m -w 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := run(t, env, "", "apply", other)
+	if a.code != ExitFailed || !strings.Contains(a.stderr, "keeps this table as "+file+" says") {
+		t.Errorf("apply of another file during a run: %+v", a)
+	}
+	if w := h.c.weights(t); w[rs2] != 0 || len(w) != 2 {
+		t.Errorf("the manual commands changed the table: %v", w)
+	}
+}

@@ -1,0 +1,128 @@
+package lvsctl
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// runStateName is lvsctl run's record in the journal directory: who runs,
+// on which file, each checked real server's health and whether it is in
+// service, and the probe services' marks. A restarted run starts from it;
+// plan, apply and status read it.
+const runStateName = "health.json"
+
+// runStateVersion is the record's format version.
+const runStateVersion = 1
+
+type runState struct {
+	Version int       `json:"version"`
+	PID     int       `json:"pid"`
+	File    string    `json:"file"`
+	Checks  string    `json:"checks,omitempty"`
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
+	// Marks are the probe services' marks, by real server (refName).
+	Marks map[string]uint32 `json:"marks,omitempty"`
+	// Servers are the checked real servers, in the file's order.
+	Servers []runServer `json:"servers"`
+	// AllDown are the services whose real servers all failed.
+	AllDown  []string        `json:"all_down,omitempty"`
+	Lateness health.Lateness `json:"lateness"`
+	// Where it belongs: a record of another boot or namespace is stale.
+	Boot      string `json:"boot_id"`
+	Namespace uint64 `json:"netns_inode"`
+	Cookie    uint64 `json:"netns_cookie"`
+}
+
+// runServer is one checked real server as the record keeps it.
+type runServer struct {
+	Service     string             `json:"service"`
+	Destination string             `json:"destination"`
+	InService   bool               `json:"in_service"`
+	Health      health.TargetState `json:"health"`
+}
+
+// loadRunState reads the record of this boot and namespace; nil when
+// there is none.
+func (j *fileJournal) loadRunState() (*runState, error) {
+	var st runState
+	if ok, err := j.readFile(runStateName, &st); !ok || err != nil {
+		return nil, err
+	}
+	if st.Version != runStateVersion {
+		return nil, fmt.Errorf("%s: version %d, this lvsctl knows %d", filepath.Join(j.dir, runStateName), st.Version, runStateVersion)
+	}
+	if !j.ours(st.Boot, st.Namespace, st.Cookie) {
+		return nil, nil
+	}
+	return &st, nil
+}
+
+// saveRunState replaces the record.
+func (j *fileJournal) saveRunState(st *runState) error {
+	st.Version, st.Boot, st.Namespace, st.Cookie = runStateVersion, j.boot, j.ns, j.cookie
+	return j.writeFile(runStateName, st)
+}
+
+// held lists the real servers a run keeps out of service, by refName.
+func (st *runState) held() map[string]runServer {
+	out := map[string]runServer{}
+	if st == nil {
+		return out
+	}
+	for _, s := range st.Servers {
+		if !s.InService {
+			out[s.Service+" -r "+s.Destination] = s
+		}
+	}
+	return out
+}
+
+// runState reads lvsctl run's record without locking, for plan, apply and
+// status; nil when no run left one in this boot and namespace.
+func (r *runner) runState() *runState {
+	j, err := r.journal(false)
+	if err != nil {
+		return nil
+	}
+	defer j.Close()
+	st, err := j.loadRunState()
+	if err != nil {
+		fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
+		return nil
+	}
+	return st
+}
+
+// alive reports whether the run that wrote the record still runs.
+func (st *runState) alive() bool {
+	return st != nil && st.PID > 0 && unix.Kill(st.PID, 0) == nil
+}
+
+// holdOut puts the real servers a live run keeps out of service at weight
+// 0 in want, so that plan and apply never bring one back, and returns them.
+func (st *runState) holdOut(want *rules.Set) []runServer {
+	if !st.alive() {
+		return nil
+	}
+	held := st.held()
+	var out []runServer
+	for i := range want.Services {
+		s := &want.Services[i]
+		name := rules.KeyOf(&s.Service).String() + " -r "
+		for j := range s.Dests {
+			d := &s.Dests[j].Destination
+			if h, ok := held[name+rules.DestKeyOf(d).String()]; ok {
+				d.Weight = 0
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
