@@ -19,6 +19,38 @@ import (
 	"unicode"
 )
 
+// selectTests finds the packages matching patterns that have lab tests and
+// sets each one's -test.run pattern, narrowed by the user's -run pattern
+// run. With nothing to run it says why and returns nil and the exit status.
+func selectTests(root string, patterns []string, run string) ([]*testPkg, int) {
+	pkgs, err := findLabPackages(root, patterns)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+		return nil, exitHarness
+	}
+	if len(pkgs) == 0 {
+		fmt.Fprintf(os.Stderr, "labrun: no package in %s has lab tests (files with //go:build lab)\n", strings.Join(patterns, " "))
+		return nil, exitFail
+	}
+	var matched []*testPkg
+	for _, p := range pkgs {
+		pattern, ok, err := runPattern(p.tests, run)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
+			return nil, exitUsage
+		}
+		if ok {
+			p.run = pattern
+			matched = append(matched, p)
+		}
+	}
+	if len(matched) == 0 {
+		fmt.Fprintf(os.Stderr, "labrun: no lab test in %s matches -run %q\n", strings.Join(patterns, " "), run)
+		return nil, exitFail
+	}
+	return matched, 0
+}
+
 // findLabPackages lists the packages matching patterns that have test files
 // built only with the lab tag.
 func findLabPackages(root string, patterns []string) ([]*testPkg, error) {

@@ -73,32 +73,10 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
 		return exitHarness
 	}
-	pkgs, err := findLabPackages(lab.Root, patterns)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
-		return exitHarness
+	pkgs, code := selectTests(lab.Root, patterns, o.run)
+	if pkgs == nil {
+		return code
 	}
-	if len(pkgs) == 0 {
-		fmt.Fprintf(os.Stderr, "labrun: no package in %s has lab tests (files with //go:build lab)\n", strings.Join(patterns, " "))
-		return exitFail
-	}
-	var matched []*testPkg
-	for _, p := range pkgs {
-		pattern, ok, err := runPattern(p.tests, o.run)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
-			return exitUsage
-		}
-		if ok {
-			p.run = pattern
-			matched = append(matched, p)
-		}
-	}
-	if len(matched) == 0 {
-		fmt.Fprintf(os.Stderr, "labrun: no lab test in %s matches -run %q\n", strings.Join(patterns, " "), o.run)
-		return exitFail
-	}
-	pkgs = matched
 	buildStart := time.Now()
 	buildTests(lab, pkgs)
 	buildTime := time.Since(buildStart)
@@ -113,18 +91,30 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		}
 	}
 	est := readTimings(lab)
-	queue := order(runnable, est)
+	runs := runVMs(ctx, lab, files, o, runnable, order(runnable, est))
+	writeTimings(lab, est, pkgs)
+	return summarize(pkgs, runs, buildTime, start)
+}
+
+// vmRuns is what the VMs of one run report together.
+type vmRuns struct {
+	boots   int
+	errs    []error
+	vmTime  time.Duration // the longest VM's
+	slowest time.Duration // the slowest boot to /init
+}
+
+// runVMs boots o.vms VMs in parallel (0: one per CPU, at most
+// maxAutoVMs; never more than the packages) and waits for them all.
+func runVMs(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, runnable, queue []*testPkg) vmRuns {
 	vms := min(o.vms, len(runnable))
 	if vms < 1 {
 		vms = min(runtime.NumCPU(), maxAutoVMs, len(runnable))
 	}
 	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		boots   int
-		errs    []error
-		vmTime  time.Duration
-		slowest time.Duration
+		mu sync.Mutex
+		wg sync.WaitGroup
+		r  vmRuns
 	)
 	// Every VM carries every test binary and takes the next package from
 	// the shared queue whenever it is free.
@@ -146,22 +136,26 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 			mu.Lock()
 			defer mu.Unlock()
 			if rep != nil {
-				boots += rep.Boots
-				vmTime = max(vmTime, rep.Wall)
-				slowest = max(slowest, rep.BootWall)
+				r.boots += rep.Boots
+				r.vmTime = max(r.vmTime, rep.Wall)
+				r.slowest = max(r.slowest, rep.BootWall)
 				if o.verbose {
 					fmt.Fprintf(os.Stderr, "lab: VM %d: %.1fs\n", n, rep.Wall.Seconds())
 					printTimings(rep)
 				}
 			}
 			if err != nil {
-				errs = append(errs, err)
+				r.errs = append(r.errs, err)
 			}
 		}(n)
 	}
 	wg.Wait()
-	writeTimings(lab, est, pkgs)
+	return r
+}
 
+// summarize prints each package's result and the run's totals, and returns
+// labrun's exit status.
+func summarize(pkgs []*testPkg, runs vmRuns, buildTime time.Duration, start time.Time) int {
 	failed := 0
 	var total testCount
 	fmt.Println("--- lab summary")
@@ -188,18 +182,18 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 		}
 		fmt.Printf("%s\t%s\t%.2fs\t%d passed, %d failed\n", status, p.ImportPath, p.result.Duration.Seconds(), p.count.passed, p.count.failed)
 	}
-	for _, err := range errs {
+	for _, err := range runs.errs {
 		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
 	}
 	fmt.Printf("lab: %d package(s), %d failed; %d boot(s), slowest /init after %.1fs; build %.1fs, VM %.1fs, total %.1fs\n",
-		len(pkgs), failed, boots, slowest.Seconds(), buildTime.Seconds(), vmTime.Seconds(), time.Since(start).Seconds())
+		len(pkgs), failed, runs.boots, runs.slowest.Seconds(), buildTime.Seconds(), runs.vmTime.Seconds(), time.Since(start).Seconds())
 	skipped := ""
 	if total.skipped > 0 {
 		skipped = fmt.Sprintf(", %d skipped", total.skipped)
 	}
 	fmt.Printf("lab: %d passed, %d failed%s\n", total.passed, total.failed, skipped)
 	switch {
-	case len(errs) > 0:
+	case len(runs.errs) > 0:
 		return exitHarness
 	case failed > 0:
 		return exitFail
