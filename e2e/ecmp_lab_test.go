@@ -630,211 +630,238 @@ func TestECMP(t *testing.T) {
 	started := time.Now()
 	cpu0, drops0 := cpuTimes(t), softnetDrops(t)
 	full := ecmpRules(mhSched, ecmpRSs...)
-	var losses []lossRow
-	var drains []drainRow
-	type figure struct{ scenario, result, control string }
-	var figures []figure
+	var res ecmpResults
+	l.sub(t, "real server leaves", func(t *testing.T) { l.realServerLeaves(t, &res, full) })
+	l.sub(t, "order and flows moved", func(t *testing.T) { l.orderAndFlowsMoved(t, &res, full) })
+	l.sub(t, "drift then director loss", func(t *testing.T) { l.driftThenDirectorLoss(t, &res, full) })
 
-	l.sub(t, "real server leaves", func(t *testing.T) {
-		f := l.flows(ecmpSession)
-		without := ecmpRules(mhSched, "rs1", "rs2", "rs3")
-		// lvsctl apply of the file without rs4 on every director at once,
-		// each draining its own connections to rs4.
-		// Right after the start many slots are between two sessions (their
-		// new connections wait behind the first ones): wait until nearly
-		// every slot holds one.
-		deadline := time.Now().Add(30 * time.Second)
-		for openNow(f.report()) < ecmpFlows*99/100 && time.Now().Before(deadline) {
-			time.Sleep(500 * time.Millisecond)
+	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues, failed opens by reason: %q):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
+		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, sortedCounts(l.openErrors), res.tables())
+}
+
+// ecmpResults collects what TestECMP's scenarios measured, for its report.
+type ecmpResults struct {
+	losses  []lossRow
+	drains  []drainRow
+	figures []ecmpFigure
+}
+
+// ecmpFigure is one line of the report's summary: a scenario, lvskit's
+// result and the control's.
+type ecmpFigure struct{ scenario, result, control string }
+
+// realServerLeaves has rs4 leave through lvsctl apply on every director
+// at once, each draining its own connections to it, with the flows
+// running; the controls delete rs4 at once with ipvsadm -d.
+func (l *ecmpLab) realServerLeaves(t *testing.T, res *ecmpResults, full string) {
+	f := l.flows(ecmpSession)
+	without := ecmpRules(mhSched, "rs1", "rs2", "rs3")
+	// lvsctl apply of the file without rs4 on every director at once,
+	// each draining its own connections to rs4.
+	// Right after the start many slots are between two sessions (their
+	// new connections wait behind the first ones): wait until nearly
+	// every slot holds one.
+	deadline := time.Now().Add(30 * time.Second)
+	for openNow(f.report()) < ecmpFlows*99/100 && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+	}
+	onRS4 := f.report().ByServer["rs4"]
+	f.mark()
+	start := time.Now()
+	var bgs []*bgLvsctl
+	for _, d := range ecmpDirs {
+		bgs = append(bgs, l.lvsctlStart(d, without, "apply", "--drain-timeout", "60s", "-"))
+	}
+	for i, bg := range bgs {
+		code, out := bg.wait(t, 90*time.Second)
+		t.Logf("lvsctl apply on %s (exit %d):\n%s", ecmpDirs[i], code, strings.Join(out, "\n"))
+		if code != 0 || !strings.Contains(strings.Join(out, "\n"), "drain-done") {
+			t.Errorf("lvsctl apply on %s: exit %d, no drain-done", ecmpDirs[i], code)
 		}
+	}
+	if t.Failed() {
+		// What kept a drain waiting: the director's entries to rs4, and
+		// whether the client still has those connections.
+		for _, d := range ecmpDirs {
+			var est []string
+			for _, line := range strings.Split(l.ipvsadm(d, "-Lnc"), "\n") {
+				if strings.Contains(line, "ESTABLISHED") && strings.Contains(line, ecmpAddr["rs4"]) {
+					est = append(est, line)
+				}
+			}
+			t.Logf("%s: entries to rs4 still ESTABLISHED:\n%s", d, strings.Join(est, "\n"))
+		}
+		ss := l.must("router", "/usr/bin/ss", "-tn", "state", "established", "dst", ecmpVIP)
+		t.Logf("router: %d connections established to the VIP; ss -tn:\n%s", strings.Count(ss, "\n")-1, tail(ss, 10))
+	}
+	took := time.Since(start)
+	// Every connection must flow again after the last change.
+	r := f.settle(f.clock(), 3*time.Second, ecmpWatch)
+	res.drains = append(res.drains, drainRow{"lvsctl apply (drain)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
+	t.Logf("lvsctl drain: %d of %d broken (%s), %d silent; %d sessions ended, %d opened, %d opens failed (%s)", r.Broken, r.AtMark, sortedCounts(r.Reasons), r.Pending, r.Ended, r.Opened, r.OpenFailed, sortedCounts(r.OpenErrors))
+	if r.Broken != 0 || r.Pending != 0 || r.AtMark == 0 {
+		t.Errorf("lvsctl drain of rs4: %d of %d broke, %d silent; want 0: %+v", r.Broken, r.AtMark, r.Pending, r)
+	}
+	if n := f.report().ByServer["rs4"]; n != 0 {
+		t.Errorf("%d connections on rs4 after it left", n)
+	}
+	for _, d := range ecmpDirs {
+		if code, out := l.plan(d, without); code != 0 {
+			t.Errorf("lvsctl plan on %s after the drain: exit %d\n%s", d, code, out)
+		}
+	}
+	// The controls: rs4 back, then deleted at once on every director
+	// with ipvsadm -d, with net.ipv4.vs.expire_nodest_conn 0 (the
+	// kernel's default) and 1.
+	for _, expire := range []string{"0", "1"} {
+		l.applyAll(full)
+		deadline := time.Now().Add(2 * ecmpSession)
+		for f.report().ByServer["rs4"] < ecmpFlows/8 && time.Now().Before(deadline) {
+			time.Sleep(time.Second)
+		}
+		l.expireNodest(expire)
 		onRS4 := f.report().ByServer["rs4"]
 		f.mark()
 		start := time.Now()
-		var bgs []*bgLvsctl
 		for _, d := range ecmpDirs {
-			bgs = append(bgs, l.lvsctlStart(d, without, "apply", "--drain-timeout", "60s", "-"))
-		}
-		for i, bg := range bgs {
-			code, out := bg.wait(t, 90*time.Second)
-			t.Logf("lvsctl apply on %s (exit %d):\n%s", ecmpDirs[i], code, strings.Join(out, "\n"))
-			if code != 0 || !strings.Contains(strings.Join(out, "\n"), "drain-done") {
-				t.Errorf("lvsctl apply on %s: exit %d, no drain-done", ecmpDirs[i], code)
-			}
-		}
-		if t.Failed() {
-			// What kept a drain waiting: the director's entries to rs4, and
-			// whether the client still has those connections.
-			for _, d := range ecmpDirs {
-				var est []string
-				for _, line := range strings.Split(l.ipvsadm(d, "-Lnc"), "\n") {
-					if strings.Contains(line, "ESTABLISHED") && strings.Contains(line, ecmpAddr["rs4"]) {
-						est = append(est, line)
-					}
-				}
-				t.Logf("%s: entries to rs4 still ESTABLISHED:\n%s", d, strings.Join(est, "\n"))
-			}
-			ss := l.must("router", "/usr/bin/ss", "-tn", "state", "established", "dst", ecmpVIP)
-			t.Logf("router: %d connections established to the VIP; ss -tn:\n%s", strings.Count(ss, "\n")-1, tail(ss, 10))
+			l.ipvsadm(d, "-d", "-t", ecmpVIPPort, "-r", ecmpAddr["rs4"]+":"+ecmpPort)
 		}
 		took := time.Since(start)
-		// Every connection must flow again after the last change.
-		r := f.settle(f.clock(), 3*time.Second, ecmpWatch)
-		drains = append(drains, drainRow{"lvsctl apply (drain)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
-		t.Logf("lvsctl drain: %d of %d broken (%s), %d silent; %d sessions ended, %d opened, %d opens failed (%s)", r.Broken, r.AtMark, sortedCounts(r.Reasons), r.Pending, r.Ended, r.Opened, r.OpenFailed, sortedCounts(r.OpenErrors))
-		if r.Broken != 0 || r.Pending != 0 || r.AtMark == 0 {
-			t.Errorf("lvsctl drain of rs4: %d of %d broke, %d silent; want 0: %+v", r.Broken, r.AtMark, r.Pending, r)
+		r := f.settle(f.clock(), 3*time.Second, ecmpControlWatch)
+		res.drains = append(res.drains, drainRow{"ipvsadm -d, expire_nodest_conn=" + expire + " (control)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
+		t.Logf("ipvsadm -d, expire_nodest_conn=%s: %d of %d broken (%s; by real server %s), %d silent until the end; first error %q",
+			expire, r.Broken, r.AtMark, sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer), r.Pending, r.FirstError)
+	}
+	l.expireNodest("0")
+	f.quit()
+	d := res.drains[0]
+	res.figures = append(res.figures, ecmpFigure{"one of 4 real servers leaves through lvsctl apply with drain",
+		fmt.Sprintf("%d of %d broken (gone from all directors after %.1f s)", d.broken+d.silent, d.atMark, d.took.Seconds()),
+		fmt.Sprintf("ipvsadm -d: %d of %d broken (expire_nodest_conn=0), %d of %d (=1)",
+			res.drains[1].broken+res.drains[1].silent, res.drains[1].atMark, res.drains[2].broken+res.drains[2].silent, res.drains[2].atMark)})
+}
+
+// orderAndFlowsMoved compares the mh choices of two directors whose real
+// servers were added in different orders, before and after lvsctl apply
+// of one file, then counts the flows that move when one of 4 leaves.
+func (l *ecmpLab) orderAndFlowsMoved(t *testing.T, res *ecmpResults, full string) {
+	// The same four real servers, added by hand in different orders.
+	for d, order := range map[string][]string{"dir1": {"rs1", "rs2", "rs3", "rs4"}, "dir2": {"rs4", "rs2", "rs1", "rs3"}} {
+		l.ipvsadm(d, "-C")
+		l.ipvsadm(d, "-A", "-t", ecmpVIPPort, "-s", "mh", "-b", "mh-port")
+		for _, rs := range order {
+			l.ipvsadm(d, "-a", "-t", ecmpVIPPort, "-r", ecmpAddr[rs]+":"+ecmpPort, "-g", "-w", "1")
 		}
-		if n := f.report().ByServer["rs4"]; n != 0 {
-			t.Errorf("%d connections on rs4 after it left", n)
+	}
+	mismatch, both := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
+	for _, d := range []string{"dir1", "dir2"} {
+		t.Logf("lvsctl apply on %s:\n%s", d, l.apply(d, full, 0))
+	}
+	via1 := l.probeVia("dir1")
+	fixed, both2 := Moved(via1, l.probeVia("dir2"))
+	t.Logf("different orders: %d of %d flows reach different real servers through dir1 and dir2; after lvsctl apply of one file on both: %d of %d", mismatch, both, fixed, both2)
+	if fixed != 0 || both2 != ecmpFlows {
+		t.Errorf("after lvsctl apply of one file on both directors %d of %d flows differ, want 0 of %d", fixed, both2, ecmpFlows)
+	}
+	res.figures = append(res.figures, ecmpFigure{"two directors, same servers added in different orders",
+		fmt.Sprintf("lvsctl apply of one file on both: %d of %d mismatching", fixed, both2),
+		fmt.Sprintf("by hand: %d of %d mismatching", mismatch, both)})
+
+	// One of 4 real servers leaves dir1 through lvsctl apply: the flows
+	// that reach another server now, against the probe just made.
+	before := via1
+	l.apply("dir1", ecmpRules(mhSched, "rs1", "rs2", "rs3"), 0)
+	after := l.probeVia("dir1")
+	moved, both := Moved(before, after)
+	onRS4 := before.ByServer["rs4"]
+	mod := ModuloMoved(ecmpProbe, ecmpFlows, ecmpBase, 4, 3)
+	t.Logf("rs4 leaves: %d of %d flows moved (%.1f %%), %d of them had rs4; before %s, after %s; modulo hash: %d moved (%.1f %%)",
+		moved, both, pct(moved, both), onRS4, sortedCounts(before.ByServer), sortedCounts(after.ByServer), mod, pct(mod, ecmpFlows))
+	if moved < onRS4 || after.ByServer["rs4"] != 0 {
+		t.Errorf("%d flows moved but %d were on rs4, rs4 still has %d", moved, onRS4, after.ByServer["rs4"])
+	}
+	res.figures = append(res.figures, ecmpFigure{"flows moved to another real server when one of 4 leaves (lvsctl apply)",
+		fmt.Sprintf("%d of %d (%.1f %%; %d were on it)", moved, both, pct(moved, both), onRS4),
+		fmt.Sprintf("modulo hash: %d of %d (%.1f %%)", mod, ecmpFlows, pct(mod, ecmpFlows))})
+}
+
+// driftThenDirectorLoss stops dir3 with the flows running (directorLoss),
+// first with a 5th real server on dir2 only (drift, which lvsctl plan
+// shows), then with the drift fixed by lvsctl apply, then in the wrr and
+// no-sloppy_tcp controls.
+func (l *ecmpLab) driftThenDirectorLoss(t *testing.T, res *ecmpResults, full string) {
+	// With the flows open, a fifth real server is added by hand on dir2
+	// only; lvsctl plan of dir1's rules shows it on dir2.
+	drift := l.directorLoss("mh + sloppy_tcp, dir2 with a 5th real server (drift)", ecmpControlWatch, func() {
+		l.ipvsadm("dir2", "-a", "-t", ecmpVIPPort, "-r", ecmpAddr["rs5"]+":"+ecmpPort, "-g", "-w", "1")
+		code, out := l.plan("dir2", l.ipvsadm("dir1", "-Sn"))
+		t.Logf("lvsctl plan on dir2 of dir1's ipvsadm -Sn (exit %d):\n%s", code, out)
+		if code != 3 || !strings.Contains(out, ecmpAddr["rs5"]) {
+			t.Errorf("lvsctl plan on dir2 against dir1: exit %d, want 3 naming %s", code, ecmpAddr["rs5"])
 		}
-		for _, d := range ecmpDirs {
-			if code, out := l.plan(d, without); code != 0 {
-				t.Errorf("lvsctl plan on %s after the drain: exit %d\n%s", d, code, out)
-			}
-		}
-		// The controls: rs4 back, then deleted at once on every director
-		// with ipvsadm -d, with net.ipv4.vs.expire_nodest_conn 0 (the
-		// kernel's default) and 1.
-		for _, expire := range []string{"0", "1"} {
-			l.applyAll(full)
-			deadline := time.Now().Add(2 * ecmpSession)
-			for f.report().ByServer["rs4"] < ecmpFlows/8 && time.Now().Before(deadline) {
-				time.Sleep(time.Second)
-			}
-			l.expireNodest(expire)
-			onRS4 := f.report().ByServer["rs4"]
-			f.mark()
-			start := time.Now()
-			for _, d := range ecmpDirs {
-				l.ipvsadm(d, "-d", "-t", ecmpVIPPort, "-r", ecmpAddr["rs4"]+":"+ecmpPort)
-			}
-			took := time.Since(start)
-			r := f.settle(f.clock(), 3*time.Second, ecmpControlWatch)
-			drains = append(drains, drainRow{"ipvsadm -d, expire_nodest_conn=" + expire + " (control)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
-			t.Logf("ipvsadm -d, expire_nodest_conn=%s: %d of %d broken (%s; by real server %s), %d silent until the end; first error %q",
-				expire, r.Broken, r.AtMark, sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer), r.Pending, r.FirstError)
-		}
-		l.expireNodest("0")
-		f.quit()
-		d := drains[0]
-		figures = append(figures, figure{"one of 4 real servers leaves through lvsctl apply with drain",
-			fmt.Sprintf("%d of %d broken (gone from all directors after %.1f s)", d.broken+d.silent, d.atMark, d.took.Seconds()),
-			fmt.Sprintf("ipvsadm -d: %d of %d broken (expire_nodest_conn=0), %d of %d (=1)",
-				drains[1].broken+drains[1].silent, drains[1].atMark, drains[2].broken+drains[2].silent, drains[2].atMark)})
 	})
+	res.losses = append(res.losses, drift)
+	// The fix: the file applied on dir2, which plan then finds in sync
+	// with dir1; the next loss runs on the fixed directors.
+	t.Logf("lvsctl apply on dir2:\n%s", l.apply("dir2", full, 0))
+	if code, out := l.plan("dir2", l.ipvsadm("dir1", "-Sn")); code != 0 {
+		t.Errorf("lvsctl plan on dir2 against dir1 after the fix: exit %d\n%s", code, out)
+	}
+	row := l.directorLoss("mh + sloppy_tcp (drift fixed by lvsctl apply)", ecmpWatch, nil)
+	res.losses = append(res.losses, row)
+	if row.lost() != 0 || row.atMark != ecmpFlows {
+		t.Errorf("mh + sloppy_tcp: %d of %d connections broke, %d silent; want 0 of %d", row.broken, row.atMark, row.silent, ecmpFlows)
+	}
+	if row.udpMoved != 0 || row.udpFailed != 0 || row.udpBoth != ecmpFlows {
+		t.Errorf("mh: %d of %d UDP flows moved to another real server, %d unanswered; want 0 of %d", row.udpMoved, row.udpBoth, row.udpFailed, ecmpFlows)
+	}
+	l.applyAll(ecmpRules("wrr", ecmpRSs...))
+	res.losses = append(res.losses, l.directorLoss("wrr + sloppy_tcp (control)", ecmpControlWatch, nil))
+	l.applyAll(full)
+	for _, d := range ecmpDirs {
+		l.sloppy(d, false)
+	}
+	res.losses = append(res.losses, l.directorLoss("mh without sloppy_tcp (control)", ecmpControlWatch, nil))
+	for _, d := range ecmpDirs {
+		l.sloppy(d, true)
+	}
+	res.figures = append(res.figures, ecmpFigure{"one of 3 directors stops (BIRD down, then link down)",
+		fmt.Sprintf("%d of %d broken", row.lost(), row.atMark),
+		fmt.Sprintf("wrr: %d of %d broken; no sloppy_tcp: %d of %d broken", res.losses[2].lost(), res.losses[2].atMark, res.losses[3].lost(), res.losses[3].atMark)})
+	res.figures = append(res.figures, ecmpFigure{"UDP flows across the director loss (mh)",
+		fmt.Sprintf("%d of %d answered by another real server, %d unanswered", row.udpMoved, row.udpBoth, row.udpFailed),
+		fmt.Sprintf("wrr: %d of %d moved, %d unanswered", res.losses[2].udpMoved, res.losses[2].udpBoth, res.losses[2].udpFailed)})
+	res.figures = append(res.figures, ecmpFigure{"time from the loss until all connections flow again",
+		fmt.Sprintf("%.2f s (route withdrawn after %.2f s, longest stall %.2f s)", float64(row.recoveryMS)/1000, float64(row.withdrawMS)/1000, float64(row.maxGapMS)/1000),
+		fmt.Sprintf("%.2f s with nothing lost (send interval; longest gap %.2f s)", float64(row.baseRecMS)/1000, float64(row.baseGapMS)/1000)})
+	res.figures = append(res.figures, ecmpFigure{"one director has a 5th real server (drift)",
+		fmt.Sprintf("after lvsctl plan showed it and lvsctl apply fixed it: %d of %d broken", row.lost(), row.atMark),
+		fmt.Sprintf("drifted: %d of %d broken (%.1f %%)", drift.lost(), drift.atMark, pct(drift.lost(), drift.atMark))})
+}
 
-	l.sub(t, "order and flows moved", func(t *testing.T) {
-		// The same four real servers, added by hand in different orders.
-		for d, order := range map[string][]string{"dir1": {"rs1", "rs2", "rs3", "rs4"}, "dir2": {"rs4", "rs2", "rs1", "rs3"}} {
-			l.ipvsadm(d, "-C")
-			l.ipvsadm(d, "-A", "-t", ecmpVIPPort, "-s", "mh", "-b", "mh-port")
-			for _, rs := range order {
-				l.ipvsadm(d, "-a", "-t", ecmpVIPPort, "-r", ecmpAddr[rs]+":"+ecmpPort, "-g", "-w", "1")
-			}
-		}
-		mismatch, both := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
-		for _, d := range []string{"dir1", "dir2"} {
-			t.Logf("lvsctl apply on %s:\n%s", d, l.apply(d, full, 0))
-		}
-		via1 := l.probeVia("dir1")
-		fixed, both2 := Moved(via1, l.probeVia("dir2"))
-		t.Logf("different orders: %d of %d flows reach different real servers through dir1 and dir2; after lvsctl apply of one file on both: %d of %d", mismatch, both, fixed, both2)
-		if fixed != 0 || both2 != ecmpFlows {
-			t.Errorf("after lvsctl apply of one file on both directors %d of %d flows differ, want 0 of %d", fixed, both2, ecmpFlows)
-		}
-		figures = append(figures, figure{"two directors, same servers added in different orders",
-			fmt.Sprintf("lvsctl apply of one file on both: %d of %d mismatching", fixed, both2),
-			fmt.Sprintf("by hand: %d of %d mismatching", mismatch, both)})
-
-		// One of 4 real servers leaves dir1 through lvsctl apply: the flows
-		// that reach another server now, against the probe just made.
-		before := via1
-		l.apply("dir1", ecmpRules(mhSched, "rs1", "rs2", "rs3"), 0)
-		after := l.probeVia("dir1")
-		moved, both := Moved(before, after)
-		onRS4 := before.ByServer["rs4"]
-		mod := ModuloMoved(ecmpProbe, ecmpFlows, ecmpBase, 4, 3)
-		t.Logf("rs4 leaves: %d of %d flows moved (%.1f %%), %d of them had rs4; before %s, after %s; modulo hash: %d moved (%.1f %%)",
-			moved, both, pct(moved, both), onRS4, sortedCounts(before.ByServer), sortedCounts(after.ByServer), mod, pct(mod, ecmpFlows))
-		if moved < onRS4 || after.ByServer["rs4"] != 0 {
-			t.Errorf("%d flows moved but %d were on rs4, rs4 still has %d", moved, onRS4, after.ByServer["rs4"])
-		}
-		figures = append(figures, figure{"flows moved to another real server when one of 4 leaves (lvsctl apply)",
-			fmt.Sprintf("%d of %d (%.1f %%; %d were on it)", moved, both, pct(moved, both), onRS4),
-			fmt.Sprintf("modulo hash: %d of %d (%.1f %%)", mod, ecmpFlows, pct(mod, ecmpFlows))})
-	})
-
-	l.sub(t, "drift then director loss", func(t *testing.T) {
-		// With the flows open, a fifth real server is added by hand on dir2
-		// only; lvsctl plan of dir1's rules shows it on dir2.
-		drift := l.directorLoss("mh + sloppy_tcp, dir2 with a 5th real server (drift)", ecmpControlWatch, func() {
-			l.ipvsadm("dir2", "-a", "-t", ecmpVIPPort, "-r", ecmpAddr["rs5"]+":"+ecmpPort, "-g", "-w", "1")
-			code, out := l.plan("dir2", l.ipvsadm("dir1", "-Sn"))
-			t.Logf("lvsctl plan on dir2 of dir1's ipvsadm -Sn (exit %d):\n%s", code, out)
-			if code != 3 || !strings.Contains(out, ecmpAddr["rs5"]) {
-				t.Errorf("lvsctl plan on dir2 against dir1: exit %d, want 3 naming %s", code, ecmpAddr["rs5"])
-			}
-		})
-		losses = append(losses, drift)
-		// The fix: the file applied on dir2, which plan then finds in sync
-		// with dir1; the next loss runs on the fixed directors.
-		t.Logf("lvsctl apply on dir2:\n%s", l.apply("dir2", full, 0))
-		if code, out := l.plan("dir2", l.ipvsadm("dir1", "-Sn")); code != 0 {
-			t.Errorf("lvsctl plan on dir2 against dir1 after the fix: exit %d\n%s", code, out)
-		}
-		row := l.directorLoss("mh + sloppy_tcp (drift fixed by lvsctl apply)", ecmpWatch, nil)
-		losses = append(losses, row)
-		if row.lost() != 0 || row.atMark != ecmpFlows {
-			t.Errorf("mh + sloppy_tcp: %d of %d connections broke, %d silent; want 0 of %d", row.broken, row.atMark, row.silent, ecmpFlows)
-		}
-		if row.udpMoved != 0 || row.udpFailed != 0 || row.udpBoth != ecmpFlows {
-			t.Errorf("mh: %d of %d UDP flows moved to another real server, %d unanswered; want 0 of %d", row.udpMoved, row.udpBoth, row.udpFailed, ecmpFlows)
-		}
-		l.applyAll(ecmpRules("wrr", ecmpRSs...))
-		losses = append(losses, l.directorLoss("wrr + sloppy_tcp (control)", ecmpControlWatch, nil))
-		l.applyAll(full)
-		for _, d := range ecmpDirs {
-			l.sloppy(d, false)
-		}
-		losses = append(losses, l.directorLoss("mh without sloppy_tcp (control)", ecmpControlWatch, nil))
-		for _, d := range ecmpDirs {
-			l.sloppy(d, true)
-		}
-		figures = append(figures, figure{"one of 3 directors stops (BIRD down, then link down)",
-			fmt.Sprintf("%d of %d broken", row.lost(), row.atMark),
-			fmt.Sprintf("wrr: %d of %d broken; no sloppy_tcp: %d of %d broken", losses[2].lost(), losses[2].atMark, losses[3].lost(), losses[3].atMark)})
-		figures = append(figures, figure{"UDP flows across the director loss (mh)",
-			fmt.Sprintf("%d of %d answered by another real server, %d unanswered", row.udpMoved, row.udpBoth, row.udpFailed),
-			fmt.Sprintf("wrr: %d of %d moved, %d unanswered", losses[2].udpMoved, losses[2].udpBoth, losses[2].udpFailed)})
-		figures = append(figures, figure{"time from the loss until all connections flow again",
-			fmt.Sprintf("%.2f s (route withdrawn after %.2f s, longest stall %.2f s)", float64(row.recoveryMS)/1000, float64(row.withdrawMS)/1000, float64(row.maxGapMS)/1000),
-			fmt.Sprintf("%.2f s with nothing lost (send interval; longest gap %.2f s)", float64(row.baseRecMS)/1000, float64(row.baseGapMS)/1000)})
-		figures = append(figures, figure{"one director has a 5th real server (drift)",
-			fmt.Sprintf("after lvsctl plan showed it and lvsctl apply fixed it: %d of %d broken", row.lost(), row.atMark),
-			fmt.Sprintf("drifted: %d of %d broken (%.1f %%)", drift.lost(), drift.atMark, pct(drift.lost(), drift.atMark))})
-	})
-
+// tables formats what the scenarios measured as TestECMP reports it: the
+// director losses, the ways rs4 left, and the summary of figures.
+func (res *ecmpResults) tables() string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "director loss (3 -> 2)\tbroken\tof which silent\tby reason\tall flowing again\tlongest stall\troute withdrawn\twatched\tnothing lost: flowing / longest gap / VM CPU\tUDP flows: other real server / unanswered")
-	for _, r := range losses {
+	for _, r := range res.losses {
 		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%.2f s\t%.2f s\t%.2f s\t%.1f s\t%.2f s / %.2f s / %.0f %%\t%d of %d / %d\n", r.setup, r.lost(), r.atMark, r.silent, r.reasons,
 			float64(r.recoveryMS)/1000, float64(r.maxGapMS)/1000, float64(r.withdrawMS)/1000, float64(r.watchMS)/1000, float64(r.baseRecMS)/1000, float64(r.baseGapMS)/1000, 100*r.busy,
 			r.udpMoved, r.udpBoth, r.udpFailed)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "real server rs4 leaves\tbroken\tof which silent\tby reason\ton rs4 at the start\tgone after")
-	for _, d := range drains {
+	for _, d := range res.drains {
 		fmt.Fprintf(w, "%s\t%d of %d\t%d\t%s\t%d\t%.1f s\n", d.how, d.broken+d.silent, d.atMark, d.silent, d.reasons, d.onRS4, d.took.Seconds())
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "scenario\tresult\tcontrol")
-	for _, f := range figures {
+	for _, f := range res.figures {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", f.scenario, f.result, f.control)
 	}
 	w.Flush()
-	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues, failed opens by reason: %q):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
-		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, sortedCounts(l.openErrors), b.String())
+	return b.String()
 }
 
 // cpuTimes reads the VM's CPU time counters (the "cpu" line of

@@ -148,16 +148,36 @@ func tryHelp(prog string) *Outcome {
 
 // apply records one non-command option and parses its value, in the order
 // ipvsadm does (the option bit was set before, so a repeated option is
-// reported even when its value is bad).
+// reported even when its value is bad). Each option sets part of the
+// service, the real server or the sync daemon: the helper for that part
+// parses it, and the other two leave it alone.
 func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome {
-	svc, dest, daemon := &inv.Service, &inv.Dest, &inv.Daemon
 	value := ""
 	if arg != nil {
 		value = *arg
 	}
-	switch opt.Long {
+	if o := inv.applyService(opt.Long, arg, value, p); o != nil {
+		return o
+	}
+	if o := inv.applyDest(opt.Long, value, p); o != nil {
+		return o
+	}
+	if o := inv.applyDaemon(opt.Long, value); o != nil {
+		return o
+	}
+	// numeric, connection, timeout, daemon, stats, rate, thresholds,
+	// persistent-conn, nosort, sort, exact, tun-info only set their bit.
+	return nil
+}
+
+// applyService parses an option of the virtual service (-t, -u,
+// --sctp-service, -f, -s, -p, -M, -6, -o, --pe) into inv.Service; other
+// options it leaves alone. arg is the option's value, nil if none.
+func (inv *Invocation) applyService(name string, arg *string, value string, p *Program) *Outcome {
+	svc := &inv.Service
+	switch name {
 	case "tcp-service", "udp-service", "sctp-service":
-		switch opt.Long {
+		switch name {
 		case "tcp-service":
 			svc.Protocol = ipvs.ProtoTCP
 		case "udp-service":
@@ -211,6 +231,27 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 				return invalid("illegal ipv6 netmask specified")
 			}
 		}
+	case "ipv6":
+		if svc.FWMark == 0 {
+			// ipvsadm's message already ends in a newline, and fail()
+			// adds another.
+			return invalid("-6 used before -f\n")
+		}
+		svc.Family = ipvs.AFInet6
+		svc.Netmask = 128
+	case "ops":
+		svc.Flags |= ipvs.FlagOnePacket
+	case "pe":
+		svc.PEName = truncate(value, peNameMax)
+	}
+	return nil
+}
+
+// applyDest parses an option of the real server (-r, -m, -i, -g, -w, -x,
+// -y, the tunnel options) into inv.Dest; other options it leaves alone.
+func (inv *Invocation) applyDest(name, value string, p *Program) *Outcome {
+	svc, dest := &inv.Service, &inv.Dest
+	switch name {
 	case "real-server":
 		h, ok := parseHostAddress(value, svc.Protocol, p.resolver())
 		if !ok {
@@ -244,6 +285,34 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 			return invalid("illegal l_threshold specified")
 		}
 		dest.LThreshold = uint32(n)
+	case "tun-type":
+		t, ok := parseTunType(value)
+		if !ok {
+			return invalid("illegal tunnel type specified")
+		}
+		dest.TunType = t
+	case "tun-port":
+		n, ok := stringToNumber(value, 1, 65535)
+		if !ok {
+			return invalid("illegal tunnel port specified")
+		}
+		dest.TunPort = uint16(n)
+	case "tun-nocsum":
+		dest.TunFlags |= ipvs.TunFlagNoCsum
+	case "tun-csum":
+		dest.TunFlags |= ipvs.TunFlagCsum
+	case "tun-remcsum":
+		dest.TunFlags |= ipvs.TunFlagRemCsum
+	}
+	return nil
+}
+
+// applyDaemon parses an option of the sync daemon (--mcast-interface,
+// --syncid, --mcast-group, --mcast-port, --mcast-ttl, --sync-maxlen) into
+// inv.Daemon; other options it leaves alone.
+func (inv *Invocation) applyDaemon(name, value string) *Outcome {
+	daemon := &inv.Daemon
+	switch name {
 	case "mcast-interface":
 		daemon.Interface = truncate(value, ifNameMax)
 	case "syncid":
@@ -252,18 +321,6 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 			return invalid("illegal syncid specified")
 		}
 		daemon.SyncID = uint32(n)
-	case "ipv6":
-		if svc.FWMark == 0 {
-			// ipvsadm's message already ends in a newline, and fail()
-			// adds another.
-			return invalid("-6 used before -f\n")
-		}
-		svc.Family = ipvs.AFInet6
-		svc.Netmask = 128
-	case "ops":
-		svc.Flags |= ipvs.FlagOnePacket
-	case "pe":
-		svc.PEName = truncate(value, peNameMax)
 	case "mcast-group":
 		group, msg := parseMcastGroup(value)
 		if msg != "" {
@@ -288,27 +345,7 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 			return invalid("illegal sync-maxlen specified")
 		}
 		daemon.MaxLen = uint16(n)
-	case "tun-type":
-		t, ok := parseTunType(value)
-		if !ok {
-			return invalid("illegal tunnel type specified")
-		}
-		dest.TunType = t
-	case "tun-port":
-		n, ok := stringToNumber(value, 1, 65535)
-		if !ok {
-			return invalid("illegal tunnel port specified")
-		}
-		dest.TunPort = uint16(n)
-	case "tun-nocsum":
-		dest.TunFlags |= ipvs.TunFlagNoCsum
-	case "tun-csum":
-		dest.TunFlags |= ipvs.TunFlagCsum
-	case "tun-remcsum":
-		dest.TunFlags |= ipvs.TunFlagRemCsum
 	}
-	// numeric, connection, timeout, daemon, stats, rate, thresholds,
-	// persistent-conn, nosort, sort, exact, tun-info only set their bit.
 	return nil
 }
 

@@ -347,8 +347,21 @@ func newSides(t *testing.T, root, oursDir string) (ref, ours side) {
 	return ref, ours
 }
 
-// runFile runs one corpus file in two fresh namespaces.
-func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, errorf func(format string, args ...any)) {
+// fileRun is one corpus file's run: the two sides, each in a fresh network
+// namespace of its own with a netlink connection that reads its table, and
+// where the file's counts and failures go.
+type fileRun struct {
+	t                 *testing.T
+	res               *fileResult
+	errorf            func(format string, args ...any)
+	ref, ours         side
+	nsRef, nsOurs     *os.File
+	connRef, connOurs *ipvsConn
+}
+
+// newFileRun sets up a file's run below a temporary root; t's cleanup
+// closes and removes it all.
+func newFileRun(t *testing.T, res *fileResult, oursDir string, errorf func(format string, args ...any)) *fileRun {
 	root, err := os.MkdirTemp("", "differential-")
 	if err != nil {
 		t.Fatal(err)
@@ -380,33 +393,75 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 		t.Fatalf("netlink in our namespace: %v", err)
 	}
 	t.Cleanup(func() { connOurs.Close() })
-	state := func(c *ipvsConn) string {
-		t.Helper()
-		defer func(start time.Time) { res.inState += time.Since(start) }(time.Now())
-		s, err := c.kernelState()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	return &fileRun{t: t, res: res, errorf: errorf, ref: ref, ours: ours,
+		nsRef: nsRef, nsOurs: nsOurs, connRef: connRef, connOurs: connOurs}
+}
 
-	exec1 := func(ns *os.File, s side, line string) labtest.Result {
-		t.Helper()
-		defer func(start time.Time) { res.inCommands += time.Since(start) }(time.Now())
-		cmd, err := s.command(line)
-		if err != nil {
-			t.Fatal(err)
+// state reads the table of c's namespace over netlink.
+func (f *fileRun) state(c *ipvsConn) string {
+	f.t.Helper()
+	defer func(start time.Time) { f.res.inState += time.Since(start) }(time.Now())
+	s, err := c.kernelState()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+// runLine runs a corpus command line as side s in namespace ns.
+func (f *fileRun) runLine(ns *os.File, s side, line string) labtest.Result {
+	f.t.Helper()
+	defer func(start time.Time) { f.res.inCommands += time.Since(start) }(time.Now())
+	cmd, err := s.command(line)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return run(f.t, ns, cmd, "")
+}
+
+// snap is the reference ipvsadm's listing of ns's tables (snapshotInput).
+func (f *fileRun) snap(ns *os.File) snapshot {
+	f.t.Helper()
+	defer func(start time.Time) { f.res.inSnapshot += time.Since(start) }(time.Now())
+	// The reference binary reads both namespaces.
+	cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-R"}, Env: f.ref.env(), Dir: f.ref.dir}
+	r := run(f.t, ns, cmd, snapshotInput)
+	return parseSnapshot(r.Stdout, r.Stderr, r.Code)
+}
+
+// runDeliberate runs a @deliberate line on both sides: ours must refuse it
+// with one of deliberateMessages and leave its table alone. Both
+// namespaces then start over from empty tables. It reports whether ours
+// behaved as documented.
+func (f *fileRun) runDeliberate(l corpusLine) bool {
+	ok := true
+	before := f.state(f.connOurs)
+	r, o := f.runLine(f.nsRef, f.ref, l.Cmd), f.runLine(f.nsOurs, f.ours, l.Cmd)
+	f.t.Logf("%v\n  reference: exit %d, stdout %q, stderr %q\n  ours: exit %d, stdout %q, stderr %q", l, r.Code, r.Stdout, r.Stderr, o.Code, o.Stdout, o.Stderr)
+	if !slices.ContainsFunc(deliberateMessages, func(m string) bool { return strings.Contains(o.Stderr, m) }) {
+		f.errorf("%v\n  ours did not refuse: stderr %q, want one of %q", l, o.Stderr, deliberateMessages)
+		ok = false
+	}
+	if after := f.state(f.connOurs); after != before {
+		f.errorf("%v\n  ours changed its table:\n%s", l, lineDiff(before, after))
+		ok = false
+	}
+	if r, o := f.state(f.connRef), f.state(f.connOurs); r != o {
+		f.t.Logf("%v: afterwards the reference's table differs from ours (-reference +ours), as documented:\n%s", l, lineDiff(r, o))
+	}
+	// Both namespaces start over from empty tables.
+	for _, ns := range []*os.File{f.nsRef, f.nsOurs} {
+		cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-C"}, Env: f.ref.env(), Dir: f.ref.dir}
+		if r := run(f.t, ns, cmd, ""); r.Code != 0 {
+			f.t.Fatalf("flushing after %v: %+v", l, r)
 		}
-		return run(t, ns, cmd, "")
 	}
-	snap := func(ns *os.File) snapshot {
-		t.Helper()
-		defer func(start time.Time) { res.inSnapshot += time.Since(start) }(time.Now())
-		// The reference binary reads both namespaces.
-		cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-R"}, Env: ref.env(), Dir: ref.dir}
-		r := run(t, ns, cmd, snapshotInput)
-		return parseSnapshot(r.Stdout, r.Stderr, r.Code)
-	}
+	return ok
+}
+
+// runFile runs one corpus file in two fresh namespaces.
+func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, errorf func(format string, args ...any)) {
+	f := newFileRun(t, res, oursDir, errorf)
 	lastStateDiff := ""
 	for _, l := range lines {
 		res.lines++
@@ -421,46 +476,26 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 			for _, s := range []struct {
 				ns *os.File
 				sd side
-			}{{nsRef, ref}, {nsOurs, ours}} {
-				if r := exec1(s.ns, s.sd, l.Cmd); r.Code != 0 {
+			}{{f.nsRef, f.ref}, {f.nsOurs, f.ours}} {
+				if r := f.runLine(s.ns, s.sd, l.Cmd); r.Code != 0 {
 					errorf("%v\n  setup failed in the %s namespace: exit %d\n  stdout: %q\n  stderr: %q", l, s.sd.name, r.Code, r.Stdout, r.Stderr)
 					ok = false
 				}
 			}
 		case plain:
-			if d := compareResults(exec1(nsRef, ref, l.Cmd), exec1(nsOurs, ours, l.Cmd)); d != "" {
+			if d := compareResults(f.runLine(f.nsRef, f.ref, l.Cmd), f.runLine(f.nsOurs, f.ours, l.Cmd)); d != "" {
 				errorf("%v\n%s", l, d)
 				ok = false
 			}
 		case deliberate:
-			before := state(connOurs)
-			r, o := exec1(nsRef, ref, l.Cmd), exec1(nsOurs, ours, l.Cmd)
-			t.Logf("%v\n  reference: exit %d, stdout %q, stderr %q\n  ours: exit %d, stdout %q, stderr %q", l, r.Code, r.Stdout, r.Stderr, o.Code, o.Stdout, o.Stderr)
-			if !slices.ContainsFunc(deliberateMessages, func(m string) bool { return strings.Contains(o.Stderr, m) }) {
-				errorf("%v\n  ours did not refuse: stderr %q, want one of %q", l, o.Stderr, deliberateMessages)
-				ok = false
-			}
-			if after := state(connOurs); after != before {
-				errorf("%v\n  ours changed its table:\n%s", l, lineDiff(before, after))
-				ok = false
-			}
-			if r, o := state(connRef), state(connOurs); r != o {
-				t.Logf("%v: afterwards the reference's table differs from ours (-reference +ours), as documented:\n%s", l, lineDiff(r, o))
-			}
-			// Both namespaces start over from empty tables.
-			for _, ns := range []*os.File{nsRef, nsOurs} {
-				cmd := &exec.Cmd{Path: labtest.RefIpvsadm, Args: []string{"ipvsadm", "-C"}, Env: ref.env(), Dir: ref.dir}
-				if r := run(t, ns, cmd, ""); r.Code != 0 {
-					t.Fatalf("flushing after %v: %+v", l, r)
-				}
-			}
+			ok = f.runDeliberate(l)
 			lastStateDiff = ""
 			if ok {
 				res.deliberate += n
 			}
 			continue
 		case same, timing:
-			r, o := exec1(nsRef, ref, l.Cmd), exec1(nsRef, ours, l.Cmd)
+			r, o := f.runLine(f.nsRef, f.ref, l.Cmd), f.runLine(f.nsRef, f.ours, l.Cmd)
 			if l.Kind == timing {
 				r.Stdout, o.Stdout = maskTiming(r.Stdout), maskTiming(o.Stdout)
 			}
@@ -480,7 +515,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 			continue
 		}
 		key := ""
-		if r, o := state(connRef), state(connOurs); r != o {
+		if r, o := f.state(f.connRef), f.state(f.connOurs); r != o {
 			d := lineDiff(r, o)
 			key = changedLines(d)
 			ok = false
@@ -496,7 +531,7 @@ func runFile(t *testing.T, lines []corpusLine, res *fileResult, oursDir string, 
 	}
 	// The final tables as the reference ipvsadm prints them, as a check of
 	// the netlink comparison above.
-	if d := diffSnapshots(snap(nsRef), snap(nsOurs)); d != "" {
+	if d := diffSnapshots(f.snap(f.nsRef), f.snap(f.nsOurs)); d != "" {
 		errorf("%s: at the end, the reference ipvsadm lists different tables in the two namespaces:\n%s", res.name, d)
 		if lastStateDiff == "" {
 			// The netlink comparison saw no divergence, so it cannot say

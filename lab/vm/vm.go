@@ -289,55 +289,73 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("lab: start qemu: %w", err)
 	}
-	started := time.Now()
-	var (
-		mu     sync.Mutex
-		booted bool
-		reason error
-	)
-	kill := func(why error) {
-		mu.Lock()
-		if reason == nil {
-			reason = why
-		}
-		mu.Unlock()
-		_ = cmd.Process.Kill()
-	}
+	q := &qemuRun{cmd: cmd, started: time.Now()}
 	watchdog := time.AfterFunc(l.BootTimeout, func() {
-		mu.Lock()
-		b := booted
-		mu.Unlock()
+		q.mu.Lock()
+		b := q.booted
+		q.mu.Unlock()
 		if !b {
-			kill(errBootHung)
+			q.kill(errBootHung)
 		}
 	})
 	defer watchdog.Stop()
-	overall := time.AfterFunc(r.Timeout, func() { kill(fmt.Errorf("lab: the VM ran longer than %v; killed", r.Timeout)) })
+	overall := time.AfterFunc(r.Timeout, func() { q.kill(fmt.Errorf("lab: the VM ran longer than %v; killed", r.Timeout)) })
 	defer overall.Stop()
-	stop := context.AfterFunc(ctx, func() { kill(ctx.Err()) })
+	stop := context.AfterFunc(ctx, func() { q.kill(ctx.Err()) })
 	defer stop()
 
-	var fatal string
-	done := false
-	rd := wire.NewReader(stdout)
-	var readErr error
+	l.readResults(q, wire.NewReader(stdout), r, rep, next)
+	waitErr := cmd.Wait()
+	return l.attemptErr(q, waitErr, qerr.String(), rep, console)
+}
+
+// qemuRun is one start of QEMU within a boot: why its watchdogs killed it,
+// if they did, and what the guest reported over the results channel.
+type qemuRun struct {
+	cmd     *exec.Cmd
+	started time.Time
+
+	mu     sync.Mutex
+	booted bool  // the guest reached /init
+	reason error // why the VM was killed: the first reason given
+
+	fatal   string // the guest's fatal error
+	done    bool   // the guest reported the end of its plan
+	readErr error  // the results channel broke
+}
+
+// kill stops QEMU, keeping why unless another reason came first.
+func (q *qemuRun) kill(why error) {
+	q.mu.Lock()
+	if q.reason == nil {
+		q.reason = why
+	}
+	q.mu.Unlock()
+	_ = q.cmd.Process.Kill()
+}
+
+// readResults reads the guest's records until the results channel ends,
+// filling rep, calling r's callbacks and handing the guest its next step
+// with next. A boot slower than l.SlowBoot is killed as soon as /init
+// reports.
+func (l *Lab) readResults(q *qemuRun, rd *wire.Reader, r Run, rep *Report, next func()) {
 	for {
 		rec, err := rd.Next()
 		if err != nil {
 			if err != io.EOF {
-				readErr = err
-				_ = cmd.Process.Kill()
+				q.readErr = err
+				_ = q.cmd.Process.Kill()
 			}
 			break
 		}
 		switch rec.Kind {
 		case wire.KindInit:
-			mu.Lock()
-			booted = true
-			mu.Unlock()
-			rep.BootWall = time.Since(started)
+			q.mu.Lock()
+			q.booted = true
+			q.mu.Unlock()
+			rep.BootWall = time.Since(q.started)
 			if l.SlowBoot > 0 && rep.BootWall > l.SlowBoot {
-				kill(fmt.Errorf("lab: host too slow: the VM took %.0f s to reach /init (limit %v; an idle 2-core host takes about 5 s; %s): "+
+				q.kill(fmt.Errorf("lab: host too slow: the VM took %.0f s to reach /init (limit %v; an idle 2-core host takes about 5 s; %s): "+
 					"tests that wait on timers would fail for the wrong reason, so none ran", rep.BootWall.Seconds(), l.SlowBoot, hostLoad()))
 			}
 			if len(rec.Fields) > 0 {
@@ -374,15 +392,20 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 		case wire.KindNote:
 			rep.Notes = append(rep.Notes, rec.Rest())
 		case wire.KindFatal:
-			fatal = rec.Rest()
+			q.fatal = rec.Rest()
 		case wire.KindDone:
-			done = true
+			q.done = true
 		}
 	}
-	waitErr := cmd.Wait()
-	mu.Lock()
-	why := reason
-	mu.Unlock()
+}
+
+// attemptErr is how an attempt ended, given QEMU's exit (waitErr, and qerr
+// its stderr): errBootHung for a boot to retry, nil when the guest ran its
+// whole plan.
+func (l *Lab) attemptErr(q *qemuRun, waitErr error, qerr string, rep *Report, console string) error {
+	q.mu.Lock()
+	why := q.reason
+	q.mu.Unlock()
 	switch {
 	case errors.Is(why, errBootHung):
 		return errBootHung
@@ -390,15 +413,15 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 		return why
 	case why != nil:
 		return fmt.Errorf("%w\n%s", why, l.consoleTail(console))
-	case fatal != "":
-		return fmt.Errorf("lab: guest failed: %s\n%s", fatal, l.consoleTail(console))
-	case readErr != nil:
-		return fmt.Errorf("lab: results channel: %w", readErr)
-	case !done:
+	case q.fatal != "":
+		return fmt.Errorf("lab: guest failed: %s\n%s", q.fatal, l.consoleTail(console))
+	case q.readErr != nil:
+		return fmt.Errorf("lab: results channel: %w", q.readErr)
+	case !q.done:
 		return fmt.Errorf("lab: the VM stopped before finishing its plan (qemu: %v %s)\n%s",
-			waitErr, strings.TrimSpace(qerr.String()), l.consoleTail(console))
+			waitErr, strings.TrimSpace(qerr), l.consoleTail(console))
 	case waitErr != nil:
-		return fmt.Errorf("lab: qemu: %v: %s", waitErr, strings.TrimSpace(qerr.String()))
+		return fmt.Errorf("lab: qemu: %v: %s", waitErr, strings.TrimSpace(qerr))
 	}
 	return nil
 }
