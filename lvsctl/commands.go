@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/rules"
@@ -455,14 +456,19 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	if jr != nil {
 		drains = jr.Drains
 	}
+	var st *runState
+	if j != nil {
+		if st, err = j.loadRunState(); err != nil {
+			return ExitFailed, err
+		}
+	}
 	if c.JSON {
-		doc := struct {
-			Journal       string      `json:"journal"`
-			PendingDrains []jsonDrain `json:"pending_drains"`
-		}{dir, toJSONDrains(drains)}
+		doc := jsonStatus{Journal: dir, PendingDrains: toJSONDrains(drains), Run: toJSONRun(st)}
 		if err := writeJSON(r.out, doc); err != nil {
 			return ExitFailed, err
 		}
+	} else if err := r.writeRunStatus(st); err != nil {
+		return ExitFailed, err
 	} else if len(drains) == 0 {
 		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
@@ -485,4 +491,90 @@ func (r *runner) status(c *statusCmd) (int, error) {
 		return ExitChanges, nil
 	}
 	return ExitOK, nil
+}
+
+// jsonStatus is status --json's document.
+type jsonStatus struct {
+	Journal       string      `json:"journal"`
+	PendingDrains []jsonDrain `json:"pending_drains"`
+	// Run is lvsctl run's record, when a run left one.
+	Run *jsonRun `json:"run,omitempty"`
+}
+
+// jsonRun is what status says of lvsctl run.
+type jsonRun struct {
+	PID      int             `json:"pid"`
+	Running  bool            `json:"running"`
+	File     string          `json:"file"`
+	Checks   string          `json:"checks,omitempty"`
+	Started  time.Time       `json:"started"`
+	Updated  time.Time       `json:"updated"`
+	AllDown  []string        `json:"all_down"`
+	Lateness health.Lateness `json:"lateness"`
+	Servers  []jsonServer    `json:"servers"`
+}
+
+// jsonServer is one checked real server's health.
+type jsonServer struct {
+	Service      string        `json:"service"`
+	Destination  string        `json:"destination"`
+	InService    bool          `json:"in_service"`
+	State        string        `json:"state"`
+	Result       string        `json:"result,omitempty"`
+	Passes       int           `json:"consecutive_passes"`
+	Fails        int           `json:"consecutive_failures"`
+	LastChange   time.Time     `json:"last_change,omitzero"`
+	LastProbe    time.Time     `json:"last_probe,omitzero"`
+	LastDuration time.Duration `json:"last_probe_duration_ns"`
+	Check        string        `json:"check"`
+}
+
+func toJSONRun(st *runState) *jsonRun {
+	if st == nil {
+		return nil
+	}
+	out := &jsonRun{PID: st.PID, Running: st.alive(), File: st.File, Checks: st.Checks, Started: st.Started, Updated: st.Updated,
+		AllDown: st.AllDown, Lateness: st.Lateness, Servers: []jsonServer{}}
+	if out.AllDown == nil {
+		out.AllDown = []string{}
+	}
+	for _, s := range st.Servers {
+		h := s.Health
+		out.Servers = append(out.Servers, jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
+			State: h.State.String(), Result: h.Result, Passes: h.Passes, Fails: h.Fails, LastChange: h.LastChange,
+			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: h.Target.Spec.Type})
+	}
+	return out
+}
+
+// writeRunStatus prints lvsctl run's record: who runs, the checker's
+// lateness, and each checked real server's health.
+func (r *runner) writeRunStatus(st *runState) error {
+	if st == nil {
+		return nil
+	}
+	state := "running"
+	if !st.alive() {
+		state = "not running (its last record)"
+	}
+	fmt.Fprintf(r.out, "lvsctl run: pid %d %s, file %s, updated %s; probes late by p99 %s (max %s)\n",
+		st.PID, state, st.File, st.Updated.UTC().Format(time.RFC3339), st.Lateness.RecentP99, st.Lateness.RecentMax)
+	for _, s := range st.AllDown {
+		fmt.Fprintf(r.out, "ALL REAL SERVERS OF %s FAILED THEIR CHECKS\n", s)
+	}
+	var rows [][]string
+	for _, s := range st.Servers {
+		h := s.Health
+		serving := "in service"
+		if !s.InService {
+			serving = "held out"
+		}
+		since := "-"
+		if !h.LastChange.IsZero() {
+			since = h.LastChange.UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), h.Target.Spec.Type,
+			fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
+	}
+	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)
 }

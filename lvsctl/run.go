@@ -42,6 +42,7 @@ type runLoop struct {
 	client  ipvs.Client
 	j       *fileJournal
 	checker *health.Checker
+	metrics *metrics // nil without --metrics-listen
 	log     io.Writer
 
 	want    *rules.Set
@@ -85,6 +86,10 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if probe == nil {
 		probe = health.Probe
 	}
+	if f.MetricsListen != "" {
+		l.metrics = newMetrics(r.env.Open)
+		probe = l.metrics.observe(probe)
+	}
 	l.checker = health.New(health.Options{Probe: probe})
 	l.probes = probeTargets(want, h, l.marks)
 	if prior != nil {
@@ -103,6 +108,15 @@ func (r *runner) run(f *runCmd) (int, error) {
 		return ExitFailed, err
 	}
 	ctx := r.env.Context
+	if l.metrics != nil {
+		l.metrics.checker = l.checker
+		l.metrics.publish(l)
+		addr, err := l.metrics.serve(ctx, f.MetricsListen)
+		if err != nil {
+			return ExitUsage, usageError{err: err}
+		}
+		fmt.Fprintf(l.log, "lvsctl run: metrics at http://%s/metrics\n", addr)
+	}
 	done := make(chan error, 1)
 	checkCtx, stopChecks := context.WithCancel(context.Background())
 	go func() { done <- l.checker.Run(checkCtx) }()
@@ -272,6 +286,9 @@ func (l *runLoop) reconcile(why string) error {
 	}}
 	res, err := a.Converge(context.Background(), eff, rules.DiffOptions{OwnProbes: true}, nil)
 	l.save()
+	if l.metrics != nil {
+		l.metrics.publish(l)
+	}
 	if err != nil {
 		return fmt.Errorf("changing the table: %w", readError(err))
 	}

@@ -2,7 +2,10 @@ package lvsctl
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
 // lockedClient lets a test read the fake while lvsctl run changes it.
@@ -112,10 +116,17 @@ type runHarness struct {
 	cancel func()
 	done   chan result
 	file   string
+	stderr syncBuffer
 }
 
 func startRun(t *testing.T, f *ipvstest.Fake, file string, env Env) *runHarness {
 	t.Helper()
+	return startRunArgs(t, f, env, "--drain-timeout", "0", file)
+}
+
+func startRunArgs(t *testing.T, f *ipvstest.Fake, env Env, args ...string) *runHarness {
+	t.Helper()
+	file := args[len(args)-1]
 	h := &runHarness{c: lockedClient{&sync.Mutex{}, f}, probes: &fakeProbes{down: map[string]bool{}},
 		reload: make(chan os.Signal, 1), ready: make(chan string, 100), done: make(chan result, 1), file: file}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,10 +134,10 @@ func startRun(t *testing.T, f *ipvstest.Fake, file string, env Env) *runHarness 
 	env.Open = func() (ipvs.Client, error) { return h.c, nil }
 	env.Context, env.Reload, env.Probe = ctx, h.reload, h.probes.probe
 	env.Notify = func(s string) { h.ready <- s }
-	var out, errb syncBuffer
+	var out syncBuffer
 	go func() {
-		code := Main([]string{"lvsctl", "run", "--drain-timeout", "0", file}, nil, &out, &errb, env)
-		h.done <- result{code, out.String(), errb.String()}
+		code := Main(append([]string{"lvsctl", "run"}, args...), nil, &out, &h.stderr, env)
+		h.done <- result{code, out.String(), h.stderr.String()}
 	}()
 	select {
 	case s := <-h.ready:
@@ -301,5 +312,99 @@ func TestManualCommandsSeeTheRun(t *testing.T) {
 	}
 	if w := h.c.weights(t); w[rs2] != 0 || len(w) != 2 {
 		t.Errorf("the manual commands changed the table: %v", w)
+	}
+}
+
+// TestStatusShowsTheChecks: status (text and JSON) shows each checked
+// real server's health and whether it serves.
+func TestStatusShowsTheChecks(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRun(t, f, file, env)
+	defer h.stop(t)
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs1 in", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s := run(t, env, "", "status")
+		if strings.Contains(s.stdout, "| 192.168.1.2:80 | held out   | down ") && strings.Contains(s.stdout, "| 192.168.1.1:80 | in service | up ") {
+			if !strings.Contains(s.stdout, "lvsctl run: pid ") || !strings.Contains(s.stdout, "connection refused") {
+				t.Errorf("status: %+v", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed rs2 held out and down: %+v", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	js := run(t, env, "", "status", "--json")
+	var doc jsonStatus
+	if err := json.Unmarshal([]byte(js.stdout), &doc); err != nil || doc.Run == nil || !doc.Run.Running || len(doc.Run.Servers) != 2 {
+		t.Fatalf("status --json: %v %+v", err, js)
+	}
+	for _, s := range doc.Run.Servers {
+		if s.Service != "-t 10.0.0.1:80" || s.Check != "tcp" || (s.Destination == "192.168.1.2:80") == s.InService {
+			t.Errorf("server %+v", s)
+		}
+	}
+}
+
+// TestRunMetrics: --metrics-listen serves each real server's counters,
+// weights and check state, and the output passes Prometheus' lint (what
+// promtool check metrics runs).
+func TestRunMetrics(t *testing.T) {
+	f := ipvstest.New()
+	env := testEnv(t, f)
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRunArgs(t, f, env, "--metrics-listen", "127.0.0.1:0", file)
+	defer h.stop(t)
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs1 in", func(w map[string]uint32) bool { return w[rs1] == 3 })
+	addr := ""
+	deadline := time.Now().Add(5 * time.Second)
+	for addr == "" && time.Now().Before(deadline) {
+		if _, rest, ok := strings.Cut(h.stderr.String(), "metrics at http://"); ok {
+			addr, _, _ = strings.Cut(rest, "/metrics")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var body string
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, `lvs_real_server_check_up{real_server="192.168.1.2:80",service="-t 10.0.0.1:80"} 0`) &&
+			strings.Contains(body, `lvs_real_server_check_up{real_server="192.168.1.1:80",service="-t 10.0.0.1:80"} 1`) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`lvs_real_server_weight{kind="configured",real_server="192.168.1.2:80",service="-t 10.0.0.1:80"} 1`,
+		`lvs_real_server_weight{kind="current",real_server="192.168.1.2:80",service="-t 10.0.0.1:80"} 0`,
+		`lvs_real_server_check_up{real_server="192.168.1.1:80",service="-t 10.0.0.1:80"} 1`,
+		`lvs_real_server_packets_total{direction="in",real_server="192.168.1.1:80",service="-t 10.0.0.1:80"} 0`,
+		`lvs_probe_duration_seconds_count{type="tcp"}`,
+		`lvs_checker_on_time 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %+v", err, problems)
 	}
 }
