@@ -248,6 +248,7 @@ func TestDebContents(t *testing.T) {
 		"/etc/ipvsadm.rules":                                        "-rw-r--r--",
 		"/lib/systemd/system/ipvsadm.service":                       "-rw-r--r--",
 		"/lib/systemd/system/ipvsadm-sync.service":                  "-rw-r--r--",
+		"/lib/systemd/system/lvsctl.service":                        "-rw-r--r--",
 		"/usr/share/bash-completion/completions/ipvsadm":            "-rw-r--r--",
 		"/usr/share/bash-completion/completions/ipvsadm-save":       "-rw-r--r--",
 		"/usr/share/bash-completion/completions/ipvsadm-restore":    "-rw-r--r--",

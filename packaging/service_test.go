@@ -367,6 +367,25 @@ func TestUnits(t *testing.T) {
 		}
 		units = append(units, p)
 	}
+	// lvsctl run's unit: notify, reload by SIGHUP, a watchdog, disabled.
+	src, err := os.ReadFile(filepath.Join("systemd", "lvsctl.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(nfpm), "dst: /lib/systemd/system/lvsctl.service\n") {
+		t.Error("nfpm.yaml does not install lvsctl.service")
+	}
+	for _, want := range []string{"Type=notify\n", "ExecStart=/usr/sbin/lvsctl run /etc/lvsctl/director.yaml\n",
+		"ExecReload=/bin/kill -HUP $MAINPID\n", "WatchdogSec=", "ConditionPathExists=/etc/lvsctl/director.yaml\n"} {
+		if !strings.Contains(string(src), want) {
+			t.Errorf("lvsctl.service lacks %q", want)
+		}
+	}
+	p := filepath.Join(dir, "lvsctl.service")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(string(src), "/usr/sbin/lvsctl", helper)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	units = append(units, p)
 	cmd := exec.Command("systemd-analyze", append([]string{"verify", "--man=no"}, units...)...)
 	if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
