@@ -1,0 +1,209 @@
+//go:build lab
+
+package e2e
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/lab/labtest"
+)
+
+// bgRun is lvsctl run in the background, its log gathered.
+type bgRun struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	log  []string
+	done chan struct{}
+}
+
+func (n *network) lvsctlRun(host string, args ...string) *bgRun {
+	n.t.Helper()
+	cmd := exec.Command(labtest.Ours("lvsctl"), append([]string{"run", "--journal-dir", filepath.Join(n.t.TempDir(), "journal")}, args...)...)
+	errp, err := cmd.StderrPipe()
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.in(host, func() { err = cmd.Start() })
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	b := &bgRun{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(errp)
+		for sc.Scan() {
+			b.mu.Lock()
+			b.log = append(b.log, sc.Text())
+			b.mu.Unlock()
+		}
+		cmd.Wait()
+		close(b.done)
+	}()
+	n.t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-b.done
+		if n.t.Failed() {
+			n.t.Logf("lvsctl run's log:\n%s", b.text())
+		}
+	})
+	return b
+}
+
+func (b *bgRun) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.log, "\n")
+}
+
+// stop ends the run with SIGTERM and waits for it.
+func (b *bgRun) stop(t *testing.T) {
+	t.Helper()
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("lvsctl run did not stop on SIGTERM")
+	}
+}
+
+// weightOf is the weight the director's table gives a real server of a
+// service ("" when the table lacks it).
+func (n *network) weightOf(host, service, server string) string {
+	in := false
+	for _, l := range strings.Split(n.ipvsadm(host, "-Sn"), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 3 && f[0] == "-A":
+			in = f[2] == service
+		case in && len(f) >= 7 && f[0] == "-a" && f[4] == server:
+			return f[6]
+		}
+	}
+	return ""
+}
+
+// waitWeight waits until the director gives server the weight want, at
+// most bound, and returns how long it took.
+func (n *network) waitWeight(host, service, server, want string, bound time.Duration) time.Duration {
+	n.t.Helper()
+	start := time.Now()
+	for {
+		got := n.weightOf(host, service, server)
+		if got == want {
+			return time.Since(start)
+		}
+		if time.Since(start) > bound {
+			n.t.Fatalf("%s %s: weight %q after %v, want %s within %v:\n%s", service, server, got, time.Since(start), want, bound, n.ipvsadm(host, "-Ln"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunChecksVSNAT: on VS/NAT, a TCP and an HTTP check each take their
+// real server out within interval × fall + timeout (+1 s) of the failure
+// (the real server refusing the port) and bring it back within interval ×
+// rise (+1 s) of the recovery; the other server keeps its weight, and no
+// real server is ever deleted.
+func TestRunChecksVSNAT(t *testing.T) {
+	n := natNetwork(t, "hcnat")
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1, check: {type: tcp, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
+      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2, check: {type: http, path: /, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
+`
+	run := n.lvsctlRun("dir", writeFile(t, "nat.yaml", doc))
+	svc := seedVIP80
+	n.waitWeight("dir", svc, seedRS1, "1", 5*time.Second)
+	n.waitWeight("dir", svc, seedRS2, "2", 5*time.Second)
+	down := 500*time.Millisecond*2 + 300*time.Millisecond + time.Second
+	up := 500*time.Millisecond*2 + time.Second
+	for _, rs := range []struct{ host, addr, port, weight, check string }{
+		{"rs1", seedRS1, "80", "1", "tcp"}, {"rs2", seedRS2, "8000", "2", "http"},
+	} {
+		other, otherWeight := seedRS2, "2"
+		if rs.host == "rs2" {
+			other, otherWeight = seedRS1, "1"
+		}
+		n.must(rs.host, "iptables", "-I", "INPUT", "-p", "tcp", "--dport", rs.port, "-j", "REJECT", "--reject-with", "tcp-reset")
+		took := n.waitWeight("dir", svc, rs.addr, "0", down)
+		if w := n.weightOf("dir", svc, other); w != otherWeight {
+			t.Errorf("%s failed: the other server's weight is %q, want %s", rs.host, w, otherWeight)
+		}
+		n.must(rs.host, "iptables", "-D", "INPUT", "-p", "tcp", "--dport", rs.port, "-j", "REJECT", "--reject-with", "tcp-reset")
+		back := n.waitWeight("dir", svc, rs.addr, rs.weight, up)
+		t.Logf("%s check of %s: out %v after the failure (bound %v), back %v after the recovery (bound %v)", rs.check, rs.host, took.Round(time.Millisecond), down, back.Round(time.Millisecond), up)
+	}
+	run.stop(t)
+	if !strings.Contains(run.text(), "-> down") || !strings.Contains(run.text(), "-> up") {
+		t.Errorf("the log lacks the transitions:\n%s", run.text())
+	}
+}
+
+// TestRunViaVIP: a direct-routing real server whose loopback lost the
+// VIP fails a via-vip check (the default for direct routing), which goes
+// through the director's table, while a via-direct check of the same
+// server still passes.
+func TestRunViaVIP(t *testing.T) {
+	n := lanNetwork(t, "hcvip", "dir")
+	n.lvsprep("dir", "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0")
+	for _, h := range []string{"rs1", "rs2"} {
+		n.lvsprep(h, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
+	}
+	doc := func(via string) string {
+		return `version: 2
+services:
+  - protocol: tcp
+    address: ` + lanVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2` + via + `}
+    destinations:
+      - {address: 10.0.0.11, port: 80, method: route, weight: 1}
+      - {address: 10.0.0.12, port: 80, method: route, weight: 2}
+`
+	}
+	run := n.lvsctlRun("dir", writeFile(t, "dr.yaml", doc("")))
+	n.waitWeight("dir", lanVIP80, lanRS1, "1", 5*time.Second)
+	n.waitWeight("dir", lanVIP80, lanRS2, "2", 5*time.Second)
+	if l := n.ipvsadm("dir", "-Ln"); !strings.Contains(l, "FWM  1280704512") || !strings.Contains(l, "FWM  1280704513") {
+		t.Errorf("no probe services in the table:\n%s", l)
+	}
+	n.must("rs2", "ip", "addr", "del", lanVIP+"/32", "dev", "lo")
+	took := n.waitWeight("dir", lanVIP80, lanRS2, "0", 500*time.Millisecond*2+300*time.Millisecond+time.Second)
+	t.Logf("via vip: rs2 without the VIP on its loopback out after %v", took.Round(time.Millisecond))
+	if w := n.weightOf("dir", lanVIP80, lanRS1); w != "1" {
+		t.Errorf("rs1's weight is %q, want 1", w)
+	}
+	run.stop(t)
+
+	// The same server, checked directly, passes: its own address answers.
+	run = n.lvsctlRun("dir", writeFile(t, "direct.yaml", doc(", via: direct")))
+	n.waitWeight("dir", lanVIP80, lanRS2, "2", 5*time.Second)
+	time.Sleep(2 * time.Second) // fall 2 at 500 ms, well past
+	if w := n.weightOf("dir", lanVIP80, lanRS2); w != "2" {
+		t.Errorf("via direct: rs2's weight is %q, want 2: its own address answers", w)
+	}
+	run.stop(t)
+	n.must("rs2", "ip", "addr", "add", lanVIP+"/32", "dev", "lo")
+}
