@@ -107,6 +107,17 @@ services:
       - {address: 192.168.1.2, port: 80, method: masq, weight: 1}
 `
 
+// runFixture is an empty fake kernel, its environment and runYAML in a file.
+func runFixture(t *testing.T) (*ipvstest.Fake, Env, string) {
+	t.Helper()
+	f := ipvstest.New()
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f, testEnv(t, f), file
+}
+
 // runHarness runs lvsctl run on a fake kernel in the background.
 type runHarness struct {
 	c      lockedClient
@@ -208,12 +219,7 @@ const (
 // real server fails, the last ones stay in service (fail open) and the log
 // says so; SIGTERM leaves the table as it is.
 func TestRunTakesFailedServersOutAndBack(t *testing.T) {
-	f := ipvstest.New()
-	env := testEnv(t, f)
-	file := filepath.Join(t.TempDir(), "director.yaml")
-	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, env, file := runFixture(t)
 	h := startRun(t, f, file, env)
 	// A fresh table: the servers serve after their first passing check.
 	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
@@ -260,12 +266,7 @@ func TestRunTakesFailedServersOutAndBack(t *testing.T) {
 // server that was out stays out until it passes rise checks, and one in
 // service stays in service.
 func TestRunRestartKeepsHealth(t *testing.T) {
-	f := ipvstest.New()
-	env := testEnv(t, f)
-	file := filepath.Join(t.TempDir(), "director.yaml")
-	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, env, file := runFixture(t)
 	h := startRun(t, f, file, env)
 	h.probes.set("192.168.1.2:80", true)
 	h.waitFor(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
@@ -285,12 +286,7 @@ func TestRunRestartKeepsHealth(t *testing.T) {
 // server its check holds out as held, not as drift, and apply of another
 // file is refused with what to do instead.
 func TestManualCommandsSeeTheRun(t *testing.T) {
-	f := ipvstest.New()
-	env := testEnv(t, f)
-	file := filepath.Join(t.TempDir(), "director.yaml")
-	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, env, file := runFixture(t)
 	h := startRun(t, f, file, env)
 	defer h.stop(t)
 	h.probes.set("192.168.1.2:80", true)
@@ -318,12 +314,7 @@ func TestManualCommandsSeeTheRun(t *testing.T) {
 // TestStatusShowsTheChecks: status (text and JSON) shows each checked
 // real server's health and whether it serves.
 func TestStatusShowsTheChecks(t *testing.T) {
-	f := ipvstest.New()
-	env := testEnv(t, f)
-	file := filepath.Join(t.TempDir(), "director.yaml")
-	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, env, file := runFixture(t)
 	h := startRun(t, f, file, env)
 	defer h.stop(t)
 	h.probes.set("192.168.1.2:80", true)
@@ -358,12 +349,7 @@ func TestStatusShowsTheChecks(t *testing.T) {
 // weights and check state, and the output passes Prometheus' lint (what
 // promtool check metrics runs).
 func TestRunMetrics(t *testing.T) {
-	f := ipvstest.New()
-	env := testEnv(t, f)
-	file := filepath.Join(t.TempDir(), "director.yaml")
-	if err := os.WriteFile(file, []byte(runYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f, env, file := runFixture(t)
 	h := startRunArgs(t, f, env, "--metrics-listen", "127.0.0.1:0", file)
 	defer h.stop(t)
 	h.probes.set("192.168.1.2:80", true)
