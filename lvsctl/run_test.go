@@ -394,3 +394,42 @@ func TestRunMetrics(t *testing.T) {
 		t.Errorf("lint: %v %+v", err, problems)
 	}
 }
+
+// TestRunRefusesABadRecord: a corrupt record, or one another user could
+// have written, is refused with a clear error, and the kernel's weights
+// are kept.
+func TestRunRefusesABadRecord(t *testing.T) {
+	f, env, file := runFixture(t)
+	if r := run(t, env, runYAML, "apply", "--drain-timeout", "0", "-"); r.code != ExitOK {
+		t.Fatalf("seeding: %+v", r)
+	}
+	c := lockedClient{&sync.Mutex{}, f}
+	before := c.weights(t)
+	if err := os.MkdirAll(env.JournalDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, setup := range map[string]func(p string) error{
+		"corrupt": func(p string) error { return os.WriteFile(p, []byte("{not json"), 0o600) },
+		"writable by others": func(p string) error {
+			if err := os.WriteFile(p, []byte("{}"), 0o600); err != nil {
+				return err
+			}
+			return os.Chmod(p, 0o666)
+		},
+	} {
+		p := filepath.Join(env.JournalDir, runStateName)
+		os.Remove(p)
+		if err := setup(p); err != nil {
+			t.Fatal(err)
+		}
+		env.Open = func() (ipvs.Client, error) { return c, nil }
+		var out, errb strings.Builder
+		code := Main([]string{"lvsctl", "run", file}, nil, &out, &errb, env)
+		if code != ExitFailed || !strings.Contains(errb.String(), runStateName) || !strings.Contains(errb.String(), "the kernel's weights are kept") {
+			t.Errorf("%s record: status %d, stderr %q", name, code, errb.String())
+		}
+		if after := c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] || after[rs2] != before[rs2] {
+			t.Errorf("%s record: the table changed: %v, was %v", name, after, before)
+		}
+	}
+}
