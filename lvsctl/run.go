@@ -91,13 +91,12 @@ func (r *runner) run(f *runCmd) (int, error) {
 		probe = l.metrics.observe(probe)
 	}
 	l.checker = health.New(health.Options{Probe: probe})
-	l.probes = probeTargets(want, h, l.marks)
 	if prior != nil {
 		for k, m := range prior.Marks {
-			l.marks[k] = m
+			l.marks[k] = m // a target keeps its mark, so its key and state
 		}
-		l.probes = probeTargets(want, h, l.marks)
 	}
+	l.probes = probeTargets(want, h, l.marks)
 	if err := l.seed(prior); err != nil {
 		return ExitFailed, err
 	}
