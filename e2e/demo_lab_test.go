@@ -137,7 +137,11 @@ func TestDemo(t *testing.T) {
 	demoLvsctl(t, n, p, indent)
 	p("")
 
-	p("8. Take it all down again: ipvsadm -C, and lvsprep --undo restores each host exactly:")
+	p("8. Health checks: lvsctl run keeps the table as a file says, taking failed real servers out:")
+	demoHealth(t, n, p)
+	p("")
+
+	p("9. Take it all down again: ipvsadm -C, and lvsprep --undo restores each host exactly:")
 	show("dir", "ipvsadm", "-C")
 	show("dir", "lvsprep", "director", "nat", "--vip", seedVIP, "--undo")
 	show("rs1", "lvsprep", "realserver", "nat", "--gateway", seedGateway, "--undo")
@@ -283,4 +287,75 @@ func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(st
 	if strings.Contains(show, "-a -t "+seedVIP80+" -r "+seedRS2) {
 		t.Errorf("rs2 still serves port 80:\n%s", show)
 	}
+}
+
+// demoHealth is the demo's health step: lvsctl run with checks, rs2's
+// port refusing connections, then coming back, while a client keeps
+// sending requests; no request fails once the failure is detected.
+func demoHealth(t *testing.T, n *network, p func(string, ...any)) {
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
+      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
+`
+	p("  dir# lvsctl run director.yaml      (an http check of each real server every 500 ms; fall 2, rise 2)")
+	run := n.lvsctlRun("dir", writeFile(t, "director.yaml", doc))
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
+	var mu sync.Mutex
+	phase := 0
+	tallies := make([]Tally, 3)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tl := n.get("client", seedVIP80, 1)
+			mu.Lock()
+			tallies[phase].Requests += tl.Requests
+			tallies[phase].Errors = append(tallies[phase].Errors, tl.Errors...)
+			mu.Unlock()
+		}
+	}()
+	setPhase := func(i int) { mu.Lock(); phase = i; mu.Unlock() }
+	p("  rs2# iptables -I INPUT -p tcp --dport 8000 -j REJECT --reject-with tcp-reset")
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	setPhase(1)
+	took := n.waitWeight("dir", seedVIP80, seedRS2, "0", 5*time.Second)
+	setPhase(2)
+	p("  after %.1f s: %s", took.Seconds(), lastLine(run.text(), "-> down"))
+	time.Sleep(time.Second)
+	p("  rs2# iptables -D INPUT -p tcp --dport 8000 -j REJECT --reject-with tcp-reset")
+	n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	back := n.waitWeight("dir", seedVIP80, seedRS2, "2", 5*time.Second)
+	close(stop)
+	<-done
+	p("  after %.1f s: %s", back.Seconds(), lastLine(run.text(), "-> up"))
+	p("  The client's requests: %d before the failure was detected (%d failed), %d after it (%d failed).",
+		tallies[1].Requests, len(tallies[1].Errors), tallies[2].Requests, len(tallies[2].Errors))
+	if len(tallies[2].Errors) > 0 || tallies[2].Requests == 0 {
+		t.Errorf("requests after the failure was detected: %d made, errors %v", tallies[2].Requests, tallies[2].Errors)
+	}
+	run.stop(t)
+}
+
+// lastLine is the last line of log that holds s, without lvsctl's prefix.
+func lastLine(log, s string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], s) {
+			return strings.TrimPrefix(lines[i], "lvsctl run: ")
+		}
+	}
+	return "(not in the log)"
 }
