@@ -82,8 +82,12 @@ func (n *network) weightOf(host, service, server string) string {
 		switch {
 		case len(f) >= 3 && f[0] == "-A":
 			in = f[2] == service
-		case in && len(f) >= 7 && f[0] == "-a" && f[4] == server:
-			return f[6]
+		case in && len(f) >= 5 && f[0] == "-a" && f[4] == server:
+			for i := 5; i+1 < len(f); i++ {
+				if f[i] == "-w" {
+					return f[i+1]
+				}
+			}
 		}
 	}
 	return ""

@@ -108,6 +108,7 @@ func (th *testHost) confSysctls(dev, rpFilter string) {
 	th.setSysctl("net/ipv4/conf/"+dev+"/arp_ignore", "0")
 	th.setSysctl("net/ipv4/conf/"+dev+"/arp_announce", "0")
 	th.setSysctl("net/ipv4/conf/"+dev+"/rp_filter", rpFilter)
+	th.setSysctl("net/ipv4/conf/"+dev+"/accept_local", "0")
 }
 
 // newTestHost is a host with lo and eth0 (up, 172.16.0.2/24, default route

@@ -125,17 +125,23 @@ func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string
 }
 
 // DirectorDirect prepares a VS/DR or VS/TUN director ("dr" or "tun"): it
-// only needs the VIP, since IPVS itself forwards the frames (DR) or
-// encapsulates the packets (TUN), and the replies bypass it.
+// needs the VIP, since IPVS itself forwards the frames (DR) or
+// encapsulates the packets (TUN), and the replies bypass it. lvsctl run's
+// checks of such real servers go through the VIP and get their answers
+// from it, an address of the director's own, which an IPv4 interface
+// drops unless it accepts local sources (accept_local).
 func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
+	steps := []Step{{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"}}
+	if vip.Addr().Is4() {
+		steps = append(steps, Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", dev, "accept_local"), Value: "1",
+			Why: "accept the real servers' answers from the VIP to lvsctl run's health probes through it"})
+	}
 	return Profile{
-		Name: "director " + mode,
-		Key:  "director-" + mode + "-" + vip.Addr().String(),
-		Args: []string{"--vip", vip.String(), "--dev", dev},
-		Devs: []string{dev},
-		Steps: []Step{
-			{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
-		},
+		Name:  "director " + mode,
+		Key:   "director-" + mode + "-" + vip.Addr().String(),
+		Args:  []string{"--vip", vip.String(), "--dev", dev},
+		Devs:  []string{dev},
+		Steps: steps,
 	}
 }
 
