@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +27,10 @@ type bgRun struct {
 
 func (n *network) lvsctlRun(host string, args ...string) *bgRun {
 	n.t.Helper()
-	cmd := exec.Command(labtest.Ours("lvsctl"), append([]string{"run", "--journal-dir", filepath.Join(n.t.TempDir(), "journal")}, args...)...)
+	if !slices.Contains(args, "--journal-dir") {
+		args = append([]string{"--journal-dir", filepath.Join(n.t.TempDir(), "journal")}, args...)
+	}
+	cmd := exec.Command(labtest.Ours("lvsctl"), append([]string{"run"}, args...)...)
 	errp, err := cmd.StderrPipe()
 	if err != nil {
 		n.t.Fatal(err)
@@ -210,4 +214,78 @@ services:
 	}
 	run.stop(t)
 	n.must("rs2", "ip", "addr", "add", lanVIP+"/32", "dev", "lo")
+}
+
+// TestRunKillRestartReload: after SIGKILL a restarted run keeps a failed
+// server out until it passes rise checks and never takes a healthy one
+// out; a reload (SIGHUP) that changes a weight and removes a server keeps
+// the failed server out, applies the weight and drains the removed one.
+func TestRunKillRestartReload(t *testing.T) {
+	n := natNetwork(t, "hckill")
+	doc := func(w1 string, withRS2 bool) string {
+		s := `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: tcp, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: ` + w1 + `}
+`
+		if withRS2 {
+			s += "      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}\n"
+		}
+		return s
+	}
+	file := writeFile(t, "director.yaml", doc("1", true))
+	journal := filepath.Join(t.TempDir(), "journal")
+	start := func() *bgRun {
+		return n.lvsctlRun("dir", "--journal-dir", journal, "--drain-timeout", "0", file)
+	}
+	run := start()
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 5*time.Second)
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	n.waitWeight("dir", seedVIP80, seedRS2, "0", 3*time.Second)
+	run.cmd.Process.Kill()
+	<-run.done
+
+	// rs2 still fails: the new run must not put it back at its start, and
+	// must keep rs1 in service throughout.
+	run = start()
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if w := n.weightOf("dir", seedVIP80, seedRS2); w != "0" {
+			t.Fatalf("after the restart rs2, still failing, has weight %q", w)
+		}
+		if w := n.weightOf("dir", seedVIP80, seedRS1); w != "1" {
+			t.Fatalf("after the restart rs1, healthy, has weight %q", w)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 3*time.Second)
+
+	// rs2 fails again; the reload doubles rs1's weight: rs2 stays out.
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	n.waitWeight("dir", seedVIP80, seedRS2, "0", 3*time.Second)
+	if err := os.WriteFile(file, []byte(doc("2", true)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run.cmd.Process.Signal(syscall.SIGHUP)
+	n.waitWeight("dir", seedVIP80, seedRS1, "2", 3*time.Second)
+	if w := n.weightOf("dir", seedVIP80, seedRS2); w != "0" {
+		t.Errorf("the reload put rs2, still failing, back at weight %q", w)
+	}
+	// A reload without rs2 removes it (no drain: --drain-timeout 0).
+	if err := os.WriteFile(file, []byte(doc("2", false)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run.cmd.Process.Signal(syscall.SIGHUP)
+	n.waitWeight("dir", seedVIP80, seedRS2, "", 5*time.Second)
+	n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	run.stop(t)
+	if w := n.weightOf("dir", seedVIP80, seedRS1); w != "2" {
+		t.Errorf("after SIGTERM rs1 has weight %q, want the table left as it was (2)", w)
+	}
 }
