@@ -4,9 +4,12 @@ package labtest
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // netnsID names the network namespace of the calling thread.
@@ -231,5 +234,52 @@ func TestLabLayout(t *testing.T) {
 	}
 	if r := Sh(t, "readlink -f /bin/sh"); strings.TrimSpace(r.Stdout) != "/usr/bin/dash" {
 		t.Errorf("/bin/sh is %q, want dash", r.Stdout)
+	}
+}
+
+// TestKeepalivedChecker: Debian's keepalived 2.2.7 runs in the lab, its
+// checker alone in a test's namespace, and builds the IPVS table of its
+// configuration: the oracle of lvsctl's health checks.
+func TestKeepalivedChecker(t *testing.T) {
+	Netns(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "keepalived.conf")
+	if err := os.WriteFile(conf, []byte(`global_defs {
+    router_id lab
+}
+virtual_server 10.9.9.9 80 {
+    delay_loop 1
+    lb_algo wrr
+    lb_kind NAT
+    protocol TCP
+    real_server 192.168.77.1 80 {
+        weight 3
+    }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/sbin/keepalived", "--check", "--dont-fork", "--log-console", "--use-file", conf,
+		"--pid", filepath.Join(dir, "keepalived.pid"), "--checkers_pid", filepath.Join(dir, "checkers.pid"))
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	want := "-A -t 10.9.9.9:80 -s wrr\n-a -t 10.9.9.9:80 -r 192.168.77.1:80 -m -w 3\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := Run(t, "", RefIpvsadm, "-Sn")
+		if r.Stdout == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keepalived's table: %q, want %q; keepalived printed:\n%s", r.Stdout, want, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -74,14 +74,16 @@ var lazyModuleFiles = []string{
 // shell (dash, as /bin/sh: busybox's ash runs its own applets before PATH,
 // which would shadow iproute2 and iptables), bash for Debian's
 // ipvsadm-save/-restore scripts, iproute2, iptables, the reference
-// ipvsadm, and BIRD 2 (daemon and both clients) for the routers and
-// directors of the ECMP tests.
+// ipvsadm, BIRD 2 (daemon and both clients) for the routers and
+// directors of the ECMP tests, and Debian's keepalived 2.2.7, the oracle of
+// lvsctl's health checks and keepalived import.
 var hostPrograms = []string{
 	"/bin/dash", "/bin/bash",
 	"/bin/ip", "/sbin/ip", "/sbin/bridge",
 	"/sbin/ipvsadm", "/sbin/ipvsadm-save", "/sbin/ipvsadm-restore",
 	"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi",
 	"/usr/sbin/bird", "/usr/sbin/birdc", "/usr/sbin/birdcl",
+	"/usr/sbin/keepalived",
 }
 
 const xtablesPlugins = "/usr/lib/x86_64-linux-gnu/xtables"

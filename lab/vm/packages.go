@@ -8,7 +8,7 @@ import (
 
 // Packages are the Debian 12 packages the lab takes its VM from: the
 // emulator, the guest kernel with its modules, the guest user space, the
-// reference ipvsadm, BIRD 2, and the host tools the image builder runs (modprobe
+// reference ipvsadm, BIRD 2, keepalived, and the host tools the image builder runs (modprobe
 // resolves module order).
 var Packages = []string{
 	"qemu-system-x86",
@@ -22,7 +22,8 @@ var Packages = []string{
 	"dash",
 	"netbase", // /etc/services and /etc/protocols
 	"cpio",
-	"bird2", // BGP speaker of the ECMP topology (e2e)
+	"bird2",      // BGP speaker of the ECMP topology (e2e)
+	"keepalived", // the oracle of lvsctl's checks and keepalived import
 }
 
 // MissingPackages returns the packages of Packages that dpkg does not list
