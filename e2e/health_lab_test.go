@@ -289,3 +289,46 @@ services:
 		t.Errorf("after SIGTERM rs1 has weight %q, want the table left as it was (2)", w)
 	}
 }
+
+// TestRunChecksUDPAndExec: a udp check (a datagram and the answer it must
+// hold) and an exec check (a program's status) each take their real server
+// out within interval × fall + timeout (+1 s) and bring it back within
+// interval × rise (+1 s).
+func TestRunChecksUDPAndExec(t *testing.T) {
+	n := natNetwork(t, "hcudp")
+	n.start("rs1", "udpecho", "rs1", "172.16.0.2:5353")
+	marker := filepath.Join(t.TempDir(), "fail")
+	doc := `version: 2
+services:
+  - protocol: udp
+    address: ` + seedVIP + `
+    port: 53
+    scheduler: rr
+    destinations:
+      - {address: 172.16.0.2, port: 5353, method: masq, weight: 1,
+         check: {type: udp, send: ping, expect_bytes: rs1 ping, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
+      - {address: 172.16.0.3, port: 5353, method: masq, weight: 1,
+         check: {type: exec, command: [/bin/sh, -c, 'test ! -e ` + marker + `'], user: root, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
+`
+	run := n.lvsctlRun("dir", writeFile(t, "udp.yaml", doc))
+	svc := seedVIP + ":53"
+	n.waitWeight("dir", svc, "172.16.0.2:5353", "1", 5*time.Second)
+	n.waitWeight("dir", svc, "172.16.0.3:5353", "1", 5*time.Second)
+	down := 500*time.Millisecond*2 + 300*time.Millisecond + time.Second
+	up := 500*time.Millisecond*2 + time.Second
+
+	n.must("rs1", "iptables", "-I", "INPUT", "-p", "udp", "--dport", "5353", "-j", "REJECT")
+	took := n.waitWeight("dir", svc, "172.16.0.2:5353", "0", down)
+	n.must("rs1", "iptables", "-D", "INPUT", "-p", "udp", "--dport", "5353", "-j", "REJECT")
+	back := n.waitWeight("dir", svc, "172.16.0.2:5353", "1", up)
+	t.Logf("udp check: out %v after the failure, back %v after the recovery", took.Round(time.Millisecond), back.Round(time.Millisecond))
+
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	took = n.waitWeight("dir", svc, "172.16.0.3:5353", "0", down)
+	os.Remove(marker)
+	back = n.waitWeight("dir", svc, "172.16.0.3:5353", "1", up)
+	t.Logf("exec check: out %v after the failure, back %v after the recovery", took.Round(time.Millisecond), back.Round(time.Millisecond))
+	run.stop(t)
+}

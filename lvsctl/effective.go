@@ -76,6 +76,8 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 				probe := ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}
 				c.probe, c.probeDest = &probe, *d
 				c.probeDest.Weight = 1
+			} else if spec.Type == "exec" {
+				c.target.Spec.Via = "" // an exec check goes nowhere: no via
 			} else {
 				c.target.Spec.Via = "direct"
 			}

@@ -148,6 +148,10 @@ func mountAll() {
 	}
 	// Go spells the sticky bit os.ModeSticky (0o1000 is not it).
 	_ = os.Chmod("/tmp", 0o777|os.ModeSticky)
+	// The initramfs root comes writable by all; a real root is not, and
+	// programs that check who may write above a file (lvsctl's exec
+	// checks, keepalived's script security) must see a real one.
+	_ = os.Chmod("/", 0o755)
 	// BIRD's default control socket (/run/bird/bird.ctl as Debian builds
 	// it) lives here; the Debian package makes the directory at boot too.
 	_ = os.MkdirAll("/run/bird", 0o755)
