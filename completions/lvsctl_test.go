@@ -46,8 +46,8 @@ func lvsctlModel(t *testing.T) map[string][]string {
 		}
 		model[name] = join(flags)
 	}
-	if len(model) != 5 {
-		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status and run: %q", len(model), slices.Sorted(mapKeys(model)))
+	if len(model) != 6 {
+		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status, run and top: %q", len(model), slices.Sorted(mapKeys(model)))
 	}
 	return model
 }

@@ -87,6 +87,7 @@ type cli struct {
 	Apply  applyCmd  `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
 	Status statusCmd `cmd:"" help:"Show drains an interrupted apply left (exit 3 when some are pending)."`
 	Run    runCmd    `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
+	Top    topCmd    `cmd:"" help:"Live view of the table: rates, connections, weights and each real server's state (draining, held out by its check)."`
 }
 
 type listCmd struct {
@@ -153,6 +154,12 @@ var examples = map[string][]string{
 		"lvsctl run /etc/lvsctl/director.yaml                   # YAML with checks; SIGHUP reloads it",
 		"lvsctl run --checks /etc/lvsctl/checks.yaml /etc/ipvsadm.rules",
 		"lvsctl run --metrics-listen 127.0.0.1:9117 director.yaml",
+	},
+	"top": {
+		"lvsctl top                              # full screen; ? lists the keys",
+		"lvsctl top --sort cps --filter 10.0.0.1",
+		"lvsctl top -b -n 3 -d 2s                # three plain-text frames, 2 s apart",
+		"lvsctl top --json -n 1 | jq '.services[].destinations[].state'",
 	},
 }
 
@@ -246,6 +253,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	case cmd == "status":
 		r.journalDir = c.Status.JournalDir
 		status, err = r.status(&c.Status)
+	case cmd == "top":
+		r.journalDir = c.Top.JournalDir
+		status, err = r.top(&c.Top)
 	case strings.HasPrefix(cmd, "run"):
 		r.journalDir = c.Run.JournalDir
 		status, err = r.run(&c.Run)

@@ -15,6 +15,7 @@ import (
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/top"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
 )
@@ -56,7 +57,11 @@ func (r *runner) list(c *listCmd) (int, error) {
 				out = append(out, u(st.Conns), u(st.InPkts), u(st.OutPkts), u(st.InBytes), u(st.OutBytes))
 			}
 			if c.Rate {
-				out = append(out, u(st.CPS), u(st.InPPS), u(st.OutPPS), u(st.InBPS), u(st.OutBPS))
+				// The kernel's estimates as they are, written as lvsctl top
+				// writes them in batch mode.
+				for _, v := range top.Rates(st) {
+					out = append(out, top.FormatRate(v, false))
+				}
 			}
 			return out
 		}

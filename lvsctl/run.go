@@ -310,11 +310,18 @@ func (l *runLoop) save() {
 	}
 	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
 		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: snap.Lateness}
+	weights := map[desired.DestRef]uint32{}
+	for i := range l.want.Services {
+		s := &l.want.Services[i]
+		for j := range s.Dests {
+			weights[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&s.Dests[j].Destination)}] = s.Dests[j].Weight
+		}
+	}
 	for _, c := range l.probes {
 		ts := byKey[c.key]
 		ts.Key = c.key
 		st.Servers = append(st.Servers, runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
-			InService: l.inSvc[c.ref], Health: ts})
+			InService: l.inSvc[c.ref], Weight: weights[c.ref], Health: ts})
 	}
 	for k := range l.allDown {
 		st.AllDown = append(st.AllDown, k.String())

@@ -42,10 +42,13 @@ type runState struct {
 
 // runServer is one checked real server as the record keeps it.
 type runServer struct {
-	Service     string             `json:"service"`
-	Destination string             `json:"destination"`
-	InService   bool               `json:"in_service"`
-	Health      health.TargetState `json:"health"`
+	Service     string `json:"service"`
+	Destination string `json:"destination"`
+	InService   bool   `json:"in_service"`
+	// Weight is the file's weight for the server, which it has when in
+	// service (lvsctl top shows it beside the kernel's).
+	Weight uint32             `json:"weight,omitempty"`
+	Health health.TargetState `json:"health"`
 }
 
 // loadRunState reads the record of this boot and namespace; nil when

@@ -1,7 +1,7 @@
 # fish completion for lvsctl (lvskit)
 #
 # lvsctl <command> [flags] [FILE]: the commands are list, plan, apply,
-# status and run; plan, apply and run take a rules file (ipvsadm-save text or lvsctl
+# status, run and top; plan, apply and run take a rules file (ipvsadm-save text or lvsctl
 # JSON). The flags may appear anywhere after the command.
 
 # Prints the command word typed so far (flag values skipped).
@@ -40,19 +40,26 @@ complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a plan -d 'Show the 
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the table equal FILE: add, edit, drain, delete'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a top -d 'Live view of rates, connections and states'
 
 # Command flags.
-complete -c lvsctl -n '__fish_lvsctl_command_is list plan apply status' -l json -d 'Print JSON'
+complete -c lvsctl -n '__fish_lvsctl_command_is list plan apply status top' -l json -d 'Print JSON'
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l stats -d 'Add the counters'
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l rate -d 'Add the estimated rates'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l allow-empty -d 'Accept a file without any service'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run top' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
 complete -c lvsctl -n '__fish_lvsctl_command_is run' -l checks -r -F -d 'Checks for a rules-text file'
 complete -c lvsctl -n '__fish_lvsctl_command_is run' -l metrics-listen -x -a '127.0.0.1:9117 :9117' -d 'Serve Prometheus metrics on an address'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -s b -l batch -d 'Print plain-text frames'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -s n -l iterations -x -a '1 3 10' -d 'Frames to print, then exit'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -s d -l delay -x -a '0.5 1 2 5' -d 'Seconds between refreshes'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -l filter -x -d 'Show addresses holding a text'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -l sort -x -a 'service server state cps inpps outpps inbps outbps active inact weight fwd' -d 'Sort column'
+complete -c lvsctl -n '__fish_lvsctl_command_is top' -l reverse -d 'Reverse the sort order'
 
 # The rules file.
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -F

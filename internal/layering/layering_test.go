@@ -30,6 +30,8 @@ var layers = [][]string{
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
 	// rule set.
 	{"ipvsadm/wrappers", "rules/desired"},
+	// lvsctl top's model and screen.
+	{"lvsctl/top"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// Each command's environment on the running system.

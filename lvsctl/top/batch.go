@@ -1,0 +1,134 @@
+package top
+
+import (
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/lvskit/lvskit/rules/desired"
+)
+
+// numeric columns are right-aligned.
+func numeric(c Column) bool { return c >= ColCPS && c <= ColWeight }
+
+// WriteText writes one plain-text frame: the header line, then the table
+// of every line under the filter and folds, every column, exact numbers,
+// and a blank line. No escape codes.
+func (m *Model) WriteText(w io.Writer) error {
+	lines := m.Lines(0, m.Len(), false)
+	var width [NumColumns]int
+	for c := range NumColumns {
+		width[c] = len(ColumnNames[c])
+		for i := range lines {
+			width[c] = max(width[c], len(lines[i].Cells[c]))
+		}
+	}
+	var b strings.Builder
+	b.WriteString(m.Header())
+	b.WriteByte('\n')
+	var head [NumColumns]string
+	copy(head[:], ColumnNames[:])
+	writeRow(&b, &head, &width)
+	for i := range lines {
+		writeRow(&b, &lines[i].Cells, &width)
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeRow(b *strings.Builder, cells *[NumColumns]string, width *[NumColumns]int) {
+	var line strings.Builder
+	for c := range NumColumns {
+		if c > 0 {
+			line.WriteByte(' ')
+		}
+		pad := strings.Repeat(" ", width[c]-len(cells[c]))
+		if numeric(c) {
+			line.WriteString(pad + cells[c])
+		} else {
+			line.WriteString(cells[c] + pad)
+		}
+	}
+	b.WriteString(strings.TrimRight(line.String(), " "))
+	b.WriteByte('\n')
+}
+
+// JSONFrame is one frame of lvsctl top --json: the fields of lvsctl list
+// --json --rate, with each real server's state.
+type JSONFrame struct {
+	Version int       `json:"version"`
+	Time    time.Time `json:"time"`
+	// PeriodSeconds is the refresh period.
+	PeriodSeconds float64 `json:"period_seconds"`
+	// RatesChanged is when the kernel's rate estimates last changed
+	// between two reads (absent before a change was seen).
+	RatesChanged *time.Time    `json:"rates_changed,omitempty"`
+	Services     []JSONService `json:"services"`
+	RealServers  int           `json:"real_servers"`
+}
+
+// JSONService is a service of list --json --rate with its real servers'
+// states.
+type JSONService struct {
+	desired.JSONService
+	State        string     `json:"state"`
+	Destinations []JSONDest `json:"destinations"`
+}
+
+// JSONDest is a real server of list --json --rate with its state, and
+// while lvsctl run is active, its configured weight.
+type JSONDest struct {
+	desired.JSONDestination
+	State            string `json:"state"`
+	ConfiguredWeight *int64 `json:"configured_weight,omitempty"`
+}
+
+// Frame is the JSON frame of the last refresh, under the filter (folds do
+// not apply: every matching real server is in it).
+func (m *Model) Frame() JSONFrame {
+	f := JSONFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), Services: []JSONService{}}
+	if !m.ratesChanged.IsZero() {
+		t := m.ratesChanged.UTC()
+		f.RatesChanged = &t
+	}
+	if m.in.Set == nil {
+		return f
+	}
+	doc := desired.ToDocument(m.in.Set, desired.Counters{Conns: true, Stats: true, Rate: true})
+	for i := range m.groups {
+		g := &m.groups[i]
+		ok, keep := m.matches(g)
+		if !ok {
+			continue
+		}
+		js := JSONService{JSONService: doc.Services[i], State: g.svc.state, Destinations: []JSONDest{}}
+		for j := range g.dests {
+			r := &g.dests[j]
+			if !keep(r) {
+				continue
+			}
+			jd := JSONDest{JSONDestination: doc.Services[i].Destinations[j], State: r.state}
+			if m.runActive && r.conf >= 0 {
+				c := r.conf
+				jd.ConfiguredWeight = &c
+			}
+			js.Destinations = append(js.Destinations, jd)
+			f.RealServers++
+		}
+		js.JSONService.Destinations = nil
+		f.Services = append(f.Services, js)
+	}
+	return f
+}
+
+// WriteJSON writes the frame as one JSON document on one line.
+func (m *Model) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(m.Frame())
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,547 @@
+// Package top is the model and the screen of lvsctl top, the live view
+// of a director's IPVS table: from one read of the table (rules.Read: the
+// counters and the kernel's rate estimates), lvsctl's drain journal and
+// lvsctl run's health record, it builds one row per service (its totals)
+// and per real server, with the rates, connections, weights and a state
+// (in service, draining, held out by its check, unknown). The model sorts,
+// filters and folds rows and formats only the rows a screen shows; Batch
+// writes plain-text or JSON frames, and Run drives a full-screen view
+// (tcell) by keys.
+package top
+
+import (
+	"container/heap"
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/rules"
+)
+
+// Rates are the kernel's five rate estimates of a service or real server,
+// in the order lvsctl list --rate prints them: connections, packets in
+// and out, bytes in and out, each per second.
+func Rates(s *ipvs.Stats) [5]uint64 {
+	return [5]uint64{s.CPS, s.InPPS, s.OutPPS, s.InBPS, s.OutBPS}
+}
+
+// FormatRate writes a rate: the kernel's estimate as it is, or, with
+// human, in at most 6 characters with SI units (1000 = K): 999, 1.2K,
+// 34.5M. lvsctl list --rate and lvsctl top both write rates with it.
+func FormatRate(v uint64, human bool) string {
+	if !human || v < 1000 {
+		return strconv.FormatUint(v, 10)
+	}
+	f := float64(v)
+	for _, u := range []string{"K", "M", "G", "T", "P", "E"} {
+		f /= 1000
+		if f < 999.95 {
+			if f < 99.95 {
+				return strconv.FormatFloat(f, 'f', 1, 64) + u
+			}
+			return strconv.FormatFloat(f, 'f', 0, 64) + u
+		}
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// Health is what lvsctl run's record says of one checked real server.
+type Health struct {
+	InService bool
+	// Check is the check's state: up, down or unknown.
+	Check string
+	// Result is the last probe's result (an error, or "ok").
+	Result string
+	// Weight is the configured weight (the file's), when known.
+	Weight    uint32
+	HasWeight bool
+}
+
+// Input is one refresh: the table as read once, the journal's drains and
+// lvsctl run's record.
+type Input struct {
+	Set    *rules.Set
+	Drains []rules.DrainEntry
+	// Run is lvsctl run's record by "SERVICE -r DEST" (as ipvsadm -Sn
+	// names them); RunActive says that run still runs.
+	Run       map[string]Health
+	RunActive bool
+	Now       time.Time
+}
+
+// Column is a column of the view.
+type Column int
+
+// The columns, in the order the screen shows them; those that do not fit
+// are dropped from the right, the two address columns stay.
+const (
+	ColService Column = iota
+	ColServer
+	ColState
+	ColCPS
+	ColInPPS
+	ColOutPPS
+	ColInBPS
+	ColOutBPS
+	ColActive
+	ColInactive
+	ColWeight
+	ColMethod
+	NumColumns
+)
+
+// ColumnNames are the headers, also the names --sort takes (lower case).
+var ColumnNames = [NumColumns]string{"SERVICE", "SERVER", "STATE", "CPS", "INPPS", "OUTPPS", "INBPS", "OUTBPS",
+	"ACTIVE", "INACT", "WEIGHT", "FWD"}
+
+// ParseColumn returns the column named name (case does not matter).
+func ParseColumn(name string) (Column, error) {
+	for i, n := range ColumnNames {
+		if strings.EqualFold(n, name) {
+			return Column(i), nil
+		}
+	}
+	return 0, fmt.Errorf("no column %q (one of %s)", name, strings.ToLower(strings.Join(ColumnNames[:], ", ")))
+}
+
+// State labels.
+const (
+	StateInService = "in service"
+	StateUnknown   = "unknown"
+)
+
+// row is one service's totals or one real server, as numbers; its text is
+// written only when it is shown.
+type row struct {
+	dest      *rules.Dest // nil for a service row
+	service   *rules.Service
+	name      string // the service key, or the real server's address
+	active    uint64
+	inactive  uint64
+	rates     [5]uint64
+	state     string
+	weight    int64
+	conf      int64 // configured weight, -1 when unknown
+	servers   int   // a service row's real servers
+	inService int   // ... of them in service
+}
+
+// group is a service and its real servers.
+type group struct {
+	svc   row
+	dests []row
+}
+
+// Model is the view's state: the rows of the last refresh and how they
+// are sorted, filtered and folded.
+type Model struct {
+	// Period is the refresh period.
+	Period time.Duration
+	// Sort is the sort column; Reverse turns its order around. Numbers
+	// sort largest first, names smallest first.
+	Sort    Column
+	Reverse bool
+	// Filter keeps services whose key, or one of whose real servers'
+	// address, holds it (the servers that match, unless the service does).
+	Filter string
+
+	collapsed    map[string]bool
+	groups       []group
+	now          time.Time
+	services     int
+	servers      int
+	read         int
+	seed         maphash.Seed
+	lastRates    uint64
+	ratesChanged time.Time
+	runActive    bool
+	in           Input
+}
+
+// NewModel returns an empty model refreshed every period.
+func NewModel(period time.Duration) *Model {
+	return &Model{Period: period, Sort: ColService, collapsed: map[string]bool{}, seed: maphash.MakeSeed()}
+}
+
+// Update replaces the rows with those of in.
+func (m *Model) Update(in Input) {
+	m.now, m.runActive, m.in = in.Now, in.RunActive, in
+	drains := make(map[string]rules.DrainEntry, len(in.Drains))
+	for _, d := range in.Drains {
+		drains[d.Service.String()+" -r "+d.Dest.String()] = d
+	}
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	m.groups = m.groups[:0]
+	m.services, m.servers = len(in.Set.Services), 0
+	for i := range in.Set.Services {
+		s := &in.Set.Services[i]
+		st := s.KernelStats()
+		key := rules.KeyOf(&s.Service).String()
+		g := group{svc: row{service: s, name: key, rates: Rates(&st), conf: -1, servers: len(s.Dests)}, dests: make([]row, len(s.Dests))}
+		for _, r := range g.svc.rates {
+			writeUint(&h, r)
+		}
+		for j := range s.Dests {
+			d := &s.Dests[j]
+			c := d.KernelCounters()
+			name := rules.DestKeyOf(&d.Destination).String()
+			r := row{service: s, dest: d, name: name, active: uint64(c.ActiveConns), inactive: uint64(c.InactConns),
+				rates: Rates(&c.Stats), weight: int64(int32(d.Weight)), conf: -1}
+			ref := key + " -r " + name
+			hl, checked := in.Run[ref]
+			if checked && hl.HasWeight {
+				r.conf = int64(hl.Weight)
+			}
+			r.state = m.state(&r, drains, ref, hl, checked && in.RunActive)
+			if r.state == StateInService {
+				g.svc.inService++
+			}
+			g.svc.active += r.active
+			g.svc.inactive += r.inactive
+			g.svc.weight += r.weight
+			for _, v := range r.rates {
+				writeUint(&h, v)
+			}
+			g.dests[j] = r
+		}
+		g.svc.state = fmt.Sprintf("%d/%d in service", g.svc.inService, g.svc.servers)
+		m.servers += len(s.Dests)
+		m.groups = append(m.groups, g)
+	}
+	if sum := h.Sum64(); m.read == 0 || sum != m.lastRates {
+		if m.read > 0 {
+			m.ratesChanged = in.Now
+		}
+		m.lastRates = sum
+	}
+	m.read++
+}
+
+func writeUint(h *maphash.Hash, v uint64) {
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+	h.Write(b[:])
+}
+
+// state labels a real server: draining (the journal holds it), held out
+// by its check (lvsctl run's record), in service (weight above 0), or
+// unknown (weight 0 for no reason lvsctl knows, or a check that has not
+// answered yet).
+func (m *Model) state(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) string {
+	if d, ok := drains[ref]; ok {
+		left := d.Deadline.Sub(m.now)
+		secs := max(0, int64((left+time.Second-1)/time.Second))
+		return fmt.Sprintf("draining (%d conns, %d s to deadline)", r.active+r.inactive, secs)
+	}
+	if checked && !hl.InService {
+		if hl.Check == "unknown" {
+			return StateUnknown
+		}
+		res := hl.Result
+		if res == "" {
+			res = hl.Check
+		}
+		return "held out by check (" + res + ")"
+	}
+	if r.weight > 0 {
+		return StateInService
+	}
+	return StateUnknown
+}
+
+// Size is the table's size: services and real servers.
+func (m *Model) Size() (services, servers int) { return m.services, m.servers }
+
+// RatesChanged is when the kernel's rate estimates last changed between
+// two reads (the kernel updates them every 2 seconds); zero before a
+// change was seen.
+func (m *Model) RatesChanged() time.Time { return m.ratesChanged }
+
+// Header is the view's first line: the time, the table's size, the
+// refresh period and when the rates last changed. It starts with
+// "lvsctl top" on every frame.
+func (m *Model) Header() string {
+	changed := "rates not changed yet"
+	if !m.ratesChanged.IsZero() {
+		changed = "rates changed " + m.now.Sub(m.ratesChanged).Round(100*time.Millisecond).String() + " ago"
+	}
+	return fmt.Sprintf("lvsctl top - %s  %d services, %d real servers  every %s  %s",
+		m.now.Format("15:04:05"), m.services, m.servers, shortDuration(m.Period), changed)
+}
+
+func shortDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
+// Toggle folds or unfolds a service's real servers.
+func (m *Model) Toggle(service string) { m.collapsed[service] = !m.collapsed[service] }
+
+// SetAllCollapsed folds (true) or unfolds every service.
+func (m *Model) SetAllCollapsed(c bool) {
+	clear(m.collapsed)
+	if c {
+		for _, g := range m.groups {
+			m.collapsed[g.svc.name] = true
+		}
+	}
+}
+
+// Collapsed reports whether a service's real servers are folded.
+func (m *Model) Collapsed(service string) bool { return m.collapsed[service] }
+
+// Line is one shown row, as text by column.
+type Line struct {
+	// Service is the service key; Server is empty on a service's row.
+	Service, Server string
+	Cells           [NumColumns]string
+}
+
+// IsService reports whether the line is a service's totals.
+func (l *Line) IsService() bool { return l.Server == "" }
+
+// matches reports whether a group is shown under the filter, and which of
+// its real servers are.
+func (m *Model) matches(g *group) (bool, func(*row) bool) {
+	if m.Filter == "" || strings.Contains(g.svc.name, m.Filter) {
+		return true, func(*row) bool { return true }
+	}
+	any := false
+	for i := range g.dests {
+		if strings.Contains(g.dests[i].name, m.Filter) {
+			any = true
+			break
+		}
+	}
+	return any, func(r *row) bool { return strings.Contains(r.name, m.Filter) }
+}
+
+// Len is the number of lines the whole view has under the filter and the
+// folds.
+func (m *Model) Len() int {
+	n := 0
+	for i := range m.groups {
+		g := &m.groups[i]
+		ok, keep := m.matches(g)
+		if !ok {
+			continue
+		}
+		n++
+		if m.collapsed[g.svc.name] {
+			continue
+		}
+		for j := range g.dests {
+			if keep(&g.dests[j]) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// compare orders two rows by the sort column.
+func (m *Model) compare(a, b *row) int {
+	c := 0
+	switch m.Sort {
+	case ColService, ColServer:
+		c = strings.Compare(a.name, b.name)
+		if a.dest == nil && b.dest == nil {
+			c = rules.KeyOf(&a.service.Service).Compare(rules.KeyOf(&b.service.Service))
+		} else if a.dest != nil && b.dest != nil {
+			c = rules.CompareDests(&a.dest.Destination, &b.dest.Destination)
+		}
+	case ColState:
+		c = strings.Compare(a.state, b.state)
+	case ColMethod:
+		c = strings.Compare(method(a), method(b))
+	default:
+		x, y := m.number(a), m.number(b)
+		switch {
+		case x > y:
+			c = -1
+		case x < y:
+			c = 1
+		}
+		if c == 0 {
+			c = strings.Compare(a.name, b.name)
+		}
+	}
+	if m.Reverse {
+		return -c
+	}
+	return c
+}
+
+func (m *Model) number(r *row) int64 {
+	switch m.Sort {
+	case ColWeight:
+		return r.weight
+	case ColActive:
+		return int64(r.active)
+	case ColInactive:
+		return int64(r.inactive)
+	case ColCPS, ColInPPS, ColOutPPS, ColInBPS, ColOutBPS:
+		return int64(r.rates[m.Sort-ColCPS])
+	}
+	return 0
+}
+
+func method(r *row) string {
+	if r.dest == nil {
+		return r.service.Scheduler
+	}
+	return rules.MethodName(r.dest.FwdMethod)
+}
+
+// groupHeap is a max-heap of groups by the sort order: it keeps the first
+// k groups of n in O(n log k), so that a frame sorts no more than it shows.
+type groupHeap struct {
+	m  *Model
+	gs []*group
+}
+
+func (h *groupHeap) Len() int           { return len(h.gs) }
+func (h *groupHeap) Less(i, j int) bool { return h.m.compare(&h.gs[i].svc, &h.gs[j].svc) > 0 }
+func (h *groupHeap) Swap(i, j int)      { h.gs[i], h.gs[j] = h.gs[j], h.gs[i] }
+func (h *groupHeap) Push(x any)         { h.gs = append(h.gs, x.(*group)) }
+func (h *groupHeap) Pop() any {
+	x := h.gs[len(h.gs)-1]
+	h.gs = h.gs[:len(h.gs)-1]
+	return x
+}
+
+// Lines returns n lines of the view from line offset on: services in the
+// sort order, each followed by its real servers (unless folded) in the
+// same order. Only the services those lines need are sorted, and only the
+// lines returned are written as text; human writes rates in short units.
+func (m *Model) Lines(offset, n int, human bool) []Line {
+	if n <= 0 {
+		return nil
+	}
+	// The first offset+n lines need at most offset+n services.
+	k := offset + n
+	h := &groupHeap{m: m}
+	for i := range m.groups {
+		g := &m.groups[i]
+		if ok, _ := m.matches(g); !ok {
+			continue
+		}
+		if h.Len() < k {
+			heap.Push(h, g)
+		} else if m.compare(&g.svc, &h.gs[0].svc) < 0 {
+			h.gs[0] = g
+			heap.Fix(h, 0)
+		}
+	}
+	ordered := make([]*group, h.Len())
+	for i := len(ordered) - 1; i >= 0; i-- {
+		ordered[i] = heap.Pop(h).(*group)
+	}
+	var out []Line
+	pos := 0
+	for _, g := range ordered {
+		if pos >= k {
+			break
+		}
+		if pos >= offset {
+			out = append(out, m.line(&g.svc, human))
+		}
+		pos++
+		if m.collapsed[g.svc.name] {
+			continue
+		}
+		_, keep := m.matches(g)
+		var ds []*row
+		for j := range g.dests {
+			if keep(&g.dests[j]) {
+				ds = append(ds, &g.dests[j])
+			}
+		}
+		if pos+len(ds) <= offset {
+			pos += len(ds)
+			continue
+		}
+		sortRows(m, ds)
+		for _, d := range ds {
+			if pos >= k {
+				break
+			}
+			if pos >= offset {
+				out = append(out, m.line(d, human))
+			}
+			pos++
+		}
+	}
+	return out
+}
+
+// sortRows sorts a service's real servers (insertion sort for the few,
+// heap sort beyond).
+func sortRows(m *Model, rs []*row) {
+	if len(rs) < 16 {
+		for i := 1; i < len(rs); i++ {
+			for j := i; j > 0 && m.compare(rs[j], rs[j-1]) < 0; j-- {
+				rs[j], rs[j-1] = rs[j-1], rs[j]
+			}
+		}
+		return
+	}
+	h := &rowHeap{m, rs}
+	heap.Init(h)
+	for end := len(rs) - 1; end > 0; end-- {
+		rs[0], rs[end] = rs[end], rs[0]
+		h.rs = rs[:end]
+		heap.Fix(h, 0)
+	}
+}
+
+type rowHeap struct {
+	m  *Model
+	rs []*row
+}
+
+func (h *rowHeap) Len() int           { return len(h.rs) }
+func (h *rowHeap) Less(i, j int) bool { return h.m.compare(h.rs[i], h.rs[j]) > 0 }
+func (h *rowHeap) Swap(i, j int)      { h.rs[i], h.rs[j] = h.rs[j], h.rs[i] }
+func (h *rowHeap) Push(x any)         { h.rs = append(h.rs, x.(*row)) }
+func (h *rowHeap) Pop() any           { x := h.rs[len(h.rs)-1]; h.rs = h.rs[:len(h.rs)-1]; return x }
+
+// line writes a row's cells.
+func (m *Model) line(r *row, human bool) Line {
+	var l Line
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	if r.dest == nil {
+		l.Service = r.name
+		l.Cells[ColService] = r.name
+		fold := "-"
+		if m.collapsed[r.name] {
+			fold = "+"
+		}
+		l.Cells[ColServer] = fmt.Sprintf("%s %d servers", fold, r.servers)
+		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
+	} else {
+		l.Service = rules.KeyOf(&r.service.Service).String()
+		l.Server = r.name
+		l.Cells[ColServer] = r.name
+		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
+		if m.runActive && r.conf >= 0 {
+			l.Cells[ColWeight] += "/" + strconv.FormatInt(r.conf, 10)
+		}
+	}
+	l.Cells[ColState] = r.state
+	l.Cells[ColActive] = u(r.active)
+	l.Cells[ColInactive] = u(r.inactive)
+	for i, v := range r.rates {
+		l.Cells[ColCPS+Column(i)] = FormatRate(v, human)
+	}
+	l.Cells[ColMethod] = method(r)
+	return l
+}

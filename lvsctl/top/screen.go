@@ -1,0 +1,430 @@
+package top
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+)
+
+// Source reads one refresh: the table once, the journal and the run's
+// record.
+type Source func() (Input, error)
+
+// ColorWanted says whether the screen may use colour: not with NO_COLOR
+// set (no-color.org), nor on TERM=dumb or no TERM.
+func ColorWanted(getenv func(string) string) bool {
+	if getenv("NO_COLOR") != "" {
+		return false
+	}
+	t := getenv("TERM")
+	return t != "" && t != "dumb"
+}
+
+// Screen modes.
+const (
+	modeTable = iota
+	modeFilter
+	modeDelay
+	modeHelp
+)
+
+// Fixed widths of the screen's columns (the addresses and state are
+// measured on the rows shown).
+var screenWidth = [NumColumns]int{ColWeight: 6, ColActive: 6, ColInactive: 6, ColCPS: 6, ColInPPS: 6, ColOutPPS: 6,
+	ColInBPS: 6, ColOutBPS: 6, ColMethod: 6}
+
+// minState is the narrowest state column kept; a wider state is cut.
+const minState, maxState = 10, 24
+
+// headerLines are the lines above the rows: header, status, column names.
+const headerLines = 3
+
+// Screen is the full-screen view: the model drawn on a tcell screen and
+// driven by keys.
+type Screen struct {
+	m      *Model
+	scr    tcell.Screen
+	color  bool
+	cursor int // the selected line
+	offset int // the first line shown
+	paused bool
+	mode   int
+	input  string
+	msg    string // an error or a note, on the status line
+	quit   bool
+	// periodChanged is set when d changed the period.
+	periodChanged bool
+}
+
+// NewScreen returns the view of m on scr (initialised by the caller).
+func NewScreen(scr tcell.Screen, m *Model, color bool) *Screen {
+	return &Screen{m: m, scr: scr, color: color}
+}
+
+// Quit reports whether q was pressed.
+func (s *Screen) Quit() bool { return s.quit }
+
+// Paused reports whether p paused the refresh.
+func (s *Screen) Paused() bool { return s.paused }
+
+// SetError shows a failed refresh on the status line ("" clears it).
+func (s *Screen) SetError(err error) {
+	s.msg = ""
+	if err != nil {
+		s.msg = "read failed: " + err.Error()
+	}
+}
+
+const help = `lvsctl top: keys
+  < >        move the sort column left / right
+  r          reverse the sort order
+  /          filter by a part of a service or real server address (Enter applies, Esc clears)
+  Enter, space  fold or unfold the selected service's real servers
+  + -        unfold / fold every service
+  Up Down PgUp PgDn Home End  move the selection
+  p          pause / resume the refresh
+  d          change the refresh period (seconds)
+  ?          this help (any key returns)
+  q          quit
+States: in service; draining (connections left, seconds to the deadline);
+held out by check (last error), by lvsctl run; unknown (weight 0 for no
+reason lvsctl knows, or a check not answered yet).
+WEIGHT is current/configured while lvsctl run runs. Rates are the kernel's
+estimates (updated every 2 s), K = 1000.`
+
+// Key handles one key.
+func (s *Screen) Key(ev *tcell.EventKey) {
+	switch s.mode {
+	case modeHelp:
+		s.mode = modeTable
+		return
+	case modeFilter, modeDelay:
+		s.editKey(ev)
+		return
+	}
+	rows := s.rows()
+	switch ev.Key() {
+	case tcell.KeyCtrlC:
+		s.quit = true
+	case tcell.KeyUp:
+		s.cursor--
+	case tcell.KeyDown:
+		s.cursor++
+	case tcell.KeyPgUp:
+		s.cursor -= rows
+	case tcell.KeyPgDn:
+		s.cursor += rows
+	case tcell.KeyHome:
+		s.cursor = 0
+	case tcell.KeyEnd:
+		s.cursor = s.m.Len() - 1
+	case tcell.KeyEnter:
+		s.toggle()
+	case tcell.KeyRune:
+		switch ev.Rune() {
+		case 'q':
+			s.quit = true
+		case '<':
+			s.m.Sort = (s.m.Sort + NumColumns - 1) % NumColumns
+		case '>':
+			s.m.Sort = (s.m.Sort + 1) % NumColumns
+		case 'r':
+			s.m.Reverse = !s.m.Reverse
+		case '/':
+			s.mode, s.input = modeFilter, s.m.Filter
+		case 'd':
+			s.mode, s.input = modeDelay, ""
+		case 'p':
+			s.paused = !s.paused
+		case '?', 'h':
+			s.mode = modeHelp
+		case ' ':
+			s.toggle()
+		case '+':
+			s.m.SetAllCollapsed(false)
+		case '-':
+			s.m.SetAllCollapsed(true)
+		case 'k':
+			s.cursor--
+		case 'j':
+			s.cursor++
+		}
+	}
+	s.clamp()
+}
+
+// editKey edits the filter or the period.
+func (s *Screen) editKey(ev *tcell.EventKey) {
+	switch ev.Key() {
+	case tcell.KeyEscape:
+		if s.mode == modeFilter {
+			s.m.Filter = ""
+		}
+		s.mode = modeTable
+	case tcell.KeyEnter:
+		if s.mode == modeFilter {
+			s.m.Filter = s.input
+			s.cursor, s.offset = 0, 0
+		} else if v, err := strconv.ParseFloat(s.input, 64); err == nil && v >= 0.1 && v <= 3600 {
+			s.m.Period = time.Duration(v * float64(time.Second)).Round(time.Millisecond)
+			s.periodChanged = true
+			s.msg = ""
+		} else {
+			s.msg = fmt.Sprintf("period %q: give seconds from 0.1 to 3600", s.input)
+		}
+		s.mode = modeTable
+	case tcell.KeyBackspace, tcell.KeyBackspace2:
+		if s.input != "" {
+			s.input = s.input[:len(s.input)-1]
+		}
+	case tcell.KeyRune:
+		s.input += string(ev.Rune())
+	}
+	if s.mode == modeFilter {
+		s.m.Filter = s.input
+	}
+	s.clamp()
+}
+
+// toggle folds or unfolds the selected line's service.
+func (s *Screen) toggle() {
+	ls := s.m.Lines(s.cursor, 1, true)
+	if len(ls) == 0 {
+		return
+	}
+	s.m.Toggle(ls[0].Service)
+	if !ls[0].IsService() {
+		// The selection was inside the folded service: move it to the
+		// service's line.
+		for s.cursor > 0 {
+			s.cursor--
+			if l := s.m.Lines(s.cursor, 1, true); len(l) == 1 && l[0].IsService() && l[0].Service == ls[0].Service {
+				break
+			}
+		}
+	}
+}
+
+// rows is the number of table lines the screen has room for.
+func (s *Screen) rows() int {
+	_, h := s.scr.Size()
+	return max(0, h-headerLines)
+}
+
+func (s *Screen) clamp() {
+	n := s.m.Len()
+	s.cursor = max(0, min(s.cursor, n-1))
+	rows := s.rows()
+	if s.cursor < s.offset {
+		s.offset = s.cursor
+	}
+	if rows > 0 && s.cursor >= s.offset+rows {
+		s.offset = s.cursor - rows + 1
+	}
+	s.offset = max(0, min(s.offset, n-rows))
+}
+
+// layout picks the columns that fit width w and their widths: the two
+// address columns always, then the others from the left while they fit.
+func layout(lines []Line, w int) ([]Column, []int) {
+	var cols []Column
+	var widths []int
+	used := 0
+	for c := range NumColumns {
+		cw := screenWidth[c]
+		switch c {
+		case ColService, ColServer, ColState:
+			cw = len(ColumnNames[c])
+			for i := range lines {
+				n := len(lines[i].Cells[c])
+				if c == ColServer && !lines[i].IsService() {
+					n++ // indented under its service
+				}
+				cw = max(cw, n)
+			}
+			if c == ColState {
+				cw = min(cw, maxState)
+			}
+		}
+		gap := 0
+		if len(cols) > 0 {
+			gap = 1
+		}
+		if c > ColServer && used+gap+cw > w {
+			if c != ColState || w-used-gap < minState {
+				break
+			}
+			cw = w - used - gap
+		}
+		cols = append(cols, c)
+		widths = append(widths, cw)
+		used += gap + cw
+	}
+	return cols, widths
+}
+
+// Draw draws the whole screen: only the lines it shows are sorted into
+// place and written.
+func (s *Screen) Draw() {
+	s.clamp()
+	s.scr.Clear()
+	w, h := s.scr.Size()
+	plain := tcell.StyleDefault
+	inverse := plain.Reverse(true)
+	s.put(0, 0, w, s.m.Header(), plain.Bold(true))
+	if s.mode == modeHelp {
+		for i, l := range strings.Split(help, "\n") {
+			if 1+i < h {
+				s.put(0, 1+i, w, l, plain)
+			}
+		}
+		s.scr.Show()
+		return
+	}
+	status := fmt.Sprintf("sort %s", strings.ToLower(ColumnNames[s.m.Sort]))
+	if s.m.Reverse {
+		status += " reversed"
+	}
+	if s.m.Filter != "" {
+		status += "  filter " + strconv.Quote(s.m.Filter)
+	}
+	status += "  ? help  q quit"
+	if s.paused {
+		status = "PAUSED (p resumes)  " + status
+	}
+	switch {
+	case s.mode == modeFilter:
+		status = "filter: " + s.input + "_"
+	case s.mode == modeDelay:
+		status = "refresh every (seconds): " + s.input + "_"
+	case s.msg != "":
+		status = s.msg
+	}
+	s.put(0, 1, w, status, plain)
+	lines := s.m.Lines(s.offset, s.rows(), true)
+	cols, widths := layout(lines, w)
+	x := 0
+	for i, c := range cols {
+		name := ColumnNames[c]
+		st := inverse
+		if c == s.m.Sort {
+			st = st.Bold(true).Underline(true)
+		}
+		s.put(x, 2, widths[i], pad(name, widths[i], numeric(c)), st)
+		if i+1 < len(cols) {
+			s.put(x+widths[i], 2, 1, " ", inverse)
+		}
+		x += widths[i] + 1
+	}
+	for x -= 1; x < w; x++ {
+		s.scr.SetContent(x, 2, ' ', nil, inverse)
+	}
+	for li := range lines {
+		y := headerLines + li
+		l := &lines[li]
+		st := plain
+		if l.IsService() {
+			st = st.Bold(true)
+		}
+		if s.offset+li == s.cursor {
+			st = st.Reverse(true)
+		}
+		x := 0
+		for i, c := range cols {
+			text := l.Cells[c]
+			if c == ColServer && !l.IsService() {
+				text = " " + text
+			}
+			cs := st
+			if s.color && c == ColState {
+				switch {
+				case strings.HasPrefix(text, "held"):
+					cs = cs.Foreground(tcell.ColorRed)
+				case strings.HasPrefix(text, "draining"):
+					cs = cs.Foreground(tcell.ColorYellow)
+				}
+			}
+			s.put(x, y, widths[i], pad(text, widths[i], numeric(c)), cs)
+			x += widths[i] + 1
+		}
+	}
+	s.scr.Show()
+}
+
+// pad fits text into n cells, right-aligned for numbers.
+func pad(text string, n int, right bool) string {
+	if len(text) > n {
+		return text[:n]
+	}
+	if right {
+		return strings.Repeat(" ", n-len(text)) + text
+	}
+	return text + strings.Repeat(" ", n-len(text))
+}
+
+// put writes text from x on line y, at most n cells.
+func (s *Screen) put(x, y, n int, text string, st tcell.Style) {
+	for i, r := range text {
+		if i >= n {
+			break
+		}
+		s.scr.SetContent(x+i, y, r, nil, st)
+	}
+}
+
+// Run shows the view on scr until q, Ctrl-C or ctx's end: it reads src at
+// once and then every m.Period (unless paused), and redraws on each read,
+// key and resize. scr must be initialised; Run does not finalise it.
+func Run(ctx context.Context, scr tcell.Screen, m *Model, src Source, color bool) error {
+	s := NewScreen(scr, m, color)
+	events := make(chan tcell.Event, 16)
+	stop := make(chan struct{})
+	defer close(stop)
+	go scr.ChannelEvents(events, stop)
+	refresh := func() {
+		in, err := src()
+		s.SetError(err)
+		if err == nil {
+			m.Update(in)
+		}
+	}
+	refresh()
+	s.Draw()
+	timer := time.NewTimer(m.Period)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+			if !s.paused {
+				refresh()
+				s.Draw()
+			}
+			timer.Reset(m.Period)
+		case ev, ok := <-events:
+			if !ok {
+				return nil
+			}
+			switch ev := ev.(type) {
+			case *tcell.EventResize:
+				scr.Sync()
+				s.Draw()
+			case *tcell.EventKey:
+				s.Key(ev)
+				if s.quit {
+					return nil
+				}
+				if s.periodChanged {
+					s.periodChanged = false
+					timer.Reset(m.Period)
+				}
+				s.Draw()
+			}
+		}
+	}
+}

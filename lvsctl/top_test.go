@@ -1,0 +1,124 @@
+package lvsctl
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/ipvs"
+)
+
+func TestTopBatchFrames(t *testing.T) {
+	f, env := seeded(t)
+	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
+	d := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80}
+	if err := f.SetDestinationCounters(svc, d, ipvs.DestCounters{ActiveConns: 7, Stats: ipvs.Stats{CPS: 12345, InBPS: 9876543}}); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, env, "", "top", "-b", "-n", "3", "-d", "0.1")
+	if r.code != ExitOK || r.stderr != "" {
+		t.Fatalf("top -b: %+v", r)
+	}
+	frames := strings.Split(strings.TrimSuffix(r.stdout, "\n\n"), "\n\n")
+	if len(frames) != 3 || strings.ContainsRune(r.stdout, 0x1b) {
+		t.Fatalf("want 3 frames without escapes, got %d:\n%q", len(frames), r.stdout)
+	}
+	for _, fr := range frames {
+		lines := strings.Split(fr, "\n")
+		// 3 services, 5 real servers, a header and the column line.
+		if len(lines) != 2+3+5 || !strings.HasPrefix(lines[0], "lvsctl top - ") || !strings.Contains(lines[0], "3 services, 5 real servers  every 100ms") {
+			t.Fatalf("frame:\n%s", fr)
+		}
+		if got := strings.Fields(lines[1]); strings.Join(got, " ") != "SERVICE SERVER STATE CPS INPPS OUTPPS INBPS OUTBPS ACTIVE INACT WEIGHT FWD" {
+			t.Errorf("columns %q", got)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(fr), " "), "192.168.1.1:80 in service 12345 0 0 9876543 0 7 0 3 masq") {
+			t.Errorf("row of 192.168.1.1 (exact rates, as list --rate prints):\n%s", fr)
+		}
+	}
+	// list --rate writes the same numbers.
+	if l := run(t, env, "", "list", "--rate"); !strings.Contains(l.stdout, "| 12345 ") || !strings.Contains(l.stdout, "| 9876543 ") {
+		t.Errorf("list --rate:\n%s", l.stdout)
+	}
+	// Sorted by cps, filtered.
+	r = run(t, env, "", "top", "-b", "-n", "1", "--sort", "cps", "--reverse", "--filter", "10.0.0.1:")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 5 || !strings.HasPrefix(lines[2], "-t 10.0.0.1:80") ||
+		!strings.Contains(lines[3], "192.168.1.2:80") || !strings.Contains(lines[4], "192.168.1.1:80") {
+		t.Errorf("sorted and filtered:\n%s", r.stdout)
+	}
+	for _, bad := range [][]string{{"--sort", "colour"}, {"-d", "0.01"}, {"-d", "soon"}} {
+		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, bad...)...); r.code != ExitUsage {
+			t.Errorf("top %q: %+v", bad, r)
+		}
+	}
+}
+
+func TestTopJSONFramesAndDrainState(t *testing.T) {
+	f, env := seeded(t)
+	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
+	leaving := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53}
+	if err := f.SetDestinationCounters(svc, leaving, ipvs.DestCounters{InactConns: 4}); err != nil {
+		t.Fatal(err)
+	}
+	// An apply interrupted mid-drain leaves the server in the journal.
+	ctx, cancel := context.WithCancel(context.Background())
+	applyEnv := env
+	applyEnv.Context = ctx
+	polls := 0
+	applyEnv.Now = func() time.Time {
+		if polls++; polls > 6 {
+			cancel()
+		}
+		return time.Unix(1e9, 0)
+	}
+	without := strings.Replace(seedRules, "-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n", "", 1)
+	if r := run(t, applyEnv, without, "apply", "-"); r.code != ExitInterrupted {
+		t.Fatalf("apply: %+v", r)
+	}
+	env.Now = func() time.Time { return time.Unix(1e9+60, 0) }
+	r := run(t, env, "", "top", "--json", "-n", "2", "-d", "100ms")
+	if r.code != ExitOK || r.stderr != "" {
+		t.Fatalf("top --json: %+v", r)
+	}
+	docs := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(docs) != 2 {
+		t.Fatalf("want 2 JSON frames, got %d:\n%s", len(docs), r.stdout)
+	}
+	for _, doc := range docs {
+		var fr struct {
+			Version     int `json:"version"`
+			RealServers int `json:"real_servers"`
+			Services    []struct {
+				Protocol     string `json:"protocol"`
+				State        string `json:"state"`
+				Destinations []struct {
+					Address string `json:"address"`
+					State   string `json:"state"`
+					Stats   struct {
+						Rate *struct{} `json:"rate"`
+					} `json:"stats"`
+				} `json:"destinations"`
+			} `json:"services"`
+		}
+		if err := json.Unmarshal([]byte(doc), &fr); err != nil {
+			t.Fatalf("frame is not JSON: %v\n%s", err, doc)
+		}
+		if fr.Version != 1 || len(fr.Services) != 3 || fr.RealServers != 5 || fr.Services[1].Protocol != "udp" {
+			t.Fatalf("frame: %+v", fr)
+		}
+		states := map[string]string{}
+		for _, s := range fr.Services {
+			for _, d := range s.Destinations {
+				states[d.Address] = d.State
+				if d.Stats.Rate == nil {
+					t.Errorf("%s has no rate", d.Address)
+				}
+			}
+		}
+		if states["192.168.1.4"] != "draining (4 conns, 240 s to deadline)" || states["192.168.1.1"] != "in service" {
+			t.Errorf("states %v", states)
+		}
+	}
+}

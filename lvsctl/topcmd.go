@@ -1,0 +1,137 @@
+package lvsctl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gdamore/tcell/v2"
+
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/top"
+	"github.com/lvskit/lvskit/rules"
+)
+
+type topCmd struct {
+	Batch      bool   `name:"batch" short:"b" help:"Print plain-text frames to stdout instead of the full-screen view (also without a terminal, or with TERM=dumb)."`
+	Iterations int    `name:"iterations" short:"n" default:"0" help:"Frames to print in batch mode, then exit; 0 prints until interrupted."`
+	Delay      delay  `name:"delay" short:"d" default:"1s" help:"Time between refreshes (each reads the table once); a number is seconds."`
+	JSON       bool   `name:"json" help:"Batch mode, one JSON document per frame: the fields of the list JSON with rates, and the states."`
+	Filter     string `name:"filter" placeholder:"TEXT" help:"Show only services or real servers whose address holds TEXT."`
+	Sort       string `name:"sort" default:"service" placeholder:"COLUMN" help:"Sort column: service, server, state, weight, active, inact, cps, inpps, outpps, inbps, outbps, fwd."`
+	Reverse    bool   `name:"reverse" help:"Reverse the sort order."`
+	journalFlag
+}
+
+// delay is a duration ("500ms", "2s") or a number of seconds ("2",
+// "0.5"), as top(1)'s -d takes.
+type delay time.Duration
+
+func (d *delay) UnmarshalText(b []byte) error {
+	if v, err := strconv.ParseFloat(string(b), 64); err == nil {
+		*d = delay(time.Duration(v * float64(time.Second)))
+		return nil
+	}
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is neither seconds nor a duration", b)
+	}
+	*d = delay(v)
+	return nil
+}
+
+// topSource reads one frame: the table once (as list --stats --rate
+// does), the journal's drains and lvsctl run's record.
+func (r *runner) topSource(client ipvs.Client) top.Source {
+	return func() (top.Input, error) {
+		set, err := rules.Read(client)
+		if err != nil {
+			return top.Input{}, readError(err)
+		}
+		set.Sort()
+		in := top.Input{Set: set, Now: r.env.Now()}
+		j, err := r.journal(false)
+		if err != nil {
+			return in, nil
+		}
+		defer j.Close()
+		if jr, err := j.Load(); err == nil && jr != nil {
+			in.Drains = jr.Drains
+		}
+		if st, err := j.loadRunState(); err == nil && st != nil {
+			in.RunActive = st.alive()
+			in.Run = make(map[string]top.Health, len(st.Servers))
+			for _, s := range st.Servers {
+				in.Run[s.Service+" -r "+s.Destination] = top.Health{InService: s.InService, Check: s.Health.State.String(),
+					Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0}
+			}
+		}
+		return in, nil
+	}
+}
+
+// top shows the live view, or prints frames in batch mode.
+func (r *runner) top(c *topCmd) (int, error) {
+	col, err := top.ParseColumn(c.Sort)
+	if err != nil {
+		return ExitUsage, usageError{err: fmt.Errorf("--sort: %w", err), help: true}
+	}
+	if time.Duration(c.Delay) < 100*time.Millisecond {
+		return ExitUsage, usageError{err: errors.New("--delay: at least 0.1s"), help: true}
+	}
+	if c.Iterations < 0 {
+		return ExitUsage, usageError{err: errors.New("--iterations: 0 or more"), help: true}
+	}
+	client, err := r.open()
+	if err != nil {
+		return ExitFailed, err
+	}
+	defer client.Close()
+	m := top.NewModel(time.Duration(c.Delay))
+	m.Sort, m.Reverse, m.Filter = col, c.Reverse, c.Filter
+	src := r.topSource(client)
+	if c.Batch || c.JSON || !r.env.Terminal || os.Getenv("TERM") == "dumb" {
+		return r.topBatch(c, m, src)
+	}
+	scr, err := tcell.NewScreen()
+	if err == nil {
+		err = scr.Init()
+	}
+	if err != nil {
+		return ExitFailed, fmt.Errorf("cannot draw on this terminal (%v); lvsctl top -b prints frames", err)
+	}
+	defer scr.Fini()
+	return ExitOK, top.Run(r.env.Context, scr, m, src, top.ColorWanted(os.Getenv))
+}
+
+// topBatch prints frames as top -b does: --iterations of them (0: until
+// interrupted), one every --delay.
+func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) {
+	for i := 0; c.Iterations == 0 || i < c.Iterations; i++ {
+		if i > 0 {
+			t := time.NewTimer(time.Duration(c.Delay))
+			select {
+			case <-r.env.Context.Done():
+				t.Stop()
+				return ExitOK, nil
+			case <-t.C:
+			}
+		}
+		in, err := src()
+		if err != nil {
+			return ExitFailed, err
+		}
+		m.Update(in)
+		if c.JSON {
+			err = m.WriteJSON(r.out)
+		} else {
+			err = m.WriteText(r.out)
+		}
+		if err != nil {
+			return ExitFailed, err
+		}
+	}
+	return ExitOK, nil
+}
