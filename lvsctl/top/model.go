@@ -271,8 +271,16 @@ func (m *Model) Header() string {
 	if !m.ratesChanged.IsZero() {
 		changed = "rates changed " + m.now.Sub(m.ratesChanged).Round(100*time.Millisecond).String() + " ago"
 	}
-	return fmt.Sprintf("lvsctl top - %s  %d services, %d real servers  every %s  %s",
-		m.now.Format("15:04:05"), m.services, m.servers, shortDuration(m.Period), changed)
+	return fmt.Sprintf("lvsctl top - %s  %s, %s  every %s  %s", m.now.Format("15:04:05"),
+		plural(m.services, "service", "services"), plural(m.servers, "real server", "real servers"), shortDuration(m.Period), changed)
+}
+
+// plural is n and the noun in the number n asks for.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 func shortDuration(d time.Duration) string {
@@ -525,7 +533,7 @@ func (m *Model) line(r *row, human bool) Line {
 		if m.collapsed[r.name] {
 			fold = "+"
 		}
-		l.Cells[ColServer] = fmt.Sprintf("%s %d servers", fold, r.servers)
+		l.Cells[ColServer] = fold + " " + plural(r.servers, "server", "servers")
 		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
 	} else {
 		l.Service = rules.KeyOf(&r.service.Service).String()
