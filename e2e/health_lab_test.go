@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -331,4 +333,137 @@ services:
 	back = n.waitWeight("dir", svc, "172.16.0.3:5353", "1", up)
 	t.Logf("exec check: out %v after the failure, back %v after the recovery", took.Round(time.Millisecond), back.Round(time.Millisecond))
 	run.stop(t)
+}
+
+// nsDialer dials TCP from a host's namespace: a socket belongs to the
+// namespace of the thread that made it, so dials go to a few goroutines
+// that stay in it; the connections then work from any goroutine.
+func (n *network) nsDialer(host string, threads int) (dial func(addr string) (net.Conn, error), stop func()) {
+	type req struct {
+		addr string
+		out  chan dialed
+	}
+	reqs := make(chan req)
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		ready := make(chan struct{})
+		go func() {
+			defer wg.Done()
+			n.in(host, func() {
+				close(ready)
+				for r := range reqs {
+					c, err := net.DialTimeout("tcp", r.addr, 5*time.Second)
+					r.out <- dialed{c, err}
+				}
+			})
+		}()
+		<-ready
+	}
+	dial = func(addr string) (net.Conn, error) {
+		out := make(chan dialed, 1)
+		reqs <- req{addr, out}
+		d := <-out
+		return d.c, d.err
+	}
+	return dial, func() { close(reqs); wg.Wait() }
+}
+
+type dialed struct {
+	c   net.Conn
+	err error
+}
+
+// TestRunUnderLoad: with 200 clients making requests on new connections
+// through VS/NAT, a real server whose port starts refusing is taken out,
+// and from then on no request fails; when it comes back, traffic returns
+// in the weight ratio.
+func TestRunUnderLoad(t *testing.T) {
+	n := natNetwork(t, "hcload")
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
+      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
+`
+	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", doc))
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
+	dial, stopDial := n.nsDialer("client", 8)
+	defer stopDial()
+	const clients = 200
+	var phase atomic.Int32 // 0 healthy, 1 rs2 failing and not yet out, 2 rs2 out, 3 back
+	type count struct {
+		ok, failed, rs1, rs2 atomic.Int64
+		mu                   sync.Mutex
+		errs                 []string
+	}
+	var counts [5]count // phase 4: rs2 accepting again, its weight not yet back (not judged)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := phase.Load()
+				c, err := dial(seedVIP80)
+				var a Answer
+				if err == nil {
+					a, err = request(c, bufio.NewReader(c), seedVIP80, false, 10*time.Second)
+					c.Close()
+				}
+				if phase.Load() != p {
+					continue // counted in neither phase
+				}
+				if err != nil {
+					counts[p].failed.Add(1)
+					counts[p].mu.Lock()
+					if len(counts[p].errs) < 3 {
+						counts[p].errs = append(counts[p].errs, err.Error())
+					}
+					counts[p].mu.Unlock()
+					continue
+				}
+				counts[p].ok.Add(1)
+				if a.Server == "rs1" {
+					counts[p].rs1.Add(1)
+				} else {
+					counts[p].rs2.Add(1)
+				}
+			}
+		})
+	}
+	time.Sleep(2 * time.Second)
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	phase.Store(1)
+	n.waitWeight("dir", seedVIP80, seedRS2, "0", 5*time.Second)
+	time.Sleep(200 * time.Millisecond) // connections scheduled just before stay in phase 1
+	phase.Store(2)
+	time.Sleep(3 * time.Second)
+	phase.Store(4)
+	n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 5*time.Second)
+	phase.Store(3)
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	run.stop(t)
+	for i, name := range []string{"healthy", "rs2 failing, not yet out", "rs2 out", "rs2 back"} {
+		c := &counts[i]
+		t.Logf("%s: %d answered (rs1 %d, rs2 %d), %d failed %q", name, c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load(), c.errs)
+	}
+	if c := &counts[2]; c.failed.Load() != 0 || c.ok.Load() == 0 || c.rs2.Load() != 0 {
+		t.Errorf("after rs2 was taken out: %d answered, %d by rs2, %d failed; want none failed and none by rs2", c.ok.Load(), c.rs2.Load(), c.failed.Load())
+	}
+	if c := &counts[3]; c.failed.Load() != 0 || c.ok.Load() < 30 || !within(int(c.rs2.Load()), int(c.ok.Load())*2/3, int(c.ok.Load())/6+5) {
+		t.Errorf("after rs2 came back: %d answered (rs1 %d, rs2 %d), %d failed; want none failed and rs2 about two thirds", c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load())
+	}
 }
