@@ -30,8 +30,8 @@ var layers = [][]string{
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
 	// rule set.
 	{"ipvsadm/wrappers", "rules/desired"},
-	// lvsctl top's model and screen.
-	{"lvsctl/top"},
+	// lvsctl top's model and screen; keepalived.conf read as a desired state.
+	{"lvsctl/top", "rules/keepalived"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// Each command's environment on the running system.

@@ -1,0 +1,288 @@
+// Package keepalived reads a keepalived.conf the way keepalived 2.2.7
+// reads it and turns its virtual servers into lvsctl's desired state with
+// health checks (a rules/desired Document of version 2), with notices for
+// what the conversion leaves out or changes.
+package keepalived
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Error is a problem at one line of a configuration file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+// Stmt is one statement: the words of a line up to a brace or the line's
+// end, and the block that follows it, if any.
+type Stmt struct {
+	File  string
+	Line  int
+	Words []string
+	// Block holds the statements between the braces that follow Words;
+	// nil when there are none (HasBlock tells an empty block from none).
+	Block    []*Stmt
+	HasBlock bool
+}
+
+// FS is what the parser asks of the file system. Nil fields mean the
+// real system's (os.ReadFile, filepath.Glob).
+type FS struct {
+	ReadFile func(name string) ([]byte, error)
+	Glob     func(pattern string) ([]string, error)
+}
+
+func (f FS) readFile(name string) ([]byte, error) {
+	if f.ReadFile != nil {
+		return f.ReadFile(name)
+	}
+	return os.ReadFile(name)
+}
+
+func (f FS) glob(p string) ([]string, error) {
+	if f.Glob != nil {
+		return f.Glob(p)
+	}
+	return filepath.Glob(p)
+}
+
+// maxIncludeDepth bounds nested includes; a file that includes itself
+// (directly or not) is refused before that.
+const maxIncludeDepth = 32
+
+type token struct {
+	text  string
+	file  string
+	line  int
+	brace bool // an unquoted { or }
+	eol   bool // the end of a line: ends a statement
+}
+
+type lexer struct {
+	fs       FS
+	configID string
+	toks     []token
+	stack    []string // files being read, outermost first
+	notices  []Notice
+}
+
+// ParseFile reads name and the files it includes into statements.
+// Notices report includes whose glob matched nothing (keepalived skips
+// them too).
+func ParseFile(name string, fsys FS, configID string) ([]*Stmt, []Notice, error) {
+	data, err := fsys.readFile(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Parse(name, data, fsys, configID)
+}
+
+// Parse reads data, the contents of the file name, and the files it
+// includes (relative include paths are taken from name's directory, as
+// keepalived does) into statements.
+//
+// The syntax is keepalived 2.2.7's: words are separated by blanks; "..."
+// is one word without its quotes (no escapes inside); an unquoted '!' or
+// '#' starts a comment to the end of the line, and "\!" or "\#" outside
+// quotes is the character itself; an unquoted '{' or '}' stands alone
+// wherever it is; "include PATTERN" on a line of its own reads the files
+// the glob matches, in order. A line "@ID rest" is "rest" when configID
+// is ID and nothing otherwise; "@^ID rest" the reverse (keepalived's -i).
+// keepalived has no line continuation but in "$NAME=" definitions, which,
+// with "~SEQ" and "~LST", this parser refuses as errors.
+func Parse(name string, data []byte, fsys FS, configID string) ([]*Stmt, []Notice, error) {
+	lx := &lexer{fs: fsys, configID: configID}
+	if err := lx.file(name, data); err != nil {
+		return nil, nil, err
+	}
+	stmts, err := build(lx.toks)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stmts, lx.notices, nil
+}
+
+func (lx *lexer) file(name string, data []byte) error {
+	for _, f := range lx.stack {
+		if f == filepath.Clean(name) {
+			return fmt.Errorf("%s: included again from within itself (%s)", name, strings.Join(lx.stack, " -> "))
+		}
+	}
+	if len(lx.stack) >= maxIncludeDepth {
+		return fmt.Errorf("%s: includes nest deeper than %d files", name, maxIncludeDepth)
+	}
+	lx.stack = append(lx.stack, filepath.Clean(name))
+	defer func() { lx.stack = lx.stack[:len(lx.stack)-1] }()
+	for i, line := range strings.Split(string(data), "\n") {
+		n := i + 1
+		words, braces, err := splitLine(strings.TrimRight(line, "\r"))
+		if err != nil {
+			return &Error{name, n, err.Error()}
+		}
+		if len(words) > 0 && !braces[0] && strings.HasPrefix(words[0], "@") {
+			id, not := strings.CutPrefix(words[0][1:], "^")
+			if (id == lx.configID) == not {
+				continue
+			}
+			words, braces = words[1:], braces[1:]
+		}
+		if len(words) == 0 {
+			continue
+		}
+		if !braces[0] {
+			switch w := words[0]; {
+			case w == "include":
+				if len(words) != 2 {
+					return &Error{name, n, "include: want one file name or pattern"}
+				}
+				if err := lx.include(name, n, words[1]); err != nil {
+					return err
+				}
+				continue
+			case strings.HasPrefix(w, "$"), strings.HasPrefix(w, "~"):
+				return &Error{name, n, fmt.Sprintf("%q: keepalived's definitions and sequences are not supported", w)}
+			}
+		}
+		for j, w := range words {
+			lx.toks = append(lx.toks, token{text: w, file: name, line: n, brace: braces[j]})
+		}
+		lx.toks = append(lx.toks, token{file: name, line: n, eol: true})
+	}
+	return nil
+}
+
+func (lx *lexer) include(from string, line int, pattern string) error {
+	if !filepath.IsAbs(pattern) {
+		pattern = filepath.Join(filepath.Dir(from), pattern)
+	}
+	files, err := lx.fs.glob(pattern)
+	if err != nil {
+		return &Error{from, line, fmt.Sprintf("include %s: %v", pattern, err)}
+	}
+	if len(files) == 0 {
+		if !strings.ContainsAny(pattern, "*?[") {
+			return &Error{from, line, fmt.Sprintf("include %s: no such file", pattern)}
+		}
+		lx.notices = append(lx.notices, Notice{File: from, Line: line, Msg: fmt.Sprintf("include %s matches no file", pattern)})
+		return nil
+	}
+	for _, f := range files { // filepath.Glob sorts, as glob(3) does
+		data, err := lx.fs.readFile(f)
+		if err != nil {
+			return &Error{from, line, fmt.Sprintf("include: %v", err)}
+		}
+		if err := lx.file(f, data); err != nil {
+			if _, ok := err.(*Error); ok {
+				return err
+			}
+			return &Error{from, line, err.Error()}
+		}
+	}
+	return nil
+}
+
+// splitLine splits one line into words, telling unquoted braces, after
+// dropping its comment.
+func splitLine(line string) (words []string, braces []bool, err error) {
+	var cur strings.Builder
+	inWord := false
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+			braces = append(braces, false)
+			cur.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case c == '"':
+			end := strings.IndexByte(line[i+1:], '"')
+			if end < 0 {
+				return nil, nil, fmt.Errorf("unterminated quote: %s", line)
+			}
+			flush()
+			words = append(words, line[i+1:i+1+end])
+			braces = append(braces, false)
+			i += end + 1
+		case c == '\\' && i+1 < len(line) && (line[i+1] == '#' || line[i+1] == '!'):
+			cur.WriteByte(line[i+1])
+			inWord = true
+			i++
+		case c == '#' || c == '!':
+			flush()
+			return words, braces, nil
+		case c == '{' || c == '}':
+			flush()
+			words = append(words, string(c))
+			braces = append(braces, true)
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f':
+			flush()
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	flush()
+	return words, braces, nil
+}
+
+// build turns tokens into nested statements. A '{' opens the block of the
+// statement before it, on its line or an earlier one.
+func build(toks []token) ([]*Stmt, error) {
+	type frame struct {
+		list  *[]*Stmt
+		owner *Stmt
+	}
+	var top []*Stmt
+	stack := []frame{{list: &top}}
+	var cur *Stmt  // statement being gathered
+	var last *Stmt // last statement ended, which a '{' may open
+	end := func() {
+		if cur != nil {
+			l := stack[len(stack)-1].list
+			*l = append(*l, cur)
+			last, cur = cur, nil
+		}
+	}
+	for _, t := range toks {
+		switch {
+		case t.eol:
+			end()
+		case t.brace && t.text == "{":
+			end()
+			if last == nil || last.HasBlock {
+				return nil, &Error{t.file, t.line, "'{' without a keyword before it"}
+			}
+			last.HasBlock = true
+			stack = append(stack, frame{list: &last.Block, owner: last})
+			last = nil
+		case t.brace: // "}"
+			end()
+			if len(stack) == 1 {
+				return nil, &Error{t.file, t.line, "extra '}'"}
+			}
+			stack = stack[:len(stack)-1]
+			last = nil
+		default:
+			if cur == nil {
+				cur = &Stmt{File: t.file, Line: t.line}
+			}
+			cur.Words = append(cur.Words, t.text)
+		}
+	}
+	end()
+	if len(stack) > 1 {
+		o := stack[len(stack)-1].owner
+		return nil, &Error{o.File, o.Line, fmt.Sprintf("%s: '{' not closed", o.Words[0])}
+	}
+	return top, nil
+}
