@@ -2,17 +2,34 @@
 # against the real kernel. Every target means the same locally and in CI.
 
 GO       ?= go
-PREFIX   ?= /usr
+PREFIX   ?= /usr/local
 DESTDIR  ?=
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version the programs report (lvsprep --version, lvsctl --version, and
+# `go version -m` for all five): `git describe --tags --always --dirty`
+# without a tag's leading v, so 1.2.3 on the tag v1.2.3, 1.2.3-4-gabc1234
+# four commits after it, abc1234 with no tag, -dirty with uncommitted changes.
+ifndef VERSION
+VERSION := $(patsubst v%,%,$(shell git describe --tags --always --dirty 2>/dev/null || echo dev))
+endif
+# Reproducible builds: every timestamp in the archives and packages is the
+# last commit's time (packagers building without git set it themselves).
+ifndef SOURCE_DATE_EPOCH
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null)
+endif
+ifneq ($(SOURCE_DATE_EPOCH),)
+export SOURCE_DATE_EPOCH
+endif
 # disablethp=1 (a runtime GODEBUG setting that //go:debug does not accept)
 # keeps the Go heap off transparent huge pages from the runtime's first
 # allocation, before main can ask (sysenv.SmallPages): decision 0011.
-LDFLAGS  := -s -w -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION) -X runtime.godebugDefault=disablethp=1
+# -buildid= and -trimpath leave nothing of the build machine in a binary.
+LDFLAGS  := -s -w -buildid= -X github.com/lvskit/lvskit/internal/version.Version=$(VERSION) -X runtime.godebugDefault=disablethp=1
+GOBUILD   = $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all help deps tools build test unit lab labrun check install deb lintian demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
+.PHONY: all help deps tools build test unit lab labrun check install uninstall deb rpm rpmlint lintian release tarball sbom \
+	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
@@ -30,7 +47,7 @@ help:
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
 	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived
 # host-side tests: manual pages, completions in real shells, the .deb, units
-HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd
+HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd rpm rpmlint
 DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
@@ -38,7 +55,7 @@ deps:
 ## build: static binaries into bin/
 build:
 	@mkdir -p bin
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+	$(GOBUILD) -o bin/ ./cmd/...
 
 ## test: everything CI runs: check, unit, fuzz-short, lab
 ## Everything: static checks, host unit tests, a short fuzz pass,
@@ -72,14 +89,15 @@ soak-lvsprep: deps build labrun
 	LVSKIT_SOAK_LVSPREP_KILLS=$${LVSKIT_SOAK_LVSPREP_KILLS:-1000} $(LABRUN) -tests -vms 1 -test-timeout 3h -timeout 4h \
 		-run TestLabRandomKillsThenUndoRestoresTheHost ./lvsprep
 
-## tools: build the pinned staticcheck and nfpm into .cache/tools
-## Staticcheck and nfpm, pinned in their own module (tools/go.mod)
-## so that the module packagers build needs neither
+## tools: build the pinned staticcheck, nfpm, cyclonedx-gomod into .cache/tools
+## Staticcheck, nfpm and cyclonedx-gomod, pinned in their own module
+## (tools/go.mod) so that the module packagers build needs none of them
 TOOLS := .cache/tools
-tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm
-$(TOOLS)/staticcheck $(TOOLS)/nfpm: tools/go.mod tools/go.sum
+tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod
+$(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod: tools/go.mod tools/go.sum
 	@mkdir -p $(TOOLS)
-	cd tools && $(GO) build -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm
+	cd tools && $(GO) build -trimpath -buildvcs=false -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm \
+		github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 ## check: gofmt, go vet (also for macOS), staticcheck
 ## Gofmt, go vet, staticcheck
@@ -184,38 +202,64 @@ lab-run: deps build labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) -- "$$CMD"
 
-## install: binaries, man pages, completions under PREFIX
-## Binaries, man pages, completions (honours PREFIX and DESTDIR);
-## PREFIX= puts the programs in /sbin as Debian's ipvsadm does, the rest in /usr
+## install: binaries, man pages, completions under PREFIX (/usr/local)
+## Binaries, man pages, completions (honours PREFIX, default /usr/local,
+## and DESTDIR); PREFIX=/usr is for distribution packages; PREFIX= puts the
+## programs in /sbin as Debian's ipvsadm does, the rest in /usr
 install: build
-	install -d $(DESTDIR)$(PREFIX)/sbin
-	for b in $(BINARIES); do install -m 0755 bin/$$b $(DESTDIR)$(PREFIX)/sbin/$$b; done
+	install -d $(DESTDIR)$(SBINDIR)
+	for b in $(BINARIES); do install -m 0755 bin/$$b $(DESTDIR)$(SBINDIR)/$$b; done
 	install -d $(DESTDIR)$(MANDIR)/man8
-	install -m 0644 man/*.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 $(MANPAGES) $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR) $(DESTDIR)$(FISHCOMPDIR)
-	install -m 0644 completions/bash/* $(DESTDIR)$(BASHCOMPDIR)/
-	install -m 0644 completions/zsh/_* $(DESTDIR)$(ZSHCOMPDIR)/
-	install -m 0644 completions/fish/*.fish $(DESTDIR)$(FISHCOMPDIR)/
+	install -m 0644 $(BASHCOMP) $(DESTDIR)$(BASHCOMPDIR)/
+	install -m 0644 $(ZSHCOMP) $(DESTDIR)$(ZSHCOMPDIR)/
+	install -m 0644 $(FISHCOMP) $(DESTDIR)$(FISHCOMPDIR)/
 
-# Where install puts documentation and completions: below PREFIX, or /usr
-# when PREFIX is empty. zsh looks in vendor-completions only below /usr.
+## uninstall: remove exactly the files install put under PREFIX
+## Remove the files make install put there (same PREFIX and DESTDIR);
+## directories stay, as they may hold other software's files
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(BINARIES))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MANPAGES)))
+	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(notdir $(BASHCOMP)))
+	rm -f $(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(notdir $(ZSHCOMP)))
+	rm -f $(addprefix $(DESTDIR)$(FISHCOMPDIR)/,$(notdir $(FISHCOMP)))
+
+# What install puts where: programs in PREFIX/sbin (/sbin when PREFIX is
+# empty), documentation and completions below PREFIX, or /usr when PREFIX is
+# empty. zsh looks in vendor-completions only below /usr.
+MANPAGES    = $(wildcard man/*.8)
+BASHCOMP    = $(filter-out %.fish %.go,$(wildcard completions/bash/*))
+ZSHCOMP     = $(wildcard completions/zsh/_*)
+FISHCOMP    = $(wildcard completions/fish/*.fish)
+SBINDIR     = $(PREFIX)/sbin
 DATADIR     = $(or $(PREFIX),/usr)/share
 MANDIR      = $(DATADIR)/man
 BASHCOMPDIR = $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  = $(if $(filter /usr,$(or $(PREFIX),/usr)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
 FISHCOMPDIR = $(DATADIR)/fish/vendor_completions.d
 
-## deb: the .deb, into dist/
-## Dist/lvskit_<version>_<arch>.deb with nfpm (pinned in tools/go.mod), from
-## freshly built bin/; see docs/packaging.md
-DEB_BINDIR   ?= bin
-DEB_STAGEDIR ?= .cache/deb
-DEB_DISTDIR  ?= dist
-DEB_ARCH     ?= $(shell $(GO) env GOARCH)
-# A Debian version from git: v1.2.3 tags give 1.2.3 (+gitN.HASH after them),
-# untagged trees 0~gitN.HASH (N = commits); a dirty tree adds +dirty.
-ifndef DEB_VERSION
-DEB_VERSION := $(shell \
+# Packages and release archives. ARCH is the one architecture variable (Go's
+# and Debian's name: amd64, arm64); the programs are cross-compiled for it
+# into PKG_BINDIR and checked (go version -m) before anything is packed.
+ARCH         ?= $(shell $(GO) env GOARCH)
+ARCHES       ?= amd64 arm64
+DISTDIR      ?= dist
+PKG_BINDIR   ?= .cache/build/linux_$(ARCH)
+PKG_STAGEDIR ?= .cache/pkg/linux_$(ARCH)
+RPM_ARCH      = $(or $(RPM_ARCH_$(ARCH)),$(ARCH))
+RPM_ARCH_amd64 := x86_64
+RPM_ARCH_arm64 := aarch64
+# The package version. Given VERSION (make release VERSION=1.2.3): that,
+# with git describe's -N-gHASH as +gitN.HASH and -dirty as +dirty. Otherwise
+# from git: v1.2.3 tags give 1.2.3 (+gitN.HASH after them), untagged trees
+# 0~gitN.HASH (N = commits); a dirty tree adds +dirty.
+ifndef PKG_VERSION
+ifneq ($(filter command line environment,$(origin VERSION)),)
+PKG_VERSION := $(shell echo '$(VERSION)' | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)/+git\1.\2/; s/-dirty$$/+dirty/')
+else
+PKG_VERSION := $(shell \
 	d=$$(git describe --tags --match 'v[0-9]*' --dirty=+dirty 2>/dev/null) && \
 	  echo "$$d" | sed -E 's/^v//; s/-([0-9]+)-g([0-9a-f]+)/+git\1.\2/' || \
 	{ n=$$(git rev-list --count HEAD 2>/dev/null || echo 0); \
@@ -223,21 +267,116 @@ DEB_VERSION := $(shell \
 	  git diff --quiet HEAD 2>/dev/null && dirty= || dirty=+dirty; \
 	  echo "0~git$$n.$$h$$dirty"; })
 endif
-DEB_FILE      = $(DEB_DISTDIR)/lvskit_$(DEB_VERSION)_$(DEB_ARCH).deb
-deb: tools
-	@mkdir -p $(DEB_BINDIR)
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DEB_BINDIR)/ ./cmd/...
-	rm -rf $(DEB_STAGEDIR) && mkdir -p $(DEB_STAGEDIR) $(DEB_DISTDIR)
-	for p in man/*.8; do gzip -9n < $$p > $(DEB_STAGEDIR)/$${p#man/}.gz; done
-	sed 's/@VERSION@/$(DEB_VERSION)/' packaging/changelog | gzip -9n > $(DEB_STAGEDIR)/changelog.gz
+endif
+DEB_FILE     = $(DISTDIR)/lvskit_$(PKG_VERSION)_$(ARCH).deb
+RPM_FILE     = $(DISTDIR)/lvskit-$(PKG_VERSION)-1.$(RPM_ARCH).rpm
+TAR_NAME     = lvskit_$(VERSION)_linux_$(ARCH)
+TAR_FILE     = $(DISTDIR)/$(TAR_NAME).tar.gz
+SBOM_FILE    = $(DISTDIR)/lvskit_$(VERSION).cdx.json
+NFPM_ENV     = LVSKIT_BINDIR=$(PKG_BINDIR) LVSKIT_STAGEDIR=$(PKG_STAGEDIR) PKG_VERSION=$(PKG_VERSION) PKG_ARCH=$(ARCH)
+
+# The programs for ARCH, then check-arch.
+pkg-bin:
+	@case '$(PKG_VERSION)' in [0-9]*) ;; *) echo "package version '$(PKG_VERSION)' does not start with a digit: give VERSION=X.Y.Z" >&2; exit 1;; esac
+	@if printf '%s' '$(PKG_VERSION)' | grep -q '[^A-Za-z0-9.+~]'; then echo "package version '$(PKG_VERSION)' has characters Debian and rpm versions do not allow" >&2; exit 1; fi
+	@mkdir -p $(PKG_BINDIR)
+	GOOS=linux GOARCH=$(ARCH) $(GOBUILD) -o $(PKG_BINDIR)/ ./cmd/...
+	@$(MAKE) --no-print-directory check-arch ARCH=$(ARCH) PKG_BINDIR=$(PKG_BINDIR)
+
+# Refuses to go on unless every program in PKG_BINDIR is a linux/ARCH build.
+check-arch:
+	@for b in $(BINARIES); do \
+	  f=$(PKG_BINDIR)/$$b; \
+	  got=$$($(GO) version -m $$f 2>/dev/null | awk '$$1 == "build" { split($$2, kv, "="); b[kv[1]] = kv[2] } END { print b["GOOS"] "/" b["GOARCH"] }'); \
+	  if [ "$$got" != "linux/$(ARCH)" ]; then \
+	    echo "$$f is built for '$$got', not linux/$(ARCH) (ARCH=$(ARCH)): not packaging it" >&2; exit 1; fi; \
+	done
+
+# Gzipped manual pages and the Debian changelog, for nfpm.
+pkg-stage:
+	rm -rf $(PKG_STAGEDIR) && mkdir -p $(PKG_STAGEDIR) $(DISTDIR)
+	for p in $(MANPAGES); do gzip -9n < $$p > $(PKG_STAGEDIR)/$${p#man/}.gz; done
+	sed 's/@VERSION@/$(PKG_VERSION)/' packaging/changelog | gzip -9n > $(PKG_STAGEDIR)/changelog.gz
+	@# The .rpm's %changelog: nfpm.yaml plus a one-entry chglog file, dated
+	@# by the commit (the .deb keeps its Debian changelog file).
+	{ cat packaging/nfpm.yaml; echo; echo 'changelog: $(PKG_STAGEDIR)/rpm-changelog.yaml'; } > $(PKG_STAGEDIR)/nfpm-rpm.yaml
+	printf -- '- semver: "%s-1"\n  date: %s\n  packager: "%s"\n  changes:\n    - note: "%s"\n' '$(PKG_VERSION)' \
+		"$$(date -u -d @$(or $(SOURCE_DATE_EPOCH),0) +%Y-%m-%dT%H:%M:%SZ)" "$$(sed -n 's/^maintainer: //p' packaging/nfpm.yaml)" \
+		'lvskit $(PKG_VERSION); the changes are in CHANGELOG.md (https://github.com/lvskit/lvskit)' > $(PKG_STAGEDIR)/rpm-changelog.yaml
+
+## deb: the .deb for ARCH, into dist/
+## Dist/lvskit_<version>_<arch>.deb with nfpm (pinned in tools/go.mod), from
+## programs built for ARCH (default: this machine's); see docs/packaging.md
+deb: tools pkg-bin pkg-stage
 	rm -f $(DEB_FILE)
-	LVSKIT_BINDIR=$(DEB_BINDIR) LVSKIT_STAGEDIR=$(DEB_STAGEDIR) DEB_VERSION=$(DEB_VERSION) DEB_ARCH=$(DEB_ARCH) \
-		$(TOOLS)/nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
+	$(NFPM_ENV) $(TOOLS)/nfpm package -p deb -f packaging/nfpm.yaml -t $(DEB_FILE)
+
+## rpm: the .rpm for ARCH, into dist/
+## Dist/lvskit-<version>-1.<rpm arch>.rpm with nfpm, from the same
+## configuration as the .deb (packaging/nfpm.yaml, with rpm's paths)
+rpm: tools pkg-bin pkg-stage
+	rm -f $(RPM_FILE)
+	$(NFPM_ENV) $(TOOLS)/nfpm package -p rpm -f $(PKG_STAGEDIR)/nfpm-rpm.yaml -t $(RPM_FILE)
+
+## tarball: the binary archive for ARCH, into dist/
+## Dist/lvskit_<version>_linux_<arch>.tar.gz: the programs, man pages,
+## completions, systemd units with their helper and configuration, README,
+## LICENSE, CHANGELOG; sorted, owned by root, dated SOURCE_DATE_EPOCH
+tarball: pkg-bin
+	rm -rf $(PKG_STAGEDIR)-tar && mkdir -p $(DISTDIR)
+	d=$(PKG_STAGEDIR)-tar/$(TAR_NAME); \
+	install -d -m 0755 $$d/bin $$d/man/man8 $$d/completions/bash $$d/completions/zsh $$d/completions/fish \
+		$$d/systemd $$d/libexec/lvskit $$d/etc/default && \
+	install -m 0755 $(addprefix $(PKG_BINDIR)/,$(BINARIES)) $$d/bin/ && \
+	install -m 0644 $(MANPAGES) $$d/man/man8/ && \
+	install -m 0644 $(BASHCOMP) $$d/completions/bash/ && \
+	install -m 0644 $(ZSHCOMP) $$d/completions/zsh/ && \
+	install -m 0644 $(FISHCOMP) $$d/completions/fish/ && \
+	install -m 0644 packaging/systemd/*.service $$d/systemd/ && \
+	install -m 0755 packaging/ipvsadm-service $$d/libexec/lvskit/ && \
+	install -m 0644 packaging/default/ipvsadm $$d/etc/default/ && \
+	install -m 0644 packaging/ipvsadm.rules $$d/etc/ && \
+	install -m 0644 README.md LICENSE CHANGELOG.md $$d/
+	tar -C $(PKG_STAGEDIR)-tar --sort=name --mtime=@$(or $(SOURCE_DATE_EPOCH),0) --owner=0 --group=0 --numeric-owner \
+		--format=gnu -cf $(PKG_STAGEDIR)-tar/$(TAR_NAME).tar $(TAR_NAME)
+	gzip -9n < $(PKG_STAGEDIR)-tar/$(TAR_NAME).tar > $(TAR_FILE)
+
+## sbom: the CycloneDX SBOM of the main module, into dist/
+## Dist/lvskit_<version>.cdx.json (cyclonedx-gomod mod, pinned): every
+## module the programs are built from, with licenses; no timestamp, and a
+## serial number derived from the version and commit, so it is reproducible
+sbom: tools
+	@mkdir -p $(DISTDIR)
+	serial=$$(printf 'lvskit %s %s' '$(VERSION)' "$$(git rev-parse HEAD 2>/dev/null)" | sha256sum | \
+		sed -E 's/^(.{8})(.{4}).(.{3}).(.{3})(.{12}).*/\1-\2-8\3-8\4-\5/') && \
+	$(TOOLS)/cyclonedx-gomod mod -json -licenses -notimestamp -serial $$serial -output $(SBOM_FILE) .
+
+## release: tarball, .deb and .rpm for each of ARCHES, SBOM, SHA256SUMS
+## Everything a release publishes, into DISTDIR (dist/): for each of ARCHES
+## (amd64 arm64) the tarball, the .deb and the .rpm, then the SBOM and
+## SHA256SUMS over all of them. make release VERSION=1.2.3; byte for byte
+## reproducible from the same commit (docs/packaging.md)
+release: tools
+	@mkdir -p $(DISTDIR)
+	rm -f $(DISTDIR)/lvskit_* $(DISTDIR)/lvskit-* $(DISTDIR)/SHA256SUMS
+	for a in $(ARCHES); do \
+	  $(MAKE) --no-print-directory tarball deb rpm ARCH=$$a VERSION='$(VERSION)' PKG_VERSION='$(PKG_VERSION)' DISTDIR='$(DISTDIR)' || exit 1; \
+	done
+	$(MAKE) --no-print-directory sbom VERSION='$(VERSION)' DISTDIR='$(DISTDIR)'
+	cd $(DISTDIR) && ls lvskit_* lvskit-* | LC_ALL=C sort | xargs sha256sum > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS
+	@cat $(DISTDIR)/SHA256SUMS
+
+## rpmlint: the .rpm, checked by rpmlint
+## Build the .rpm and check it with rpmlint (fails on errors; the filters
+## and their reasons are in packaging/rpm/rpmlint.toml)
+rpmlint: deps rpm
+	PATH=$(CURDIR)/packaging/rpm/bin:$$PATH rpmlint -c packaging/rpm/rpmlint.toml $(RPM_FILE)
 
 ## lintian: the .deb, checked by lintian
 ## Build the .deb and check it with lintian (fails on errors)
 lintian: deps deb
 	lintian --fail-on error --display-info $(DEB_FILE)
 
+## clean: remove bin/ and dist/
 clean:
 	rm -rf bin dist

@@ -171,7 +171,9 @@ func builtDeb(t *testing.T) string {
 		makeMu.Lock()
 		defer makeMu.Unlock()
 		dist := filepath.Join(shared, "dist")
-		if _, debErr = command(clone, cleanMakeEnv, "make", "deb", "DEB_DISTDIR="+dist); debErr != nil {
+		// Its own PKG_BINDIR: make release in the same clone rebuilds the
+		// default one with another version.
+		if _, debErr = command(clone, cleanMakeEnv, "make", "deb", "DISTDIR="+dist, "PKG_BINDIR="+filepath.Join(shared, "deb-bin")); debErr != nil {
 			return
 		}
 		debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))
@@ -191,23 +193,25 @@ func TestDebControl(t *testing.T) {
 	hosttool.Require(t, "dpkg-deb", "dpkg")
 	deb := builtDeb(t)
 	out, err := command(".", nil, "dpkg-deb", "--show", "--showformat",
-		"${Package}|${Architecture}|${Section}|${Priority}|${Conflicts}|${Replaces}|${Provides}|${Depends}|${Version}", deb)
+		"${Package}|${Architecture}|${Section}|${Priority}|${Conflicts}|${Replaces}|${Provides}|${Depends}|${Recommends}|${Maintainer}|${Version}", deb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := strings.Split(out, "|")
 	goarch, _ := command(".", nil, "go", "env", "GOARCH")
-	want := []string{"lvskit", strings.TrimSpace(goarch), "admin", "optional", "ipvsadm", "ipvsadm", "ipvsadm (= 1:1.31)", ""}
-	if !slices.Equal(f[:8], want) {
-		t.Errorf("control fields %q, want %q", f[:8], want)
+	// lvsprep runs iptables and modprobe (kmod), the units' save check ip.
+	want := []string{"lvskit", strings.TrimSpace(goarch), "admin", "optional", "ipvsadm", "ipvsadm", "ipvsadm (= 1:1.31)", "",
+		"iptables, kmod, iproute2", "lvskit developers <lvskit-dev@lists.lvskit.org>"}
+	if !slices.Equal(f[:10], want) {
+		t.Errorf("control fields %q, want %q", f[:10], want)
 	}
 	// A Debian version (starts with a digit, only the allowed characters);
 	// the clone has no tags, so it is a snapshot version.
-	if !regexp.MustCompile(`^[0-9][A-Za-z0-9.+~]*$`).MatchString(f[8]) {
-		t.Errorf("version %q is not a valid native Debian version", f[8])
+	if !regexp.MustCompile(`^[0-9][A-Za-z0-9.+~]*$`).MatchString(f[10]) {
+		t.Errorf("version %q is not a valid native Debian version", f[10])
 	}
-	if filepath.Base(deb) != "lvskit_"+f[8]+"_"+f[1]+".deb" {
-		t.Errorf("file name %s does not match version %s", filepath.Base(deb), f[8])
+	if filepath.Base(deb) != "lvskit_"+f[10]+"_"+f[1]+".deb" {
+		t.Errorf("file name %s does not match version %s", filepath.Base(deb), f[10])
 	}
 }
 
@@ -470,7 +474,7 @@ func TestDebInstallsIntoThrowawayRoot(t *testing.T) {
 		t.Fatalf("lvskit status %q after installation", st)
 	}
 	for name, p := range programs {
-		built, err := os.ReadFile(filepath.Join(cloneDir, "bin", name))
+		built, err := os.ReadFile(filepath.Join(shared, "deb-bin", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -641,7 +645,7 @@ func TestDebReplacesDebianIpvsadm(t *testing.T) {
 			t.Errorf("%s belongs to %q (%v), want lvskit", p, owner, err)
 		}
 	}
-	built, _ := os.ReadFile(filepath.Join(cloneDir, "bin/ipvsadm"))
+	built, _ := os.ReadFile(filepath.Join(shared, "deb-bin/ipvsadm"))
 	if got, _ := os.ReadFile(filepath.Join(root, "sbin/ipvsadm")); !bytes.Equal(got, built) {
 		t.Error("/sbin/ipvsadm is not ours after the replacement")
 	}

@@ -130,3 +130,57 @@ func TestMakeInstallEmptyPrefix(t *testing.T) {
 		t.Error("PREFIX= installed something below /share")
 	}
 }
+
+// TestMakeInstallDefaultsToUsrLocalAndUninstalls: without PREFIX, make
+// install stays out of the package manager's /usr (programs in
+// /usr/local/sbin, the rest below /usr/local/share, zsh's completions in
+// site-functions); make uninstall then removes exactly those files and
+// leaves another program's file in the same directories alone.
+func TestMakeInstallDefaultsToUsrLocalAndUninstalls(t *testing.T) {
+	t.Parallel()
+	clone := freshClone(t)
+	dest := t.TempDir()
+	makeMu.Lock()
+	defer makeMu.Unlock()
+	if _, err := command(clone, cleanMakeEnv, "make", "install", "DESTDIR="+dest); err != nil {
+		t.Fatal(err)
+	}
+	var installed []string
+	err := filepath.WalkDir(dest, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			installed = append(installed, strings.TrimPrefix(path, dest+"/"))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range installed {
+		if !strings.HasPrefix(f, "usr/local/") {
+			t.Errorf("make install without PREFIX wrote %s, outside /usr/local", f)
+		}
+	}
+	requireFiles(t, dest, "usr/local/sbin/ipvsadm", "usr/local/sbin/lvsctl", "usr/local/share/man/man8/ipvsadm.8",
+		"usr/local/share/bash-completion/completions/ipvsadm", "usr/local/share/zsh/site-functions/_ipvsadm",
+		"usr/local/share/fish/vendor_completions.d/ipvsadm.fish")
+	pages, _ := filepath.Glob("../man/*.8")
+	if want := len(programs) + len(pages) + 5 + 3 + 5; len(installed) != want {
+		t.Errorf("make install wrote %d files, want %d: %q", len(installed), want, installed)
+	}
+
+	other := filepath.Join(dest, "usr/local/sbin/other-tool")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := command(clone, cleanMakeEnv, "make", "uninstall", "DESTDIR="+dest); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range installed {
+		if _, err := os.Lstat(filepath.Join(dest, f)); err == nil {
+			t.Errorf("make uninstall left %s", f)
+		}
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("make uninstall removed another program's file: %v", err)
+	}
+}
