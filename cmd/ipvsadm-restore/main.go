@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/lvskit/lvskit/cmd/internal/osenv"
+	"github.com/lvskit/lvskit/cmd/internal/ipvsadmenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
@@ -31,5 +31,5 @@ func main() {
 		interrupt <- s
 	}()
 	os.Exit(wrappers.RestoreMain(os.Args, os.Stdin, os.Stdout, os.Stderr,
-		wrappers.RestoreEnv{Env: osenv.Ipvsadm(), Scratch: sysenv.OpenScratch, Getenv: os.Getenv, Interrupt: interrupt}))
+		wrappers.RestoreEnv{Env: ipvsadmenv.Ipvsadm(), Scratch: sysenv.OpenScratch, Getenv: os.Getenv, Interrupt: interrupt}))
 }

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/lvskit/lvskit/cmd/internal/osenv"
+	"github.com/lvskit/lvskit/cmd/internal/ipvsadmenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/ipvsadm/wrappers"
 )
@@ -14,5 +14,5 @@ import (
 func main() {
 	sysenv.SmallPages()
 	sysenv.SpareProcessor()
-	os.Exit(wrappers.SaveMain(os.Args, os.Stdin, os.Stdout, os.Stderr, osenv.Ipvsadm()))
+	os.Exit(wrappers.SaveMain(os.Args, os.Stdin, os.Stdout, os.Stderr, ipvsadmenv.Ipvsadm()))
 }

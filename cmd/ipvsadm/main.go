@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/lvskit/lvskit/cmd/internal/osenv"
+	"github.com/lvskit/lvskit/cmd/internal/ipvsadmenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/ipvsadm"
@@ -14,7 +14,7 @@ import (
 func main() {
 	sysenv.SmallPages()
 	sysenv.SpareProcessor()
-	env := osenv.Ipvsadm()
+	env := ipvsadmenv.Ipvsadm()
 	// The C library line-buffers a terminal and fully buffers anything else.
 	env.StdoutIsTerminal = term.IsTerminal(os.Stdout)
 	status := ipvsadm.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, env)

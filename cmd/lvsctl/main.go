@@ -9,12 +9,13 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/lvskit/lvskit/cmd/internal/osenv"
 	"github.com/lvskit/lvskit/internal/sysenv"
+	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/lvsctl"
 )
 
 func main() {
+	sysenv.SmallPagesFromStart()
 	sysenv.SpareProcessor()
 	if os.Getenv("GOGC") == "" {
 		// lvsctl keeps the desired rule set until it exits, so collecting
@@ -22,7 +23,7 @@ func main() {
 		debug.SetGCPercent(400)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	env := osenv.Lvsctl(ctx)
+	env := lvsctl.Env{Open: sysenv.OpenIPVS, Terminal: term.IsTerminal(os.Stdout), Context: ctx}
 	reload := make(chan os.Signal, 1)
 	signal.Notify(reload, syscall.SIGHUP) // lvsctl run reloads; the others ignore it
 	env.Reload = reload

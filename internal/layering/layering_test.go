@@ -34,8 +34,8 @@ var layers = [][]string{
 	{"lvsctl/top", "rules/keepalived"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
-	// Each command's environment on the running system.
-	{"cmd/internal/osenv"},
+	// The environment of the three ipvsadm programs.
+	{"cmd/internal/ipvsadmenv"},
 	// Thin mains.
 	{"cmd/ipvsadm", "cmd/ipvsadm-save", "cmd/ipvsadm-restore", "cmd/lvsctl", "cmd/lvsprep"},
 	// The lab's VM and its test helpers.

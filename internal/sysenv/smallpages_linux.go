@@ -1,6 +1,10 @@
 package sysenv
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // SmallPages asks the kernel not to back this process's memory with
 // transparent huge pages (prctl PR_SET_THP_DISABLE), for the rest of its
@@ -13,4 +17,20 @@ import "golang.org/x/sys/unix"
 // for them but their memory use.
 func SmallPages() {
 	_ = unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0)
+}
+
+// SmallPagesFromStart is SmallPages for a program whose static data spans
+// a whole 2 MiB-aligned region (lvsctl links the TLS and HTTP stacks): the
+// kernel backs such a region with a huge page at the runtime's first
+// touch, before main runs. It sets the prctl, which execve keeps, and
+// runs the program again, once; if that fails the program goes on as it
+// is.
+func SmallPagesFromStart() {
+	if v, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0); err != nil || v == 1 {
+		return
+	}
+	if unix.Prctl(unix.PR_SET_THP_DISABLE, 1, 0, 0, 0) != nil {
+		return
+	}
+	_ = unix.Exec("/proc/self/exe", os.Args, os.Environ())
 }

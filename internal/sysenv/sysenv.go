@@ -1,9 +1,8 @@
-// Package sysenv is the running system as the commands use it: the
-// kernel's IPVS (OpenIPVS, OpenScratch), modprobe (ModprobeIPVS for
-// ipvsadm, Modprobe for lvsprep), popt's POSIX switches, the process's
-// memory and CPU settings, and ipvsadm's crash (DieOfSegfault). It is the
-// one place where modprobe runs and where the process ends by a signal;
-// cmd/internal/osenv assembles each command's environment from it.
+// Package sysenv is the running system as the mains use it: the kernel's
+// IPVS (OpenIPVS, OpenScratch), ipvsadm's modprobe (ModprobeIPVS), popt's
+// POSIX switches, the process's memory and CPU settings, and ipvsadm's
+// crash (DieOfSegfault). It imports no command, so that every binary
+// links only what its own command needs.
 package sysenv
 
 import (

@@ -1,4 +1,4 @@
-package sysenv
+package main
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	"github.com/lvskit/lvskit/netfilter"
 )
 
-// Modprobe is the real netfilter.Modules: it looks in /sys/module and the
+// modprobe is the real netfilter.Modules: it looks in /sys/module and the
 // kernel's modules.builtin, and runs modprobe(8) to load or unload.
-type Modprobe struct{}
+type modprobe struct{}
 
-var _ netfilter.Modules = Modprobe{}
+var _ netfilter.Modules = modprobe{}
 
 func kernelRelease() string {
 	var u unix.Utsname
@@ -27,7 +27,7 @@ func kernelRelease() string {
 }
 
 // Loaded reports whether the module is loaded or built in.
-func (Modprobe) Loaded(name string) (bool, error) {
+func (modprobe) Loaded(name string) (bool, error) {
 	modRoot := ""
 	if r := kernelRelease(); r != "" {
 		modRoot = "/lib/modules/" + r
@@ -38,10 +38,10 @@ func (Modprobe) Loaded(name string) (bool, error) {
 // Load and Unload run modprobe. Module names come from lvsprep's profiles
 // (and from state files only when they name a step of a profile); "--"
 // keeps one from ever being read as an option.
-func (Modprobe) Load(name string) error { return runModprobe("--", name) }
+func (modprobe) Load(name string) error { return runModprobe("--", name) }
 
 // Unload runs modprobe -r.
-func (Modprobe) Unload(name string) error { return runModprobe("-r", "--", name) }
+func (modprobe) Unload(name string) error { return runModprobe("-r", "--", name) }
 
 func runModprobe(args ...string) error {
 	path, err := exec.LookPath("modprobe")
