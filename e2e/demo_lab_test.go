@@ -293,19 +293,8 @@ func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(st
 // port refusing connections, then coming back, while a client keeps
 // sending requests; no request fails once the failure is detected.
 func demoHealth(t *testing.T, n *network, p func(string, ...any)) {
-	doc := `version: 2
-services:
-  - protocol: tcp
-    address: ` + seedVIP + `
-    port: 80
-    scheduler: wrr
-    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
-    destinations:
-      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
-      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
-`
 	p("  dir# lvsctl run director.yaml      (an http check of each real server every 500 ms; fall 2, rise 2)")
-	run := n.lvsctlRun("dir", writeFile(t, "director.yaml", doc))
+	run := n.lvsctlRun("dir", writeFile(t, "director.yaml", httpChecked))
 	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
 	var mu sync.Mutex
 	phase := 0

@@ -125,6 +125,20 @@ func writeFile(t *testing.T, name, text string) string {
 	return p
 }
 
+// httpChecked is the seed VS/NAT service (rs1 weight 1, rs2 weight 2) with
+// an http check of each real server every 500 ms, fall 2, rise 2.
+const httpChecked = `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
+      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
+`
+
 // TestRunChecksVSNAT: on VS/NAT, a TCP and an HTTP check each take their
 // real server out within interval × fall + timeout (+1 s) of the failure
 // (the real server refusing the port) and bring it back within interval ×
@@ -380,18 +394,7 @@ type dialed struct {
 // in the weight ratio.
 func TestRunUnderLoad(t *testing.T) {
 	n := natNetwork(t, "hcload")
-	doc := `version: 2
-services:
-  - protocol: tcp
-    address: ` + seedVIP + `
-    port: 80
-    scheduler: wrr
-    check: {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
-    destinations:
-      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
-      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
-`
-	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", doc))
+	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", httpChecked))
 	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
 	dial, stopDial := n.nsDialer("client", 8)
 	defer stopDial()
