@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -469,4 +470,65 @@ func TestRunUnderLoad(t *testing.T) {
 	if c := &counts[3]; c.failed.Load() != 0 || c.ok.Load() < 30 || !within(int(c.rs2.Load()), int(c.ok.Load())*2/3, int(c.ok.Load())/6+5) {
 		t.Errorf("after rs2 came back: %d answered (rs1 %d, rs2 %d), %d failed; want none failed and rs2 about two thirds", c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load())
 	}
+}
+
+// TestRunChecksHTTPSAndDNS: an https check (the certificate verified with
+// its CA file) and a dns check (an A record asked for) each take their
+// real server out within interval × fall + timeout (+1 s) and bring it
+// back within interval × rise (+1 s); the https server refusing its port
+// and the DNS server answering SERVFAIL are the failures. Each service has
+// one real server, so when_all_down: zero lets it go.
+func TestRunChecksHTTPSAndDNS(t *testing.T) {
+	n := natNetwork(t, "hctls")
+	cert, key, err := WriteSelfSigned(t.TempDir(), netip.MustParseAddr("172.16.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.start("rs1", "https", "rs1", cert, key, "172.16.0.2:443")
+	sick := filepath.Join(t.TempDir(), "servfail")
+	n.start("rs2", "dnsd", "172.16.0.3:53", "192.0.2.53", sick)
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 443
+    scheduler: rr
+    when_all_down: zero
+    check: {type: https, path: /, ca: ` + cert + `, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 443, method: masq, weight: 1}
+  - protocol: udp
+    address: ` + seedVIP + `
+    port: 53
+    scheduler: rr
+    when_all_down: zero
+    check: {type: dns, query: www.example.org, record: A, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.3, port: 53, method: masq, weight: 1}
+`
+	run := n.lvsctlRun("dir", writeFile(t, "tlsdns.yaml", doc))
+	https, dns := seedVIP+":443", seedVIP+":53"
+	n.waitWeight("dir", https, "172.16.0.2:443", "1", 5*time.Second)
+	n.waitWeight("dir", dns, "172.16.0.3:53", "1", 5*time.Second)
+	down := 500*time.Millisecond*2 + 300*time.Millisecond + time.Second
+	up := 500*time.Millisecond*2 + time.Second
+
+	reject := []string{"INPUT", "-p", "tcp", "--dport", "443", "-j", "REJECT", "--reject-with", "tcp-reset"}
+	n.must("rs1", "iptables", append([]string{"-I"}, reject...)...)
+	took := n.waitWeight("dir", https, "172.16.0.2:443", "0", down)
+	n.must("rs1", "iptables", append([]string{"-D"}, reject...)...)
+	back := n.waitWeight("dir", https, "172.16.0.2:443", "1", up)
+	t.Logf("https check: out %v after the failure, back %v after the recovery", took.Round(time.Millisecond), back.Round(time.Millisecond))
+
+	if err := os.WriteFile(sick, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	took = n.waitWeight("dir", dns, "172.16.0.3:53", "0", down)
+	os.Remove(sick)
+	back = n.waitWeight("dir", dns, "172.16.0.3:53", "1", up)
+	t.Logf("dns check: out %v after SERVFAIL began, back %v after it ended", took.Round(time.Millisecond), back.Round(time.Millisecond))
+	if log := run.text(); !strings.Contains(log, "SERVFAIL") {
+		t.Errorf("the run's log does not name the DNS failure (rcode SERVFAIL):\n%s", log)
+	}
+	run.stop(t)
 }

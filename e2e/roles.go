@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -28,6 +29,9 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
 //	udpecho NAME ADDR        UDP server answering "NAME DATAGRAM"; prints "ready"
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
+//	https NAME CERT KEY ADDR echo server over TLS; prints "ready"
+//	dnsd ADDR ANSWER SICK    DNS server answering A queries with ANSWER, SERVFAIL
+//	                         while the file SICK exists; prints "ready"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
 //	                         {"ready":N,...}, then answers mark, clock, report, quit on stdin
@@ -96,6 +100,24 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 		fmt.Fprintln(stdout, "ready")
 		return ServeFlows(ctx, args[0], ln)
+	case role == "https" && len(args) == 4:
+		ln, err := net.Listen("tcp4", args[3])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeEchoTLS(ctx, args[0], args[1], args[2], ln)
+	case role == "dnsd" && len(args) == 3:
+		answer, err := netip.ParseAddr(args[1])
+		if err != nil {
+			return err
+		}
+		pc, err := net.ListenPacket("udp4", args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeDNS(ctx, pc, answer, args[2])
 	case role == "flows":
 		cfg, err := flowsConfigFromArgs(args)
 		if err != nil {
