@@ -356,6 +356,13 @@ type flowsProc struct {
 // ending after about lifetime (0: never).
 func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 	l.t.Helper()
+	return l.flowsEvery(lifetime, ecmpInterval)
+}
+
+// flowsEvery is flows with each connection sending a line every
+// interval/2 to 3×interval/2.
+func (l *ecmpLab) flowsEvery(lifetime, interval time.Duration) *flowsProc {
+	l.t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		l.t.Fatal(err)
@@ -363,7 +370,7 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 	f := &flowsProc{t: l.t, lines: make(chan string, 16), openErrors: l.openErrors}
 	base := ecmpBase + 1000*(l.runs%12) // 20000-31999: below the ephemeral ports
 	l.runs++
-	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), ecmpInterval.String(), lifetime.String(), ecmpOpenTimeout.String())
+	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), interval.String(), lifetime.String(), ecmpOpenTimeout.String())
 	f.cmd.Env = append(os.Environ(), RoleEnv+"=flows")
 	f.cmd.Stderr = l.diag.writer("client flows: ")
 	if f.in, err = f.cmd.StdinPipe(); err != nil {
@@ -634,6 +641,7 @@ func TestECMP(t *testing.T) {
 	l.sub(t, "real server leaves", func(t *testing.T) { l.realServerLeaves(t, &res, full) })
 	l.sub(t, "order and flows moved", func(t *testing.T) { l.orderAndFlowsMoved(t, &res, full) })
 	l.sub(t, "drift then director loss", func(t *testing.T) { l.driftThenDirectorLoss(t, &res, full) })
+	l.sub(t, "health checks", func(t *testing.T) { l.healthChecks(t, &res, full) })
 
 	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues, failed opens by reason: %q):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
 		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, sortedCounts(l.openErrors), res.tables())

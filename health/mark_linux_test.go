@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"net/netip"
 	"syscall"
 	"testing"
 
@@ -12,7 +13,10 @@ import (
 // socket; without CAP_NET_ADMIN the dial fails, saying why.
 func TestMarkControl(t *testing.T) {
 	addr := listenTCP(t, "127.0.0.1")
-	d := dialer(0x1234)
+	d, err := dialer(Target{Mark: 0x1234, Spec: Spec{Type: "tcp"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	set := d.Control
 	var got int
 	var getErr error
@@ -32,6 +36,28 @@ func TestMarkControl(t *testing.T) {
 	conn.Close()
 	if getErr != nil || got != 0x1234 {
 		t.Errorf("SO_MARK read back %#x (%v), want 0x1234", got, getErr)
+	}
+}
+
+// TestDialerThrough: a via-vip probe leaves from the source of the route
+// toward the real server it crosses (127.0.0.2 on lo: 127.0.0.1), not
+// from the virtual address.
+func TestDialerThrough(t *testing.T) {
+	for _, typ := range []string{"tcp", "udp"} {
+		d, err := dialer(Target{Mark: 7, Through: netip.MustParseAddr("127.0.0.2"), Spec: Spec{Type: typ}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if d.LocalAddr != nil {
+			got = d.LocalAddr.Network() + " " + d.LocalAddr.String()
+		}
+		if want := typ + " 127.0.0.1:0"; got != want {
+			t.Errorf("%s: local address %q, want %q", typ, got, want)
+		}
+	}
+	if d, _ := dialer(Target{Mark: 7, Spec: Spec{Type: "tcp"}}); d.LocalAddr != nil {
+		t.Errorf("no real server to cross: local address %v, want none", d.LocalAddr)
 	}
 }
 

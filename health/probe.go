@@ -65,17 +65,22 @@ func probeTimed(ctx context.Context, t Target, c *config, probe func(context.Con
 // probeWith runs the probe of c's type; ctx holds the deadline.
 func probeWith(ctx context.Context, t Target, c *config) error {
 	addr := t.probeAddr()
+	if c.spec.Type == "exec" {
+		return probeExec(ctx, t, c)
+	}
+	d, err := dialer(t)
+	if err != nil {
+		return err
+	}
 	switch c.spec.Type {
 	case "tcp":
-		return probeTCP(ctx, addr, t.Mark)
+		return probeTCP(ctx, addr, d)
 	case "http", "https":
-		return probeHTTP(ctx, addr, t.Mark, c)
+		return probeHTTP(ctx, addr, d, c)
 	case "dns":
-		return probeDNS(ctx, addr, t.Mark, c)
+		return probeDNS(ctx, addr, d, c)
 	case "udp":
-		return probeUDP(ctx, addr, t.Mark, c)
-	case "exec":
-		return probeExec(ctx, t, c)
+		return probeUDP(ctx, addr, d, c)
 	}
 	return fmt.Errorf("type %q: %s", c.spec.Type, typeList)
 }
@@ -83,11 +88,36 @@ func probeWith(ctx context.Context, t Target, c *config) error {
 // plainDialer dials without a mark.
 var plainDialer net.Dialer
 
-func dialer(mark uint32) *net.Dialer {
-	if mark == 0 {
-		return &plainDialer
+// dialer is how t's probe dials: plain, or with t's mark and, for a
+// via-vip probe, from the source the kernel would use toward the real
+// server it crosses (asked anew each time: routes change).
+func dialer(t Target) (*net.Dialer, error) {
+	if t.Mark == 0 {
+		return &plainDialer, nil
 	}
-	return &net.Dialer{Control: markControl(mark)}
+	d := &net.Dialer{Control: markControl(t.Mark)}
+	if t.Through.IsValid() {
+		src, err := sourceToward(t.Through)
+		if err != nil {
+			return nil, failure(err, "route to "+t.Through.String())
+		}
+		d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
+		if t.Spec.Type == "dns" || t.Spec.Type == "udp" {
+			d.LocalAddr = &net.UDPAddr{IP: src.AsSlice()}
+		}
+	}
+	return d, nil
+}
+
+// sourceToward is the address the kernel picks to reach addr: a connected
+// UDP socket looks the route up and sends nothing.
+func sourceToward(addr netip.Addr) (netip.Addr, error) {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 9)))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }
 
 // probeError is a failure's short text over its cause, which stays
@@ -132,10 +162,10 @@ func errText(err error) string {
 	return err.Error()
 }
 
-func probeTCP(ctx context.Context, addr netip.AddrPort, mark uint32) error {
+func probeTCP(ctx context.Context, addr netip.AddrPort, d *net.Dialer) error {
 	// Not Dialer.DialTCP: its local address, even the zero AddrPort, is
 	// bound before the connect, which takes a port of its own per probe.
-	conn, err := dialer(mark).DialContext(ctx, "tcp", addr.String())
+	conn, err := d.DialContext(ctx, "tcp", addr.String())
 	if err != nil {
 		return failure(err, "connect "+addr.String())
 	}
@@ -150,10 +180,10 @@ func probeTCP(ctx context.Context, addr netip.AddrPort, mark uint32) error {
 // maxBody bounds what an HTTP probe reads of a response's body.
 const maxBody = 64 << 10
 
-func probeHTTP(ctx context.Context, addr netip.AddrPort, mark uint32, c *config) error {
+func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *config) error {
 	s := c.spec
 	tr := &http.Transport{
-		DialContext:            dialer(mark).DialContext,
+		DialContext:            d.DialContext,
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
@@ -271,8 +301,8 @@ func (c udpConn) Close() error {
 	return c.Conn.Close()
 }
 
-func dialUDP(ctx context.Context, addr netip.AddrPort, mark uint32) (udpConn, error) {
-	conn, err := dialer(mark).DialContext(ctx, "udp", addr.String())
+func dialUDP(ctx context.Context, addr netip.AddrPort, d *net.Dialer) (udpConn, error) {
+	conn, err := d.DialContext(ctx, "udp", addr.String())
 	if err != nil {
 		return udpConn{}, failure(err, "connect "+addr.String())
 	}
@@ -293,8 +323,8 @@ func udpErr(kind string, addr netip.AddrPort, err error) error {
 	return failure(err, kind+" "+addr.String())
 }
 
-func probeUDP(ctx context.Context, addr netip.AddrPort, mark uint32, c *config) error {
-	conn, err := dialUDP(ctx, addr, mark)
+func probeUDP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *config) error {
+	conn, err := dialUDP(ctx, addr, d)
 	if err != nil {
 		return err
 	}
@@ -320,8 +350,8 @@ var rcodeNames = map[dnsmessage.RCode]string{
 	dnsmessage.RCodeNotImplemented: "NOTIMP", dnsmessage.RCodeRefused: "REFUSED",
 }
 
-func probeDNS(ctx context.Context, addr netip.AddrPort, mark uint32, c *config) error {
-	conn, err := dialUDP(ctx, addr, mark)
+func probeDNS(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *config) error {
+	conn, err := dialUDP(ctx, addr, d)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,11 @@ type Target struct {
 	// an IPVS firewall-mark service for this mark whose only real server
 	// is the one checked, so the probe crosses the director's own table.
 	Mark uint32 `json:"mark,omitempty"`
+	// Through is, for a via-vip check, the real server the probe crosses.
+	// The probe leaves from the director's own address toward it: the
+	// virtual address, its default source, is the real server's own too,
+	// which would drop the probe as a martian.
+	Through netip.Addr `json:"through,omitzero"`
 	// Spec is the check.
 	Spec Spec `json:"spec"`
 	// VIP is the virtual service of an exec check (LVS_VIP, LVS_VPORT;

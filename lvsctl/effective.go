@@ -72,7 +72,7 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 					}
 					marks[name], used[mark] = mark, true
 				}
-				c.target.Addr, c.target.Mark = netip.AddrPortFrom(s.Addr, s.Port), mark
+				c.target.Addr, c.target.Mark, c.target.Through = netip.AddrPortFrom(s.Addr, s.Port), mark, d.Addr
 				probe := ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}
 				c.probe, c.probeDest = &probe, *d
 				c.probeDest.Weight = 1

@@ -22,15 +22,16 @@ func TestDirectorECMPApplyIdempotentUndo(t *testing.T) {
 		"changed   sysctl -w net.ipv4.vs.schedule_icmp=1\n", "in place  sysctl -w net.ipv4.vs.conntrack=0\n",
 		"in place  ip link set dev lo up\n", "changed   ip address add 192.0.2.10/32 dev lo\n",
 		"changed   sysctl -w net.ipv4.conf.all.arp_ignore=1\n", "changed   sysctl -w net.ipv4.conf.all.arp_announce=2\n",
+		"changed   sysctl -w net.ipv4.conf.all.accept_local=1\n",
 		"changed   iptables -t raw -A PREROUTING -d 192.0.2.10/32 -j CT --notrack\n",
-		"director ecmp: 9 changed, 2 already in place", "Undo with: lvsprep director ecmp --vip 192.0.2.10 --undo",
+		"director ecmp: 10 changed, 2 already in place", "Undo with: lvsprep director ecmp --vip 192.0.2.10 --undo",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("apply output lacks %q:\n%s", w, out)
 		}
 	}
 	applied := th.snapshot()
-	if out := th.mustRun(ecmpArgs...); !strings.Contains(out, "0 changed, 11 already in place") || th.snapshot() != applied {
+	if out := th.mustRun(ecmpArgs...); !strings.Contains(out, "0 changed, 12 already in place") || th.snapshot() != applied {
 		t.Errorf("second apply changed something:\n%s", out)
 	}
 	th.mustRun("director", "ecmp", "--vip", "192.0.2.10", "--undo")
@@ -137,6 +138,7 @@ func TestDirectorECMPDryRun(t *testing.T) {
 		"sysctl -w net.ipv4.vs.sloppy_tcp=1\nsysctl -w net.ipv4.vs.sloppy_sctp=1\nsysctl -w net.ipv4.vs.schedule_icmp=1\n" +
 		"sysctl -w net.ipv4.vs.conntrack=0\n# in place: ip link set dev lo up\nip address add 192.0.2.10/32 dev lo\n" +
 		"sysctl -w net.ipv4.conf.all.arp_ignore=1\nsysctl -w net.ipv4.conf.all.arp_announce=2\n" +
+		"sysctl -w net.ipv4.conf.all.accept_local=1\n" +
 		"iptables -t raw -A PREROUTING -d 192.0.2.10/32 -j CT --notrack\n"
 	if out != want {
 		t.Errorf("dry run:\n%s\nwant:\n%s", out, want)

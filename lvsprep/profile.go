@@ -164,7 +164,9 @@ func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
 //     packets at all (a raw-table CT --notrack rule), which conntrack would
 //     otherwise hold as half-open or invalid;
 //   - the VIP as a host address on lo (or a dummy interface given as dev),
-//     hidden from ARP, so only the router's BGP routes draw traffic to it.
+//     hidden from ARP, so only the router's BGP routes draw traffic to it;
+//   - accept_local on every interface: lvsctl run's probes through the VIP
+//     get their answers from it, an address of the director's own.
 func DirectorECMP(vip netip.Addr, dev string) Profile {
 	f := familyOf(vip)
 	steps := []Step{
@@ -183,6 +185,8 @@ func DirectorECMP(vip netip.Addr, dev string) Profile {
 	}
 	if vip.Is4() {
 		steps = append(steps, arpSteps("all")...)
+		steps = append(steps, Step{Kind: kindSysctl, Sysctl: "net/ipv4/conf/all/accept_local", Value: "1",
+			Why: "accept the real servers' answers from the VIP to lvsctl run's health probes through it"})
 	}
 	steps = append(steps, Step{Kind: kindRule, Family: f, Table: "raw", Chain: "PREROUTING",
 		Rule: []string{"-d", hostPrefix(vip).String(), "-j", "CT", "--notrack"},
