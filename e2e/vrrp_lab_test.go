@@ -280,19 +280,31 @@ func (n *network) flows(host, addr string, count, base int) *flowsProc {
 	return f
 }
 
+// How the connection sync daemons run in a vrrpLab.
+const (
+	// keepalived's lvs_sync_daemon: master on the VRRP master, backup on
+	// the backup, flipped with the VRRP state.
+	syncKeepalived = "keepalived"
+	// ipvsadm-sync.service with DAEMON="both": a master and a backup
+	// daemon on each director, whatever its VRRP state.
+	syncBoth = "both"
+	// none: the control.
+	syncNone = "none"
+)
+
 // vrrpLab is the running two-director set-up.
 type vrrpLab struct {
 	*network
+	sync    string
 	journal map[string]string // lvsctl run's journal directory per director
 }
 
-// newVRRPLab builds the segment, prepares the hosts, starts lvsctl run on
-// both directors and keepalived on dir1 (which becomes the master), then
-// on dir2 (the backup). Without sync, keepalived.conf has no
-// lvs_sync_daemon.
-func newVRRPLab(t *testing.T, prefix string, sync bool) *vrrpLab {
+// newVRRPLab builds the segment, prepares the hosts, starts lvsctl run and
+// the sync daemons as sync says on both directors, and keepalived on dir1
+// (which becomes the master), then on dir2 (the backup).
+func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	n := lanNetwork(t, prefix, "dir1", "dir2")
-	l := &vrrpLab{network: n, journal: map[string]string{}}
+	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}}
 	for _, rs := range []string{"rs1", "rs2"} {
 		n.lvsprep(rs, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
 		n.start(rs, "flowd", rs, ":"+vrrpPort)
@@ -302,6 +314,17 @@ func newVRRPLab(t *testing.T, prefix string, sync bool) *vrrpLab {
 		n.lvsprep(d, "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp")
 		l.journal[d] = filepath.Join(t.TempDir(), "journal")
 		n.lvsctlRun(d, "--journal-dir", l.journal[d], file)
+		if sync == syncBoth {
+			// What ipvsadm-sync.service runs with DAEMON="both".
+			for _, role := range []string{"master", "backup"} {
+				n.ipvsadm(d, "--start-daemon", role, "--mcast-interface", "eth0", "--syncid", vrrpSyncID)
+			}
+			want := "master sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n" +
+				"backup sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)"
+			if got := n.syncDaemon(d); got != want {
+				t.Fatalf("%s: ipvsadm -L --daemon = %q, want %q", d, got, want)
+			}
+		}
 	}
 	for _, d := range []string{"dir1", "dir2"} {
 		for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
@@ -313,7 +336,7 @@ func newVRRPLab(t *testing.T, prefix string, sync bool) *vrrpLab {
 	}
 	conf := func(name string, priority int) string {
 		c := vrrpKeepalived(name, priority)
-		if !sync {
+		if sync != syncKeepalived {
 			c = strings.Replace(c, "    lvs_sync_daemon eth0 VI_1 id "+vrrpSyncID+"\n", "", 1)
 		}
 		return c
@@ -322,7 +345,7 @@ func newVRRPLab(t *testing.T, prefix string, sync bool) *vrrpLab {
 	took := n.waitFor("dir1 holding the VIP", 30*time.Second, func() bool { return n.holdsVIP("dir1") })
 	t.Logf("dir1 became the VRRP master %.1f s after keepalived started", took.Seconds())
 	n.keepalived("dir2", conf("dir2", 100))
-	if sync {
+	if sync == syncKeepalived {
 		n.waitFor("the sync daemons: master on dir1, backup on dir2", 30*time.Second, func() bool {
 			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+vrrpSyncID+",") &&
 				strings.HasPrefix(n.syncDaemon("dir2"), "backup sync daemon (mcast=eth0, syncid="+vrrpSyncID+",")
@@ -351,82 +374,98 @@ func (l *vrrpLab) failover(f *flowsProc) time.Time {
 	return since
 }
 
+// keptConnections is the failover with a sync daemon: every connection
+// reaches dir2 before the cut and none breaks after it; new connections
+// are served, both directors' checks go on, and dir1 comes back as the
+// backup without taking the VIP.
+func (l *vrrpLab) keptConnections(t *testing.T) {
+	for d, want := range map[string]string{"dir1": "held here: the VRRP master", "dir2": "not held here: a backup"} {
+		if out := l.lvsprep(d, "check", "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp"); !strings.Contains(out, want) {
+			t.Errorf("lvsprep check on %s does not say %q:\n%s", d, want, out)
+		}
+	}
+	f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
+	t.Logf("%d connections open through dir1: %s", vrrpFlows, sortedCounts(f.Ready.ByServer))
+	synced := l.waitFor("dir2's sync daemon receiving every connection", 60*time.Second, func() bool { return l.established("dir2") >= vrrpFlows })
+	t.Logf("dir2 listed all %d connections %.1f s after they were open", vrrpFlows, synced.Seconds())
+	if mac := l.neighbour("client", lanVIP); mac != l.macOf("dir1") {
+		t.Fatalf("the client reaches the VIP at %q, want dir1's %s", mac, l.macOf("dir1"))
+	}
+
+	cut := time.Now()
+	since := l.failover(f)
+	if l.sync == syncKeepalived {
+		l.waitFor("dir2's sync daemon turning master", 10*time.Second, func() bool {
+			return strings.HasPrefix(l.syncDaemon("dir2"), "master sync daemon")
+		})
+	}
+	r := f.settle(since, 2*time.Second, vrrpWatch)
+	t.Logf("after the failover: %d of %d connections open at the cut broken (%v), %d still waiting; every one flowed again %d ms after dir2 held the VIP, the longest wait %d ms; by server now: %s",
+		r.Broken, r.AtMark, r.Reasons, r.Pending, r.RecoveryMS, r.MaxGapMS, sortedCounts(r.ByServer))
+	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
+		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
+	}
+
+	var probe ProbeResult
+	l.role("client", "probe", &probe, vrrpVIPPort, "100", "40000", "5s")
+	t.Logf("new connections through dir2: %d served (%s), %d failed", 100-probe.Failed, sortedCounts(probe.ByServer), probe.Failed)
+	if probe.Failed != 0 || probe.ByServer["rs1"] == 0 || probe.ByServer["rs2"] == 0 {
+		t.Errorf("new connections after the failover: %+v, want 100 served by both real servers", probe)
+	}
+
+	// Both directors' checks go on: dir2's finds both real servers up;
+	// dir1's, cut off, keeps probing (and failing).
+	l.checksRunning("dir2", l.journal["dir2"], cut, true)
+	l.checksRunning("dir1", l.journal["dir1"], cut, false)
+
+	// dir1 comes back: it stays the backup (nopreempt), and its checks
+	// find both real servers again.
+	l.must("sw", ipCmd, "link", "set", "dir1-eth0", "up")
+	back := time.Now()
+	if l.sync == syncKeepalived {
+		l.waitFor("dir1's sync daemon back to backup", 30*time.Second, func() bool {
+			return strings.HasPrefix(l.syncDaemon("dir1"), "backup sync daemon")
+		})
+	}
+	for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
+		l.waitWeight("dir1", vrrpVIPPort, rs, "1", 20*time.Second)
+	}
+	l.checksRunning("dir1", l.journal["dir1"], back, true)
+	time.Sleep(3 * time.Second)
+	if l.holdsVIP("dir1") || !l.holdsVIP("dir2") {
+		t.Errorf("after dir1 came back: dir1 holds the VIP %t, dir2 %t; want dir2 alone", l.holdsVIP("dir1"), l.holdsVIP("dir2"))
+	}
+	r = f.report()
+	if r.Broken != 0 {
+		t.Errorf("%d connections broke after dir1 came back (first error: %s)", r.Broken, r.FirstError)
+	}
+	t.Logf("after dir1 came back as the backup: %d of %d connections broken", r.Broken, r.AtMark)
+	f.quit()
+}
+
 // TestVRRP: the master director vanishes from the segment (its link cut
 // at the switch); the backup's keepalived takes the VIP and announces it,
 // its sync daemon having received every connection, and 0 of the
 // long-lived connections through the VIP break. New connections are
 // served, both directors' checks keep running, and the old master comes
-// back as the backup without taking the VIP. The control, without the
-// sync daemon, shows that the connections then break.
+// back as the backup without taking the VIP. The sync daemons run as
+// keepalived's lvs_sync_daemon starts them, or both on both directors as
+// ipvsadm-sync.service does; the control, without them, shows that the
+// connections then break.
 func TestVRRP(t *testing.T) {
-	t.Run("sync daemon", func(t *testing.T) {
-		l := newVRRPLab(t, "vrrp", true)
-		for d, want := range map[string]string{"dir1": "held here: the VRRP master", "dir2": "not held here: a backup"} {
-			if out := l.lvsprep(d, "check", "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp"); !strings.Contains(out, want) {
-				t.Errorf("lvsprep check on %s does not say %q:\n%s", d, want, out)
-			}
-		}
-		f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
-		t.Logf("%d connections open through dir1: %s", vrrpFlows, sortedCounts(f.Ready.ByServer))
-		synced := l.waitFor("dir2's sync daemon receiving every connection", 60*time.Second, func() bool { return l.established("dir2") >= vrrpFlows })
-		t.Logf("dir2 listed all %d connections %.1f s after they were open", vrrpFlows, synced.Seconds())
-		if mac := l.neighbour("client", lanVIP); mac != l.macOf("dir1") {
-			t.Fatalf("the client reaches the VIP at %q, want dir1's %s", mac, l.macOf("dir1"))
-		}
-
-		cut := time.Now()
-		since := l.failover(f)
-		l.waitFor("dir2's sync daemon turning master", 10*time.Second, func() bool {
-			return strings.HasPrefix(l.syncDaemon("dir2"), "master sync daemon")
-		})
-		r := f.settle(since, 2*time.Second, vrrpWatch)
-		t.Logf("after the failover: %d of %d connections open at the cut broken (%v), %d still waiting; every one flowed again %d ms after dir2 held the VIP, the longest wait %d ms; by server now: %s",
-			r.Broken, r.AtMark, r.Reasons, r.Pending, r.RecoveryMS, r.MaxGapMS, sortedCounts(r.ByServer))
-		if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
-			t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
-		}
-
-		var probe ProbeResult
-		l.role("client", "probe", &probe, vrrpVIPPort, "100", "40000", "5s")
-		t.Logf("new connections through dir2: %d served (%s), %d failed", 100-probe.Failed, sortedCounts(probe.ByServer), probe.Failed)
-		if probe.Failed != 0 || probe.ByServer["rs1"] == 0 || probe.ByServer["rs2"] == 0 {
-			t.Errorf("new connections after the failover: %+v, want 100 served by both real servers", probe)
-		}
-
-		// Both directors' checks go on: dir2's finds both real servers
-		// up; dir1's, cut off, keeps probing (and failing).
-		l.checksRunning("dir2", l.journal["dir2"], cut, true)
-		l.checksRunning("dir1", l.journal["dir1"], cut, false)
-
-		// dir1 comes back: it stays the backup (nopreempt), and its
-		// checks find both real servers again.
-		l.must("sw", ipCmd, "link", "set", "dir1-eth0", "up")
-		back := time.Now()
-		l.waitFor("dir1's sync daemon back to backup", 30*time.Second, func() bool {
-			return strings.HasPrefix(l.syncDaemon("dir1"), "backup sync daemon")
-		})
-		for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
-			l.waitWeight("dir1", vrrpVIPPort, rs, "1", 20*time.Second)
-		}
-		l.checksRunning("dir1", l.journal["dir1"], back, true)
-		time.Sleep(3 * time.Second)
-		if l.holdsVIP("dir1") || !l.holdsVIP("dir2") {
-			t.Errorf("after dir1 came back: dir1 holds the VIP %t, dir2 %t; want dir2 alone", l.holdsVIP("dir1"), l.holdsVIP("dir2"))
-		}
-		r = f.report()
-		if r.Broken != 0 {
-			t.Errorf("%d connections broke after dir1 came back (first error: %s)", r.Broken, r.FirstError)
-		}
-		t.Logf("after dir1 came back as the backup: %d of %d connections broken", r.Broken, r.AtMark)
-		f.quit()
+	t.Run("lvs_sync_daemon", func(t *testing.T) {
+		newVRRPLab(t, "vrrpk", syncKeepalived).keptConnections(t)
+	})
+	t.Run("ipvsadm-sync both", func(t *testing.T) {
+		newVRRPLab(t, "vrrpb", syncBoth).keptConnections(t)
 	})
 
-	// The control: the same without lvs_sync_daemon. dir2 has never seen
-	// the connections, so their next packets find no IPVS entry there.
+	// dir2 has never seen the connections, so their next packets find no
+	// IPVS entry there.
 	t.Run("no sync daemon (control)", func(t *testing.T) {
-		l := newVRRPLab(t, "vrrpc", false)
+		l := newVRRPLab(t, "vrrpc", syncNone)
 		f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
-		time.Sleep(3 * time.Second) // as long as the sync took above
+		time.Sleep(3 * time.Second) // as long as the sync took with one
 		if got := l.established("dir2"); got != 0 {
 			t.Errorf("dir2 lists %d connections without a sync daemon", got)
 		}
