@@ -297,6 +297,7 @@ type vrrpLab struct {
 	*network
 	sync    string
 	journal map[string]string // lvsctl run's journal directory per director
+	kp      map[string]*keepalivedProc
 }
 
 // newVRRPLab builds the segment, prepares the hosts, starts lvsctl run and
@@ -304,7 +305,7 @@ type vrrpLab struct {
 // (which becomes the master), then on dir2 (the backup).
 func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	n := lanNetwork(t, prefix, "dir1", "dir2")
-	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}}
+	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}, kp: map[string]*keepalivedProc{}}
 	for _, rs := range []string{"rs1", "rs2"} {
 		n.lvsprep(rs, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
 		n.start(rs, "flowd", rs, ":"+vrrpPort)
@@ -341,10 +342,10 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 		}
 		return c
 	}
-	n.keepalived("dir1", conf("dir1", 150))
+	l.kp["dir1"] = n.keepalived("dir1", conf("dir1", 150))
 	took := n.waitFor("dir1 holding the VIP", 30*time.Second, func() bool { return n.holdsVIP("dir1") })
 	t.Logf("dir1 became the VRRP master %.1f s after keepalived started", took.Seconds())
-	n.keepalived("dir2", conf("dir2", 100))
+	l.kp["dir2"] = n.keepalived("dir2", conf("dir2", 100))
 	if sync == syncKeepalived {
 		n.waitFor("the sync daemons: master on dir1, backup on dir2", 30*time.Second, func() bool {
 			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+vrrpSyncID+",") &&
@@ -443,12 +444,52 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	f.quit()
 }
 
+// killedKeepalived: keepalived on the master is killed (SIGKILL, or a
+// crash) while the host runs on. It cannot remove the VIP, so both
+// directors hold it once the backup takes over; the backup's gratuitous
+// ARP draws the clients, and no connection breaks. keepalived started
+// again on the old master (systemd's Restart=on-failure) removes the VIP
+// there as it starts in BACKUP.
+func (l *vrrpLab) killedKeepalived(t *testing.T) {
+	f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
+	l.waitFor("dir2's sync daemon receiving every connection", 60*time.Second, func() bool { return l.established("dir2") >= vrrpFlows })
+	f.mark()
+	syscall.Kill(-l.kp["dir1"].cmd.Process.Pid, syscall.SIGKILL)
+	<-l.kp["dir1"].done
+	took := l.waitFor("dir2 taking the VIP", 30*time.Second, func() bool { return l.holdsVIP("dir2") })
+	since := f.clock()
+	t.Logf("dir2 took the VIP %.1f s after dir1's keepalived was killed", took.Seconds())
+	if !l.holdsVIP("dir1") {
+		t.Errorf("dir1 no longer holds the VIP after its keepalived was killed: docs/vrrp.md says it does")
+	}
+	mac := l.macOf("dir2")
+	l.waitFor("the client's neighbour entry for the VIP at dir2", 10*time.Second, func() bool { return l.neighbour("client", lanVIP) == mac })
+	r := f.settle(since, 2*time.Second, vrrpWatch)
+	t.Logf("both directors holding the VIP: %d of %d connections broken (%v), %d still waiting", r.Broken, r.AtMark, r.Reasons, r.Pending)
+	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
+		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
+	}
+
+	l.kp["dir1"] = l.keepalived("dir1", vrrpKeepalived("dir1", 150))
+	took = l.waitFor("dir1's restarted keepalived removing the VIP", 30*time.Second, func() bool { return !l.holdsVIP("dir1") })
+	t.Logf("dir1's keepalived, started again, removed the VIP %.1f s later", took.Seconds())
+	time.Sleep(3 * time.Second)
+	if l.holdsVIP("dir1") || !l.holdsVIP("dir2") {
+		t.Errorf("after dir1's keepalived came back: dir1 holds the VIP %t, dir2 %t; want dir2 alone", l.holdsVIP("dir1"), l.holdsVIP("dir2"))
+	}
+	if r = f.report(); r.Broken != 0 {
+		t.Errorf("%d connections broke after dir1's keepalived came back (first error: %s)", r.Broken, r.FirstError)
+	}
+	f.quit()
+}
+
 // TestVRRP: the master director vanishes from the segment (its link cut
 // at the switch); the backup's keepalived takes the VIP and announces it,
 // its sync daemon having received every connection, and 0 of the
 // long-lived connections through the VIP break. New connections are
 // served, both directors' checks keep running, and the old master comes
-// back as the backup without taking the VIP. The sync daemons run as
+// back as the backup without taking the VIP. The same holds when only
+// the master's keepalived dies (see killedKeepalived). The sync daemons run as
 // keepalived's lvs_sync_daemon starts them, or both on both directors as
 // ipvsadm-sync.service does; the control, without them, shows that the
 // connections then break.
@@ -458,6 +499,9 @@ func TestVRRP(t *testing.T) {
 	})
 	t.Run("ipvsadm-sync both", func(t *testing.T) {
 		newVRRPLab(t, "vrrpb", syncBoth).keptConnections(t)
+	})
+	t.Run("keepalived killed", func(t *testing.T) {
+		newVRRPLab(t, "vrrpx", syncKeepalived).killedKeepalived(t)
 	})
 
 	// dir2 has never seen the connections, so their next packets find no
