@@ -23,10 +23,8 @@ import (
 // lvs_sync_daemon, which flips the kernel's connection sync daemon with the
 // VRRP state, beside "lvsctl run" of one file (the table and its checks).
 const (
-	vrrpPort   = "7000"
-	vrrpFlows  = 200
-	vrrpBase   = 21000 // the flows' source ports: below the ephemeral range
-	vrrpSyncID = "7"
+	vrrpFlows = 200
+	vrrpBase  = 21000 // the flows' source ports: below the ephemeral range
 	// Each connection sends a line every 0.25-0.75 s.
 	vrrpInterval = 500 * time.Millisecond
 	// How long the flows may take to flow again after the failover before
@@ -34,47 +32,7 @@ const (
 	vrrpWatch = 60 * time.Second
 )
 
-var vrrpVIPPort = lanVIP + ":" + vrrpPort
-
-// vrrpKeepalived is a director's keepalived.conf: global_defs with the
-// sync daemon, one vrrp_instance with the VIP, nothing else. Both start
-// as BACKUP with nopreempt, so a director that comes back never takes the
-// VIP from the one that holds it (its table would lack the connections
-// opened meanwhile); the higher priority wins only at the first start.
-func vrrpKeepalived(name string, priority int) string {
-	return fmt.Sprintf(`global_defs {
-    router_id %s
-    lvs_sync_daemon eth0 VI_1 id %s
-}
-
-vrrp_instance VI_1 {
-    state BACKUP
-    nopreempt
-    interface eth0
-    virtual_router_id 51
-    priority %d
-    advert_int 1
-    virtual_ipaddress {
-        %s/24 dev eth0
-    }
-}
-`, name, vrrpSyncID, priority, lanVIP)
-}
-
-// vrrpDirector is the file lvsctl run keeps on both directors: the VIP's
-// service to the two real servers by direct routing, each checked by a TCP
-// connect through the VIP.
-const vrrpDirector = `version: 2
-services:
-  - protocol: tcp
-    address: ` + lanVIP + `
-    port: ` + vrrpPort + `
-    scheduler: wrr
-    check: {type: tcp, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
-    destinations:
-      - {address: 10.0.0.11, port: ` + vrrpPort + `, method: route, weight: 1}
-      - {address: 10.0.0.12, port: ` + vrrpPort + `, method: route, weight: 1}
-`
+var vrrpVIPPort = lanVIP + ":" + VRRPPort
 
 // keepalivedProc is keepalived running on a simulated host; its log goes
 // to the network's diagnostics.
@@ -308,9 +266,9 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}, kp: map[string]*keepalivedProc{}}
 	for _, rs := range []string{"rs1", "rs2"} {
 		n.lvsprep(rs, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
-		n.start(rs, "flowd", rs, ":"+vrrpPort)
+		n.start(rs, "flowd", rs, ":"+VRRPPort)
 	}
-	file := writeFile(t, "director.yaml", vrrpDirector)
+	file := writeFile(t, "director.yaml", VRRPDirector)
 	for _, d := range []string{"dir1", "dir2"} {
 		n.lvsprep(d, "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp")
 		l.journal[d] = filepath.Join(t.TempDir(), "journal")
@@ -318,17 +276,17 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 		if sync == syncBoth {
 			// What ipvsadm-sync.service runs with DAEMON="both".
 			for _, role := range []string{"master", "backup"} {
-				n.ipvsadm(d, "--start-daemon", role, "--mcast-interface", "eth0", "--syncid", vrrpSyncID)
+				n.ipvsadm(d, "--start-daemon", role, "--mcast-interface", "eth0", "--syncid", VRRPSyncID)
 			}
-			want := "master sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n" +
-				"backup sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)"
+			want := "master sync daemon (mcast=eth0, syncid=" + VRRPSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n" +
+				"backup sync daemon (mcast=eth0, syncid=" + VRRPSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)"
 			if got := n.syncDaemon(d); got != want {
 				t.Fatalf("%s: ipvsadm -L --daemon = %q, want %q", d, got, want)
 			}
 		}
 	}
 	for _, d := range []string{"dir1", "dir2"} {
-		for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
+		for _, rs := range []string{"10.0.0.11:" + VRRPPort, "10.0.0.12:" + VRRPPort} {
 			n.waitWeight(d, vrrpVIPPort, rs, "1", 10*time.Second)
 		}
 		if n.holdsVIP(d) {
@@ -336,9 +294,9 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 		}
 	}
 	conf := func(name string, priority int) string {
-		c := vrrpKeepalived(name, priority)
+		c := VRRPKeepalived(name, priority)
 		if sync != syncKeepalived {
-			c = strings.Replace(c, "    lvs_sync_daemon eth0 VI_1 id "+vrrpSyncID+"\n", "", 1)
+			c = strings.Replace(c, "    lvs_sync_daemon eth0 VI_1 id "+VRRPSyncID+"\n", "", 1)
 		}
 		return c
 	}
@@ -348,8 +306,8 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	l.kp["dir2"] = n.keepalived("dir2", conf("dir2", 100))
 	if sync == syncKeepalived {
 		n.waitFor("the sync daemons: master on dir1, backup on dir2", 30*time.Second, func() bool {
-			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+vrrpSyncID+",") &&
-				strings.HasPrefix(n.syncDaemon("dir2"), "backup sync daemon (mcast=eth0, syncid="+vrrpSyncID+",")
+			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+VRRPSyncID+",") &&
+				strings.HasPrefix(n.syncDaemon("dir2"), "backup sync daemon (mcast=eth0, syncid="+VRRPSyncID+",")
 		})
 	}
 	time.Sleep(3 * time.Second) // three adverts: dir2 stays the backup
@@ -428,7 +386,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 			return strings.HasPrefix(l.syncDaemon("dir1"), "backup sync daemon")
 		})
 	}
-	for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
+	for _, rs := range []string{"10.0.0.11:" + VRRPPort, "10.0.0.12:" + VRRPPort} {
 		l.waitWeight("dir1", vrrpVIPPort, rs, "1", 20*time.Second)
 	}
 	l.checksRunning("dir1", l.journal["dir1"], back, true)
@@ -463,14 +421,15 @@ func (l *vrrpLab) killedKeepalived(t *testing.T) {
 		t.Errorf("dir1 no longer holds the VIP after its keepalived was killed: docs/vrrp.md says it does")
 	}
 	mac := l.macOf("dir2")
-	l.waitFor("the client's neighbour entry for the VIP at dir2", 10*time.Second, func() bool { return l.neighbour("client", lanVIP) == mac })
+	garp := l.waitFor("the client's neighbour entry for the VIP at dir2", 10*time.Second, func() bool { return l.neighbour("client", lanVIP) == mac })
+	t.Logf("the client's neighbour entry pointed at dir2 %.1f s after dir2 took the VIP (gratuitous ARP)", garp.Seconds())
 	r := f.settle(since, 2*time.Second, vrrpWatch)
-	t.Logf("both directors holding the VIP: %d of %d connections broken (%v), %d still waiting", r.Broken, r.AtMark, r.Reasons, r.Pending)
+	t.Logf("both directors holding the VIP: %d of %d connections broken (%v), %d still waiting; the longest wait %d ms", r.Broken, r.AtMark, r.Reasons, r.Pending, r.MaxGapMS)
 	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
 		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
 	}
 
-	l.kp["dir1"] = l.keepalived("dir1", vrrpKeepalived("dir1", 150))
+	l.kp["dir1"] = l.keepalived("dir1", VRRPKeepalived("dir1", 150))
 	took = l.waitFor("dir1's restarted keepalived removing the VIP", 30*time.Second, func() bool { return !l.holdsVIP("dir1") })
 	t.Logf("dir1's keepalived, started again, removed the VIP %.1f s later", took.Seconds())
 	time.Sleep(3 * time.Second)
