@@ -16,8 +16,8 @@ const (
 func VRRPKeepalived(name string, priority int) string {
 	return fmt.Sprintf(`global_defs {
     router_id %s
-    # The connection sync daemon on eth0, flipped with VI_1's state;
-    # the sync id defaults to the VRID.
+    # The connection sync daemon on eth0: master while VI_1 is MASTER,
+    # backup otherwise. Without "id", the sync id is VI_1's VRID.
     lvs_sync_daemon eth0 VI_1 id %s
 }
 

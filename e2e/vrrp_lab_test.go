@@ -417,8 +417,8 @@ func (l *vrrpLab) killedKeepalived(t *testing.T) {
 	took := l.waitFor("dir2 taking the VIP", 30*time.Second, func() bool { return l.holdsVIP("dir2") })
 	since := f.clock()
 	t.Logf("dir2 took the VIP %.1f s after dir1's keepalived was killed", took.Seconds())
-	if !l.holdsVIP("dir1") {
-		t.Errorf("dir1 no longer holds the VIP after its keepalived was killed: docs/vrrp.md says it does")
+	if !l.holdsVIP("dir1") || !strings.HasPrefix(l.syncDaemon("dir1"), "master sync daemon") {
+		t.Errorf("after its keepalived was killed dir1 holds the VIP %t, its daemons are %q: docs/vrrp.md says it keeps both", l.holdsVIP("dir1"), l.syncDaemon("dir1"))
 	}
 	mac := l.macOf("dir2")
 	garp := l.waitFor("the client's neighbour entry for the VIP at dir2", 10*time.Second, func() bool { return l.neighbour("client", lanVIP) == mac })
@@ -432,6 +432,12 @@ func (l *vrrpLab) killedKeepalived(t *testing.T) {
 	l.kp["dir1"] = l.keepalived("dir1", VRRPKeepalived("dir1", 150))
 	took = l.waitFor("dir1's restarted keepalived removing the VIP", 30*time.Second, func() bool { return !l.holdsVIP("dir1") })
 	t.Logf("dir1's keepalived, started again, removed the VIP %.1f s later", took.Seconds())
+	l.waitFor("dir1's restarted keepalived starting the backup daemon", 10*time.Second, func() bool {
+		return strings.Contains(l.syncDaemon("dir1"), "backup sync daemon")
+	})
+	if d := l.syncDaemon("dir1"); !strings.Contains(d, "master sync daemon") {
+		t.Errorf("dir1's daemons after keepalived came back: %q; docs/vrrp.md says the master daemon stays beside the backup one", d)
+	}
 	time.Sleep(3 * time.Second)
 	if l.holdsVIP("dir1") || !l.holdsVIP("dir2") {
 		t.Errorf("after dir1's keepalived came back: dir1 holds the VIP %t, dir2 %t; want dir2 alone", l.holdsVIP("dir1"), l.holdsVIP("dir2"))
