@@ -1,6 +1,7 @@
 package lvsprep
 
 import (
+	"encoding/json"
 	"net/netip"
 	"slices"
 	"strings"
@@ -128,4 +129,28 @@ func hasRow(rows []checkRow, want checkRow) bool {
 	return slices.ContainsFunc(rows, func(r checkRow) bool {
 		return r.status == want.status && r.check == want.check && r.have == want.have
 	})
+}
+
+// TestVRRPStateHoldsNoVIP: a state file of a --vrrp profile that records
+// the VIP's address is refused, so --undo never removes keepalived's VIP.
+func TestVRRPStateHoldsNoVIP(t *testing.T) {
+	th := newTestHost(t)
+	th.mustRun("director", "dr", "--vip", "10.0.0.100/24", "--dev", "eth1", "--vrrp")
+	st, err := th.loadState("director-dr-10.0.0.100")
+	if err != nil || st == nil {
+		t.Fatalf("state: %v %v", st, err)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := decodeState(b); err != nil {
+		t.Fatalf("lvsprep's own state refused: %v", err)
+	}
+	st.Records = append(st.Records, Record{Step: Step{Kind: kindAddr, Dev: "eth1", Addr: netip.MustParsePrefix("10.0.0.100/24"),
+		Why: "the virtual IP that clients connect to"}, Changed: true})
+	b, _ = json.Marshal(st)
+	if _, _, err := decodeState(b); err == nil {
+		t.Errorf("a --vrrp state recording the VIP was accepted")
+	}
 }
