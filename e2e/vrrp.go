@@ -48,9 +48,9 @@ services:
     port: ` + VRRPPort + `
     scheduler: wrr
     # A TCP connect through the VIP to each real server (via: vip, the
-    # default for direct routing) every 500 ms; out after 2 failures,
-    # back after 2 passes.
-    check: {type: tcp, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    # default for direct routing), with the defaults: every 2 s, 1 s
+    # timeout, out after 3 failures, back after 2 passes.
+    check: {type: tcp, interval: 2s, timeout: 1s, rise: 2, fall: 3}
     destinations:
       - {address: 10.0.0.11, port: ` + VRRPPort + `, method: route, weight: 1}
       - {address: 10.0.0.12, port: ` + VRRPPort + `, method: route, weight: 1}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +34,13 @@ const (
 )
 
 var vrrpVIPPort = lanVIP + ":" + VRRPPort
+
+// lines is what lvsctl run has logged so far.
+func (b *bgRun) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.log)
+}
 
 // keepalivedProc is keepalived running on a simulated host; its log goes
 // to the network's diagnostics.
@@ -256,6 +264,7 @@ type vrrpLab struct {
 	sync    string
 	journal map[string]string // lvsctl run's journal directory per director
 	kp      map[string]*keepalivedProc
+	runs    map[string]*bgRun // lvsctl run per director
 }
 
 // newVRRPLab builds the segment, prepares the hosts, starts lvsctl run and
@@ -263,7 +272,7 @@ type vrrpLab struct {
 // (which becomes the master), then on dir2 (the backup).
 func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	n := lanNetwork(t, prefix, "dir1", "dir2")
-	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}, kp: map[string]*keepalivedProc{}}
+	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}, kp: map[string]*keepalivedProc{}, runs: map[string]*bgRun{}}
 	for _, rs := range []string{"rs1", "rs2"} {
 		n.lvsprep(rs, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
 		n.start(rs, "flowd", rs, ":"+VRRPPort)
@@ -272,7 +281,7 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	for _, d := range []string{"dir1", "dir2"} {
 		n.lvsprep(d, "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp")
 		l.journal[d] = filepath.Join(t.TempDir(), "journal")
-		n.lvsctlRun(d, "--journal-dir", l.journal[d], file)
+		l.runs[d] = n.lvsctlRun(d, "--journal-dir", l.journal[d], file)
 		if sync == syncBoth {
 			// What ipvsadm-sync.service runs with DAEMON="both".
 			for _, role := range []string{"master", "backup"} {
@@ -352,6 +361,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	}
 
 	cut := time.Now()
+	logged := len(l.runs["dir2"].lines())
 	since := l.failover(f)
 	if l.sync == syncKeepalived {
 		l.waitFor("dir2's sync daemon turning master", 10*time.Second, func() bool {
@@ -370,6 +380,10 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	t.Logf("new connections through dir2: %d served (%s), %d failed", 100-probe.Failed, sortedCounts(probe.ByServer), probe.Failed)
 	if probe.Failed != 0 || probe.ByServer["rs1"] == 0 || probe.ByServer["rs2"] == 0 {
 		t.Errorf("new connections after the failover: %+v, want 100 served by both real servers", probe)
+	}
+
+	for _, line := range l.runs["dir2"].lines()[logged:] {
+		t.Logf("dir2 after the cut: %s", line)
 	}
 
 	// Both directors' checks go on: dir2's finds both real servers up;
