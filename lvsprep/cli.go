@@ -30,6 +30,11 @@ const (
 		"'check' tells what is missing or wrong and how to fix it."
 )
 
+// vrrpHelp is the help of --vrrp, the same for every director profile
+// that has it.
+const vrrpHelp = "The VIP moves between two directors by VRRP (keepalived's virtual_ipaddress): " +
+	"prepare everything else and leave the VIP to keepalived; check says whether this host holds it."
+
 // usageError is a mistake on the command line (exit status 2).
 type usageError struct{ msg string }
 
@@ -74,11 +79,13 @@ type directorNATCmd struct {
 	RSNet  string `name:"rs-net" needed:"" placeholder:"PREFIX" help:"The real servers' subnet, masqueraded for their own outbound traffic."`
 	OutDev string `name:"out-dev" placeholder:"IFACE" help:"Masquerade only traffic leaving through this interface."`
 	FTP    bool   `name:"ftp" help:"Load the IPVS FTP helper (ip_vs_ftp) for FTP services on port 21."`
+	VRRP   bool   `name:"vrrp" help:"${vrrphelp}"`
 }
 
 type directorDirectCmd struct {
-	VIP string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
-	Dev string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface that gets the VIP."`
+	VIP  string `name:"vip" required:"" placeholder:"ADDR[/LEN]" help:"Virtual IP to add (a host prefix when no length is given)."`
+	Dev  string `name:"dev" needed:"" placeholder:"IFACE" help:"Interface that gets the VIP."`
+	VRRP bool   `name:"vrrp" help:"${vrrphelp}"`
 	// mode is "dr" or "tun", from the command that selected this value.
 	mode string
 }
@@ -213,7 +220,11 @@ func (c *directorNATCmd) profile(undo bool) (Profile, error) {
 	if err := sameFamily("--vip", vip.Addr(), "--rs-net", rsNet.Addr()); err != nil {
 		return Profile{}, err
 	}
-	return DirectorNAT(vip, c.Dev, rsNet, c.OutDev, c.FTP), nil
+	p := DirectorNAT(vip, c.Dev, rsNet, c.OutDev, c.FTP)
+	if c.VRRP {
+		p = leaveVIPToVRRP(p)
+	}
+	return p, nil
 }
 
 func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
@@ -227,7 +238,11 @@ func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
 	if err := checkDev("--dev", c.Dev, true); err != nil {
 		return Profile{}, err
 	}
-	return DirectorDirect(c.mode, vip, c.Dev), nil
+	p := DirectorDirect(c.mode, vip, c.Dev)
+	if c.VRRP {
+		p = leaveVIPToVRRP(p)
+	}
+	return p, nil
 }
 
 func (c *directorECMPCmd) profile(undo bool) (Profile, error) {
@@ -325,7 +340,7 @@ func newParser(c *cli, stdout, stderr io.Writer, stateDir string) (*kong.Kong, e
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
-		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir},
+		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir, "vrrphelp": vrrpHelp},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Help(printHelp),
 	)

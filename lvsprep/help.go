@@ -30,7 +30,7 @@ var profileExamples = map[string][]example{
 	},
 	"director dr": {
 		{"the VIP on the director's segment", "lvsprep director dr --vip 192.0.2.100/24 --dev eth0"},
-		{"the ip command that would do it, changing nothing", "lvsprep director dr --vip 192.0.2.100/24 --dev eth0 --dry-run"},
+		{"one of two directors whose VIP keepalived moves by VRRP: all but the VIP", "lvsprep director dr --vip 192.0.2.100/24 --dev eth0 --vrrp"},
 		{"put back what it changed", "lvsprep director dr --vip 192.0.2.100 --undo"},
 	},
 	"director tun": {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -301,6 +302,9 @@ func (r *runner) apply(p Profile) error {
 		changes++
 		r.logf("changed   %s\n", strings.Join(applyCommands(step, rec.PriorRoutes), "; "))
 	}
+	if p.VRRPVIP.IsValid() {
+		r.logf("vrrp      %s\n", p.vrrpNote())
+	}
 	r.logf("%s: %d changed, %d already in place. State: %s\nUndo with: %s\n",
 		p.Name, changes, inPlace, statePath(r.dir, p.Key), p.undoCommand())
 	return nil
@@ -505,6 +509,9 @@ func (r *runner) plan(p Profile, undo bool) error {
 		return err
 	}
 	r.logf("# %s (dry run: nothing is changed)\n", p.describe())
+	if p.VRRPVIP.IsValid() {
+		r.logf("# %s\n", p.vrrpNote())
+	}
 	for _, s := range p.Steps {
 		cur := r.h.check(s)
 		var prior []netfilter.Route
@@ -527,6 +534,41 @@ func (r *runner) plan(p Profile, undo bool) error {
 type checkRow struct {
 	status, check, have string
 	fix                 []string
+}
+
+// statusInfo is the status of a row that reports what the host has
+// without wanting anything of it: nothing to fix.
+const statusInfo = "info"
+
+func (c checkRow) fine() bool { return c.status == "ok" || c.status == statusInfo }
+
+// vrrpNote says, in apply's log and the dry run, that the VIP is not
+// added.
+func (p Profile) vrrpNote() string {
+	return fmt.Sprintf("VIP %s on %s left to VRRP: keepalived adds it on the master", p.VRRPVIP, p.VRRPDev)
+}
+
+// checkVRRPVIP is check's row for a VIP left to VRRP: whether this host
+// holds it now (it is the master) or not (a backup, or keepalived is not
+// running). Either is right at some time, so the row is information.
+func (r *runner) checkVRRPVIP(p Profile) checkRow {
+	row := checkRow{status: statusInfo, check: "VIP " + p.VRRPVIP.String() + " on " + p.VRRPDev + " held by VRRP"}
+	addrs, err := r.h.Links.Addrs(p.VRRPDev)
+	if err != nil {
+		row.status, row.have = "unknown", r.unreadable(err)
+		row.fix = []string{"# lvsprep reads the interface's addresses to tell whether this host holds the VIP", "ip address show dev " + p.VRRPDev}
+		return row
+	}
+	row.have = "not held here: a backup, or keepalived is not running"
+	for _, a := range addrs {
+		switch {
+		case a == p.VRRPVIP:
+			row.have = "held here: the VRRP master"
+		case a.Addr() == p.VRRPVIP.Addr():
+			row.have = "held here as " + a.String() + ": the VRRP master (virtual_ipaddress says /" + strconv.Itoa(a.Bits()) + ")"
+		}
+	}
+	return row
 }
 
 // unreadable is what check says of a setting it could not read: a user
@@ -586,7 +628,10 @@ func (r *runner) check(p Profile) (bool, error) {
 	if p.VIP.IsValid() {
 		rows = append(rows, r.checkServices(p.VIP)...)
 	}
-	ok := !slices.ContainsFunc(rows, func(c checkRow) bool { return c.status != "ok" })
+	if p.VRRPVIP.IsValid() && !slices.Contains(missingDevs, p.VRRPDev) {
+		rows = append(rows, r.checkVRRPVIP(p))
+	}
+	ok := !slices.ContainsFunc(rows, func(c checkRow) bool { return !c.fine() })
 
 	r.logf("%s\n", p.describe())
 	table := make([][]string, len(rows))
@@ -610,7 +655,7 @@ func (r *runner) check(p Profile) (bool, error) {
 		r.logf("To fix each line:\n")
 	}
 	for _, c := range rows {
-		if c.status == "ok" {
+		if c.fine() {
 			continue
 		}
 		fix := c.fix

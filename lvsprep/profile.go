@@ -3,6 +3,7 @@ package lvsprep
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,8 +27,30 @@ type Profile struct {
 	// SNAT, when valid, must be an address of this host.
 	SNAT netip.Addr
 	// VIP, when valid, is a VIP whose services check audits for ECMP.
-	VIP   netip.Addr
-	Steps []Step
+	VIP netip.Addr
+	// VRRPVIP, when valid, is the VIP left to VRRP (--vrrp) on VRRPDev:
+	// keepalived adds it on the director that is master and removes it
+	// on the others, so no step holds it, and check only reports whether
+	// this host holds it now.
+	VRRPVIP netip.Prefix
+	VRRPDev string
+	Steps   []Step
+}
+
+// leaveVIPToVRRP is p without its VIP step, for directors whose VIP
+// moves between them by VRRP: applying it on every director prepares all
+// of them alike, and the VIP is only on the one VRRP made master. The
+// flag is recorded in the state file like the others.
+func leaveVIPToVRRP(p Profile) Profile {
+	for i, s := range p.Steps {
+		if s.Kind == kindAddr {
+			p.VRRPVIP, p.VRRPDev = s.Addr, s.Dev
+			p.Steps = slices.Delete(slices.Clone(p.Steps), i, i+1)
+			break
+		}
+	}
+	p.Args = append(slices.Clone(p.Args), "--vrrp")
+	return p
 }
 
 func (p Profile) undoCommand() string {

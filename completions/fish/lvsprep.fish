@@ -83,6 +83,7 @@ complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director fulln
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l rs-net -x -d "Real servers' subnet, masqueraded"
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l out-dev -x -a '(__fish_print_interfaces)' -d 'Masquerade only traffic leaving through this interface'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat'" -l ftp -d 'Load the IPVS FTP helper'
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'director nat' 'director dr' 'director tun'" -l vrrp -d 'Leave the VIP to VRRP (keepalived)'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l snat -x -d 'Director address the real servers see as the client'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l proto -x -a 'tcp udp sctp' -d 'Protocol of --port'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'director fullnat'" -l port -x -d 'Rewrite only connections to this VIP port'
