@@ -29,6 +29,11 @@ const (
 	// settle gathers the health changes that come together into one
 	// change of the table.
 	settle = 50 * time.Millisecond
+	// healthDuty bounds the time health changes of the table take: after
+	// one that took d, the next waits at least (healthDuty-1)×d, so many
+	// servers flapping at once (a director short of CPU) cannot keep run
+	// rereading a large table back to back.
+	healthDuty = 5
 	// resyncEvery is how often run puts back what someone else changed.
 	resyncEvery = 30 * time.Second
 	// drainPoll is how often leaving real servers' connections are read.
@@ -129,6 +134,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	defer drain.Stop()
 	watchdog := r.watchdog()
 	var settleC <-chan time.Time
+	var nextHealth time.Time // the earliest next health change (healthDuty)
 	changes := l.checker.Changes()
 	for {
 		select {
@@ -139,13 +145,15 @@ func (r *runner) run(f *runCmd) (int, error) {
 		case c := <-changes:
 			l.logChange(c)
 			if settleC == nil {
-				settleC = time.After(settle)
+				settleC = time.After(max(settle, time.Until(nextHealth)))
 			}
 		case <-settleC:
 			settleC = nil
+			start := time.Now()
 			if err := l.reconcile("health"); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 			}
+			nextHealth = time.Now().Add((healthDuty - 1) * time.Since(start))
 		case <-r.env.Reload:
 			r.notify("RELOADING=1")
 			if err := l.reload(); err != nil {

@@ -7,6 +7,11 @@
 // them. make bench runs it; it is a development tool, not installed.
 //
 //	benchplot -in .cache/bench.log -json docs/benchmarks.json -plot docs/benchmarks.svg -doc docs/benchmarks.md
+//
+// With -keepalived it draws the side-by-side of lvsctl run and keepalived
+// (bench's TestKeepalivedSideBySide) instead:
+//
+//	benchplot -keepalived .cache/bench-keepalived.log -plot docs/keepalived.svg
 package main
 
 import (
@@ -39,9 +44,17 @@ func main() {
 	layout := flag.String("layout", "spread", "the layout the plot shows")
 	dests := flag.Int("dests", 10, "destinations per service of the tables the plot shows")
 	docOut := flag.String("doc", "", "write the tables into this Markdown file, between its benchplot markers, instead of printing them")
+	kaIn := flag.String("keepalived", "", "draw the keepalived side-by-side of this log (or JSON file) into -plot instead")
 	flag.Parse()
+	if *kaIn != "" && *plotOut != "" && len(in) == 0 && flag.NArg() == 0 {
+		if err := sideBySide(*kaIn, *plotOut); err != nil {
+			fmt.Fprintln(os.Stderr, "benchplot:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(in) == 0 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-in LOG]... [-json FILE] [-plot FILE.svg|FILE.png] [-doc FILE.md] [-layout spread] [-dests 10]")
+		fmt.Fprintln(os.Stderr, "usage: benchplot -in LOG [-in LOG]... [-json FILE] [-plot FILE.svg|FILE.png] [-doc FILE.md] [-layout spread] [-dests 10]\n       benchplot -keepalived LOG -plot FILE.svg")
 		os.Exit(2)
 	}
 	if err := run(in, *jsonOut, *plotOut, *docOut, *layout, *dests); err != nil {

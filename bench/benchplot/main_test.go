@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,37 @@ func TestWithTables(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "markers") {
 			t.Errorf("%s: error %q does not name the markers", name, err)
 		}
+	}
+}
+
+// TestSideBySide reads a side-by-side line from a log and draws it; a log
+// without one is an error.
+func TestSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "bench.log")
+	line := `    keepalived_lab_test.go:1: keepalived-side-by-side: {"date":"2026-12-06","real_servers":10000,"interval_s":2,` +
+		`"reload_s":{"keepalived":90,"run":0.4,"apply":0.35},"cpu_per_1000_probes_ms":{"keepalived":120,"run":60},` +
+		`"peak_rss_kib":{"keepalived":50000,"run":30000},"lateness_p99_ms":{"keepalived":300,"run":3}}`
+	if err := os.WriteFile(log, []byte("=== RUN\n"+line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "ka.svg")
+	if err := sideBySide(log, out); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "keepalived 2.2.7", "lvsctl run", "lvsctl apply", "Reload, 10000 real servers"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the plot lacks %q", want)
+		}
+	}
+	if err := os.WriteFile(log, []byte("=== RUN\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := sideBySide(log, out); err == nil || !strings.Contains(err.Error(), "no side-by-side results") {
+		t.Errorf("a log without results: %v", err)
 	}
 }

@@ -1,0 +1,633 @@
+//go:build lab
+
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/bench/benchdata"
+	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lab/labtest"
+)
+
+// The side-by-side with keepalived: the same virtual services and real
+// servers, loaded by Debian's keepalived 2.2.7 (checker only) in one
+// namespace and by lvsctl run in another, both checking every real server
+// over TCP. Every real server address lives in one server namespace
+// (a local route of a /16 on lo: one listener answers them all), so both
+// checkers probe the same targets; the failed ones are on a port nothing
+// listens on, which refuses at once.
+//
+//	ka   (keepalived)  192.168.71.1 ─┐
+//	run  (lvsctl run)  192.168.72.1 ─┼─ srv: 10.200.0.0/16 local on lo, :80
+//	apply (lvsctl apply) 192.168.73.1┘
+//
+// kaServices is the number of virtual services: 1,000 at full size
+// (make bench), 100 in a whole-lab run (keepalived alone takes over ten
+// minutes to start with 10,000 real servers).
+var kaServices = 1000
+
+const (
+	kaPerSvc    = 10
+	kaFailEvery = 100 // every 100th real server fails: 100 of 10,000
+	kaInterval  = 2 * time.Second
+	kaTimeout   = time.Second
+	// kaSteady is how long each checker's steady cost is measured.
+	kaSteady = 30 * time.Second
+)
+
+var kaSides = []string{"ka", "run", "apply"}
+
+func kaVIP(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 100, byte(i / 250), byte(i%250 + 1)})
+}
+
+func kaRS(k int) netip.Addr { return netip.AddrFrom4([4]byte{10, 200, byte(k / 250), byte(k%250 + 1)}) }
+
+// kaPort is real server k's port: 81 (refused) for the failed ones.
+func kaPort(k int) int {
+	if k%kaFailEvery == kaFailEvery/2 {
+		return 81
+	}
+	return 80
+}
+
+// kaTable is one version of the configuration: the reload changes the
+// weight of real server 1 and adds real server kaAdded to service 1.
+type kaTable struct{ reloaded bool }
+
+// kaAdded is the index of the real server the reload adds.
+func kaAdded() int { return kaServices * kaPerSvc }
+
+func (c kaTable) servers(i int) []int {
+	var ks []int
+	for j := range kaPerSvc {
+		ks = append(ks, i*kaPerSvc+j)
+	}
+	if c.reloaded && i == 1 {
+		ks = append(ks, kaAdded())
+	}
+	return ks
+}
+
+func (c kaTable) weight(k int) int {
+	if c.reloaded && k == 1 {
+		return 5
+	}
+	return 1
+}
+
+func (c kaTable) keepalivedConf() string {
+	var b strings.Builder
+	b.WriteString("global_defs {\n    router_id bench\n}\n")
+	for i := range kaServices {
+		fmt.Fprintf(&b, "virtual_server %s 80 {\n    delay_loop %d\n    lb_algo wrr\n    lb_kind NAT\n    protocol TCP\n", kaVIP(i), int(kaInterval.Seconds()))
+		for _, k := range c.servers(i) {
+			fmt.Fprintf(&b, "    real_server %s %d {\n        weight %d\n        inhibit_on_failure\n        TCP_CHECK {\n            connect_timeout %d\n        }\n    }\n",
+				kaRS(k), kaPort(k), c.weight(k), int(kaTimeout.Seconds()))
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+func (c kaTable) yaml() string {
+	var b strings.Builder
+	b.WriteString("version: 2\nservices:\n")
+	for i := range kaServices {
+		fmt.Fprintf(&b, "  - {protocol: tcp, address: %s, port: 80, scheduler: wrr,\n     check: {type: tcp, interval: %s, timeout: %s},\n     destinations: [\n", kaVIP(i), kaInterval, kaTimeout)
+		for _, k := range c.servers(i) {
+			fmt.Fprintf(&b, "       {address: %s, port: %d, method: masq, weight: %d},\n", kaRS(k), kaPort(k), c.weight(k))
+		}
+		b.WriteString("     ]}\n")
+	}
+	return b.String()
+}
+
+// kaLab is the namespaces and the server's probe counts.
+type kaLab struct {
+	t    *testing.T
+	dir  string
+	ipvs map[string]*ipvs.Conn
+	srv  *probeCounter
+}
+
+func newKALab(t *testing.T) *kaLab {
+	l := &kaLab{t: t, dir: t.TempDir(), ipvs: map[string]*ipvs.Conn{}}
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	names := append([]string{"srv"}, kaSides...)
+	for _, n := range names {
+		exec.Command("ip", "netns", "del", "kab-"+n).Run()
+		ip("netns", "add", "kab-"+n)
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", "kab-"+n).Run() })
+		ip("-n", "kab-"+n, "link", "set", "lo", "up")
+	}
+	for i, s := range kaSides {
+		peer := fmt.Sprintf("kab%d", i)
+		ip("link", "add", "eth0", "netns", "kab-"+s, "type", "veth", "peer", "name", peer, "netns", "kab-srv")
+		ip("-n", "kab-"+s, "addr", "add", fmt.Sprintf("192.168.%d.1/24", 71+i), "dev", "eth0")
+		ip("-n", "kab-"+s, "link", "set", "eth0", "up")
+		ip("-n", "kab-"+s, "route", "add", "10.200.0.0/16", "via", fmt.Sprintf("192.168.%d.2", 71+i))
+		ip("-n", "kab-srv", "addr", "add", fmt.Sprintf("192.168.%d.2/24", 71+i), "dev", peer)
+		ip("-n", "kab-srv", "link", "set", peer, "up")
+	}
+	ip("-n", "kab-srv", "route", "add", "local", "10.200.0.0/16", "dev", "lo")
+	l.inNS("srv", func() {
+		if err := os.WriteFile("/proc/sys/net/core/somaxconn", []byte("65535"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp4", ":80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.srv = countProbes(ln)
+		t.Cleanup(func() { ln.Close() })
+	})
+	for _, s := range kaSides {
+		l.inNS(s, func() {
+			c, err := ipvs.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			l.ipvs[s] = c
+		})
+	}
+	return l
+}
+
+// inNS runs fn on a thread in the named namespace: sockets made there
+// stay in it.
+func (l *kaLab) inNS(name string, fn func()) {
+	l.t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
+		f, err := os.Open("/run/netns/kab-" + name)
+		if err != nil {
+			l.t.Error(err)
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			l.t.Error(err)
+			return
+		}
+		fn()
+	}()
+	<-done
+	if l.t.Failed() {
+		l.t.FailNow()
+	}
+}
+
+func (l *kaLab) command(side string, name string, args ...string) *exec.Cmd {
+	return exec.Command("ip", append([]string{"netns", "exec", "kab-" + side, name}, args...)...)
+}
+
+func (l *kaLab) write(name, text string) string {
+	l.t.Helper()
+	p := filepath.Join(l.dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+// probeCounter counts the connections the server accepts, per source
+// namespace (by its address), and the gaps between two probes of one
+// target by one checker.
+type probeCounter struct {
+	mu    sync.Mutex
+	count map[netip.Addr]int
+	last  map[[2]netip.Addr]time.Time
+	gaps  map[netip.Addr][]time.Duration
+}
+
+func countProbes(ln net.Listener) *probeCounter {
+	p := &probeCounter{count: map[netip.Addr]int{}, last: map[[2]netip.Addr]time.Time{}, gaps: map[netip.Addr][]time.Duration{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			now := time.Now()
+			from := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+			to := c.LocalAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+			c.Close()
+			p.mu.Lock()
+			p.count[from]++
+			key := [2]netip.Addr{from, to}
+			if t, ok := p.last[key]; ok {
+				p.gaps[from] = append(p.gaps[from], now.Sub(t))
+			}
+			p.last[key] = now
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// window returns the probes from src counted since the last call (and its
+// gaps), and starts a new window.
+func (p *probeCounter) window(src netip.Addr) (int, []time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n, g := p.count[src], p.gaps[src]
+	p.count[src], p.gaps[src] = 0, nil
+	return n, g
+}
+
+func sideAddr(side string) netip.Addr {
+	return netip.AddrFrom4([4]byte{192, 168, byte(71 + slices.Index(kaSides, side)), 1})
+}
+
+// weights reads the weight of every real server of a namespace's table.
+func (l *kaLab) weights(side string) map[netip.AddrPort]uint32 {
+	l.t.Helper()
+	c := l.ipvs[side]
+	svcs, err := c.Services()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	w := map[netip.AddrPort]uint32{}
+	for _, s := range svcs {
+		if s.FWMark != 0 {
+			continue
+		}
+		ds, err := c.Destinations(s.Service)
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		for _, d := range ds {
+			w[netip.AddrPortFrom(d.Addr, d.Port)] = d.Weight
+		}
+	}
+	return w
+}
+
+// settled reports whether a table is the configuration's with every
+// failed real server at weight 0 and every other at its weight.
+func (l *kaLab) settled(side string, c kaTable) string {
+	w := l.weights(side)
+	want := 0
+	for i := range kaServices {
+		for _, k := range c.servers(i) {
+			want++
+			addr := netip.AddrPortFrom(kaRS(k), uint16(kaPort(k)))
+			got, ok := w[addr]
+			switch {
+			case !ok:
+				return fmt.Sprintf("%s missing", addr)
+			case kaPort(k) == 81 && got != 0:
+				return fmt.Sprintf("failed %s at weight %d", addr, got)
+			case kaPort(k) == 80 && got != uint32(c.weight(k)):
+				return fmt.Sprintf("%s at weight %d, want %d", addr, got, c.weight(k))
+			}
+		}
+	}
+	if len(w) != want {
+		return fmt.Sprintf("%d real servers, want %d", len(w), want)
+	}
+	return ""
+}
+
+func (l *kaLab) waitSettled(side string, c kaTable, bound time.Duration) time.Duration {
+	l.t.Helper()
+	start := time.Now()
+	for {
+		why := l.settled(side, c)
+		if why == "" {
+			return time.Since(start)
+		}
+		if time.Since(start) > bound {
+			log, _ := os.ReadFile(filepath.Join(l.dir, side+".log"))
+			l.t.Fatalf("%s: not settled after %v: %s; %s; its log ends:\n%s", side, bound, why, l.tally(side, c), tailLines(string(log), 40))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// tally counts a table's real servers by weight, failing and passing.
+func (l *kaLab) tally(side string, c kaTable) string {
+	w := l.weights(side)
+	n := map[string]int{}
+	for a, weight := range w {
+		kind := "passing"
+		if a.Port() == 81 {
+			kind = "failing"
+		}
+		n[fmt.Sprintf("%s at %d", kind, weight)]++
+	}
+	return fmt.Sprint(n)
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// reloaded reports whether the reload's two changes show in the kernel:
+// real server 1 at weight 5 and the added one present (at any weight: a
+// new server of lvsctl run serves after its first passing check).
+func (l *kaLab) reloaded(side string) bool {
+	c := l.ipvs[side]
+	ds, err := c.Destinations(ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: kaVIP(0), Port: 80})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	changed := false
+	for _, d := range ds {
+		if d.Addr == kaRS(1) && d.Weight == 5 {
+			changed = true
+		}
+	}
+	ds, err = c.Destinations(ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: kaVIP(1), Port: 80})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Addr == kaRS(kaAdded()) && changed {
+			return true
+		}
+	}
+	return false
+}
+
+// waitReloaded polls every 20 ms and returns the time since start.
+func (l *kaLab) waitReloaded(side string, start time.Time, bound time.Duration) time.Duration {
+	l.t.Helper()
+	for !l.reloaded(side) {
+		if time.Since(start) > bound {
+			l.t.Fatalf("%s: the reload did not show in %v", side, bound)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// procCPU is a process's user+system CPU time.
+func procCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// procStatus is a field of /proc/PID/status in KiB (VmHWM, VmRSS).
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("%s not in /proc/%d/status", field, pid)
+	return 0
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pid in %s", path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// excess is the 99th percentile of how much later than interval each gap
+// came (0 when on time or early).
+func excessP99(gaps []time.Duration, interval time.Duration) time.Duration {
+	if len(gaps) == 0 {
+		return 0
+	}
+	ex := make([]time.Duration, len(gaps))
+	for i, g := range gaps {
+		ex[i] = max(0, g-interval)
+	}
+	slices.Sort(ex)
+	return ex[len(ex)*99/100]
+}
+
+// TestKeepalivedSideBySide loads 1,000 services × 10 real servers (100 of
+// them failing) into keepalived 2.2.7 and into lvsctl run, both checking
+// every real server over TCP every 2 s, and measures: the steady cost of
+// checking (CPU per 1,000 probes, lateness, peak memory), then the time
+// from SIGHUP until the kernel shows a reload's changed weight and added
+// real server, against lvsctl apply of the same change. Every failed
+// server must stay out through each reload. At full size (make bench) it
+// asserts the targets: reload at least 20× faster than keepalived's and
+// within 1.3× of apply; CPU per probe at most 0.8× keepalived's, p99
+// lateness at most a tenth of the interval, peak RSS at most 64 MiB. A
+// whole-lab run measures 100 services and asserts only correctness.
+func TestKeepalivedSideBySide(t *testing.T) {
+	full := chooseConfig(t).mode == "full"
+	bound := 5 * time.Minute
+	if full {
+		bound = 60 * time.Minute
+	} else {
+		kaServices = 100
+	}
+	l := newKALab(t)
+	before, after := kaTable{}, kaTable{reloaded: true}
+	kaConf := l.write("keepalived.conf", before.keepalivedConf())
+	runFile := l.write("director.yaml", before.yaml())
+
+	// keepalived, checker only.
+	kaLog, err := os.Create(filepath.Join(l.dir, "ka.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kaLog.Close()
+	ka := l.command("ka", "/usr/sbin/keepalived", "--check", "--dont-fork", "--log-console", "--use-file", kaConf,
+		"--pid", filepath.Join(l.dir, "keepalived.pid"), "--checkers_pid", filepath.Join(l.dir, "checkers.pid"))
+	ka.Stdout, ka.Stderr = kaLog, kaLog
+	if err := ka.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// keepalived takes minutes to remove 10,000 real servers on SIGTERM:
+	// killed, its namespace goes with the table.
+	defer func() {
+		if b, err := os.ReadFile(filepath.Join(l.dir, "checkers.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		ka.Process.Kill()
+		ka.Wait()
+	}()
+	// lvsctl run.
+	runLog, err := os.Create(filepath.Join(l.dir, "run.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runLog.Close()
+	run := l.command("run", labtest.Ours("lvsctl"), "run", "--journal-dir", filepath.Join(l.dir, "journal"), runFile)
+	run.Stdout, run.Stderr = runLog, runLog
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { run.Process.Signal(syscall.SIGTERM); run.Wait() }()
+
+	tookKA := l.waitSettled("ka", before, bound)
+	tookRun := l.waitSettled("run", before, bound)
+	t.Logf("settled: keepalived after %v, lvsctl run %v later", tookKA.Round(time.Millisecond), tookRun.Round(time.Millisecond))
+	kaPIDs := []int{ka.Process.Pid, readPID(t, filepath.Join(l.dir, "checkers.pid"))}
+
+	// Steady checking: both run; each one's CPU over the same window,
+	// per 1,000 probes the server accepted from it.
+	time.Sleep(2 * kaInterval)
+	cpu := func(pids ...int) time.Duration {
+		var d time.Duration
+		for _, p := range pids {
+			d += procCPU(t, p)
+		}
+		return d
+	}
+	l.srv.window(sideAddr("ka"))
+	l.srv.window(sideAddr("run"))
+	kaCPU0, runCPU0 := cpu(kaPIDs...), cpu(run.Process.Pid)
+	time.Sleep(kaSteady)
+	kaCPU, runCPU := cpu(kaPIDs...)-kaCPU0, cpu(run.Process.Pid)-runCPU0
+	kaN, kaGaps := l.srv.window(sideAddr("ka"))
+	runN, runGaps := l.srv.window(sideAddr("run"))
+	kaPer := kaCPU.Seconds() * 1000 / float64(kaN) * 1000
+	runPer := runCPU.Seconds() * 1000 / float64(runN) * 1000
+	runRSS := procStatus(t, run.Process.Pid, "VmHWM")
+	var kaRSS int64
+	for _, p := range kaPIDs {
+		kaRSS += procStatus(t, p, "VmHWM")
+	}
+	status := l.command("run", labtest.Ours("lvsctl"), "status", "--json", "--journal-dir", filepath.Join(l.dir, "journal"))
+	out, err := status.Output()
+	if err != nil {
+		t.Fatalf("lvsctl status: %v\n%s", err, out)
+	}
+	var st struct {
+		Lateness struct {
+			RecentP99 time.Duration `json:"recent_p99"`
+			RecentMax time.Duration `json:"recent_max"`
+		} `json:"lateness"`
+	}
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("lvsctl status --json: %v\n%s", err, out)
+	}
+	kaLate := excessP99(kaGaps, kaInterval)
+	t.Logf("steady checking of %d real servers (%d passing) every %v, %v measured:", kaServices*kaPerSvc, kaServices*kaPerSvc-kaServices*kaPerSvc/kaFailEvery, kaInterval, kaSteady)
+	t.Logf("  keepalived 2.2.7: %d probes answered, CPU %v = %.1f ms per 1,000; gaps over the interval p99 %v; peak RSS %d KiB (both processes)",
+		kaN, kaCPU, kaPer, kaLate.Round(time.Millisecond), kaRSS)
+	t.Logf("  lvsctl run:       %d probes answered, CPU %v = %.1f ms per 1,000; lateness p99 %v (max %v); peak RSS %d KiB",
+		runN, runCPU, runPer, st.Lateness.RecentP99, st.Lateness.RecentMax, runRSS)
+	t.Logf("  ratio (ours / keepalived's CPU per probe): %.2f", runPer/kaPer)
+	if kaN == 0 || runN == 0 {
+		t.Fatalf("probes answered: keepalived %d, run %d", kaN, runN)
+	}
+	if full && runPer > 0.8*kaPer {
+		t.Errorf("CPU per 1,000 probes: ours %.1f ms, keepalived %.1f ms: ratio %.2f, target at most 0.8", runPer, kaPer, runPer/kaPer)
+	}
+	if full && st.Lateness.RecentP99 > kaInterval/10 {
+		t.Errorf("lateness p99 %v, target at most %v", st.Lateness.RecentP99, kaInterval/10)
+	}
+	if full && runRSS > 64<<10 {
+		t.Errorf("peak RSS %d KiB, target at most 64 MiB", runRSS)
+	}
+	_ = runGaps
+
+	// Reload: the same change for each.
+	l.write("keepalived.conf", after.keepalivedConf())
+	l.write("director.yaml", after.yaml())
+	start := time.Now()
+	ka.Process.Signal(syscall.SIGHUP)
+	kaReload := l.waitReloaded("ka", start, bound)
+	l.failedOut("ka", "right after its reload")
+	start = time.Now()
+	run.Process.Signal(syscall.SIGHUP)
+	runReload := l.waitReloaded("run", start, bound)
+	l.failedOut("run", "right after its reload")
+
+	// lvsctl apply of the same files, in a third namespace.
+	applyOld, applyNew := l.write("apply-before.yaml", before.yaml()), l.write("apply-after.yaml", after.yaml())
+	if out, err := l.command("apply", labtest.Ours("lvsctl"), "apply", "--journal-dir", filepath.Join(l.dir, "journal-apply"), applyOld).CombinedOutput(); err != nil {
+		t.Fatalf("lvsctl apply: %v\n%s", err, out)
+	}
+	start = time.Now()
+	if out, err := l.command("apply", labtest.Ours("lvsctl"), "apply", "--journal-dir", filepath.Join(l.dir, "journal-apply"), applyNew).CombinedOutput(); err != nil {
+		t.Fatalf("lvsctl apply: %v\n%s", err, out)
+	}
+	applyTook := time.Since(start)
+	if !l.reloaded("apply") {
+		t.Fatal("lvsctl apply did not make the change")
+	}
+	t.Logf("reload (one weight changed, one real server added, of %d): keepalived 2.2.7 %v, lvsctl run %v, lvsctl apply %v; keepalived / run %.0f×, run / apply %.2f",
+		kaServices*kaPerSvc, kaReload.Round(time.Millisecond), runReload.Round(time.Millisecond), applyTook.Round(time.Millisecond),
+		kaReload.Seconds()/runReload.Seconds(), runReload.Seconds()/applyTook.Seconds())
+	sum, _ := json.Marshal(benchdata.SideBySide{
+		Date: time.Now().UTC().Format(time.DateOnly), RealServers: kaServices * kaPerSvc, Interval: kaInterval.Seconds(),
+		ReloadS:            map[string]float64{"keepalived": kaReload.Seconds(), "run": runReload.Seconds(), "apply": applyTook.Seconds()},
+		CPUPer1000ProbesMS: map[string]float64{"keepalived": kaPer, "run": runPer},
+		PeakRSSKiB:         map[string]int64{"keepalived": kaRSS, "run": runRSS},
+		LatenessP99MS:      map[string]float64{"keepalived": float64(kaLate.Microseconds()) / 1000, "run": float64(st.Lateness.RecentP99.Microseconds()) / 1000},
+	})
+	t.Logf("%s %s", benchdata.SideBySideTag, sum)
+	if full && kaReload < 20*runReload {
+		t.Errorf("reload: keepalived %v, ours %v: %.1f× faster, target at least 20×", kaReload, runReload, kaReload.Seconds()/runReload.Seconds())
+	}
+	if full && runReload.Seconds() > 1.3*applyTook.Seconds() {
+		t.Errorf("reload: ours %v, lvsctl apply %v: %.2f×, target at most 1.3×", runReload, applyTook, runReload.Seconds()/applyTook.Seconds())
+	}
+	// And once both have checked everything again.
+	l.waitSettled("run", after, bound)
+	l.waitSettled("ka", after, bound)
+}
+
+// failedOut checks that every failing real server is at weight 0.
+func (l *kaLab) failedOut(side, when string) {
+	l.t.Helper()
+	w := l.weights(side)
+	for k := range kaServices * kaPerSvc {
+		if a := netip.AddrPortFrom(kaRS(k), 81); kaPort(k) == 81 && w[a] != 0 {
+			l.t.Errorf("%s %s: failed real server %s at weight %d", side, when, a, w[a])
+		}
+	}
+}
