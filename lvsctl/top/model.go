@@ -122,7 +122,10 @@ type row struct {
 	active    uint64
 	inactive  uint64
 	rates     [5]uint64
-	state     string
+	state     int    // stateIn and the others; a service row's is stateService
+	left      uint64 // draining: connections left
+	deadline  int64  // draining: seconds to the deadline
+	reason    string // held out: the check's last result
 	weight    int64
 	conf      int64 // configured weight, -1 when unknown
 	servers   int   // a service row's real servers
@@ -196,8 +199,8 @@ func (m *Model) Update(in Input) {
 			if checked && hl.HasWeight {
 				r.conf = int64(hl.Weight)
 			}
-			r.state = m.state(&r, drains, ref, hl, checked && in.RunActive)
-			if r.state == StateInService {
+			m.setState(&r, drains, ref, hl, checked && in.RunActive)
+			if r.state == stateIn {
 				g.svc.inService++
 			}
 			g.svc.active += r.active
@@ -208,7 +211,6 @@ func (m *Model) Update(in Input) {
 			}
 			g.dests[j] = r
 		}
-		g.svc.state = fmt.Sprintf("%d/%d in service", g.svc.inService, g.svc.servers)
 		m.servers += len(s.Dests)
 		m.groups = append(m.groups, g)
 	}
@@ -229,28 +231,62 @@ func writeUint(h *maphash.Hash, v uint64) {
 	h.Write(b[:])
 }
 
-// state labels a real server: draining (the journal holds it), held out
-// by its check (lvsctl run's record), in service (weight above 0), or
+// A row's state.
+const (
+	stateService = iota // a service's totals
+	stateIn
+	stateDraining
+	stateHeld
+	stateUnknown
+)
+
+// setState labels a real server: draining (the journal holds it), held
+// out by its check (lvsctl run's record), in service (weight above 0), or
 // unknown (weight 0 for no reason lvsctl knows, or a check that has not
 // answered yet).
-func (m *Model) state(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) string {
+func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) {
 	if d, ok := drains[ref]; ok {
 		left := d.Deadline.Sub(m.now)
-		secs := max(0, int64((left+time.Second-1)/time.Second))
-		return fmt.Sprintf("draining (%d conns, %d s to deadline)", r.active+r.inactive, secs)
+		r.state, r.left, r.deadline = stateDraining, r.active+r.inactive, max(0, int64((left+time.Second-1)/time.Second))
+		return
 	}
 	if checked && !hl.InService {
 		if hl.Check == "unknown" {
-			return StateUnknown
+			r.state = stateUnknown
+			return
 		}
-		res := hl.Result
-		if res == "" {
-			res = hl.Check
+		r.state, r.reason = stateHeld, hl.Result
+		if r.reason == "" {
+			r.reason = hl.Check
 		}
-		return "held out by check (" + res + ")"
+		return
 	}
 	if r.weight > 0 {
+		r.state = stateIn
+		return
+	}
+	r.state = stateUnknown
+}
+
+// stateText is a row's state as batch and JSON frames write it, or, with
+// short, as the screen does: "draining 3 conns 90s" fits the column that
+// 80 columns leave.
+func stateText(r *row, short bool) string {
+	switch r.state {
+	case stateService:
+		return strconv.Itoa(r.inService) + "/" + strconv.Itoa(r.servers) + " in service"
+	case stateIn:
 		return StateInService
+	case stateDraining:
+		if short {
+			return fmt.Sprintf("draining %d conns %ds", r.left, r.deadline)
+		}
+		return fmt.Sprintf("draining (%d conns, %d s to deadline)", r.left, r.deadline)
+	case stateHeld:
+		if short {
+			return "held out: " + r.reason
+		}
+		return "held out by check (" + r.reason + ")"
 	}
 	return StateUnknown
 }
@@ -367,7 +403,7 @@ func (m *Model) compare(a, b *row) int {
 			c = rules.CompareDests(&a.dest.Destination, &b.dest.Destination)
 		}
 	case ColState:
-		c = strings.Compare(a.state, b.state)
+		c = strings.Compare(stateText(a, false), stateText(b, false))
 	case ColMethod:
 		c = strings.Compare(method(a), method(b))
 	default:
@@ -544,7 +580,7 @@ func (m *Model) line(r *row, human bool) Line {
 			l.Cells[ColWeight] += "/" + strconv.FormatInt(r.conf, 10)
 		}
 	}
-	l.Cells[ColState] = r.state
+	l.Cells[ColState] = stateText(r, human)
 	l.Cells[ColActive] = u(r.active)
 	l.Cells[ColInactive] = u(r.inactive)
 	for i, v := range r.rates {

@@ -342,7 +342,7 @@ func (s *Screen) Draw() {
 			cs := st
 			if s.color && c == ColState {
 				switch {
-				case strings.HasPrefix(text, "held"):
+				case strings.HasPrefix(text, "held out"):
 					cs = cs.Foreground(tcell.ColorRed)
 				case strings.HasPrefix(text, "draining"):
 					cs = cs.Foreground(tcell.ColorYellow)
