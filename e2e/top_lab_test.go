@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -355,5 +356,52 @@ func compareRates(t *testing.T, n *network) {
 		}
 		fmt.Printf("rates of a batch frame between two reads of ipvsadm -Ln --rate --exact (%v in all):\n%s%s", took.Round(time.Millisecond), ref1.Stdout, frame.Stdout)
 		return
+	}
+}
+
+// TestTopRunHeldOut: while lvsctl run checks the seed service and holds
+// rs1 out (its port refuses connections), lvsctl top's frames show rs1
+// held out by its check with the check's error, and each real server's
+// weight as current/configured: rs1 0/1, rs2 2/2; the JSON frame carries
+// the configured weights.
+func TestTopRunHeldOut(t *testing.T) {
+	n := natNetwork(t, "toprun")
+	journal := filepath.Join(t.TempDir(), "journal") // lvsctl makes it 0700
+	n.lvsctlRun("dir", "--journal-dir", journal, writeFile(t, "nat.yaml", httpChecked))
+	n.waitWeight("dir", seedVIP80, seedRS1, "1", 5*time.Second)
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", 5*time.Second)
+	n.must("rs1", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "80", "-j", "REJECT", "--reject-with", "tcp-reset")
+	n.waitWeight("dir", seedVIP80, seedRS1, "0", 5*time.Second)
+	var frame string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		frame = n.must("dir", labtest.Ours("lvsctl"), "top", "-b", "-n", "1", "--journal-dir", journal)
+		if strings.Contains(frame, "held out by check") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Printf("lvsctl top -b -n 1 while lvsctl run holds rs1 out:\n%s", frame)
+	row := func(server string) []string {
+		for _, l := range strings.Split(frame, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == server {
+				return f
+			}
+		}
+		t.Fatalf("no row of %s in:\n%s", server, frame)
+		return nil
+	}
+	r1, r2 := row(seedRS1), row(seedRS2)
+	if !strings.Contains(strings.Join(r1, " "), "held out by check (") || r1[len(r1)-2] != "0/1" {
+		t.Errorf("rs1 should be held out at weight 0/1: %q", r1)
+	}
+	if !strings.Contains(strings.Join(r2, " "), "in service") || r2[len(r2)-2] != "2/2" {
+		t.Errorf("rs2 should be in service at weight 2/2: %q", r2)
+	}
+	js := n.must("dir", labtest.Ours("lvsctl"), "top", "--json", "-n", "1", "--journal-dir", journal)
+	for _, want := range []string{`"weight":0,`, `"configured_weight":1`, `"configured_weight":2`, `"state":"held out by check (`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("JSON frame lacks %s:\n%s", want, js)
+		}
 	}
 }
