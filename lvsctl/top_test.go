@@ -3,7 +3,9 @@ package lvsctl
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,5 +122,26 @@ func TestTopJSONFramesAndDrainState(t *testing.T) {
 		if states["192.168.1.4"] != "draining (4 conns, 240 s to deadline)" || states["192.168.1.1"] != "in service" {
 			t.Errorf("states %v", states)
 		}
+	}
+}
+
+// A hang-up ends top, batch or full screen, with status 0: lvsctl's main
+// catches SIGHUP (run reloads on it), and top must not outlive the
+// terminal it drew on.
+func TestTopEndsOnHangUp(t *testing.T) {
+	_, env := seeded(t)
+	hup := make(chan os.Signal, 1)
+	env.Reload = hup
+	done := make(chan result, 1)
+	go func() { done <- run(t, env, "", "top", "-b", "-d", "0.1") }()
+	time.Sleep(300 * time.Millisecond)
+	hup <- syscall.SIGHUP
+	select {
+	case r := <-done:
+		if r.code != ExitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
+			t.Errorf("after SIGHUP: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("top -b went on after SIGHUP")
 	}
 }

@@ -1,6 +1,7 @@
 package lvsctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -84,6 +85,18 @@ func (r *runner) top(c *topCmd) (int, error) {
 	if c.Iterations < 0 {
 		return ExitUsage, usageError{err: errors.New("--iterations: 0 or more"), help: true}
 	}
+	// A hang-up (the ssh session or the terminal gone) ends top as it
+	// ends top(1); lvsctl's main catches SIGHUP for run's reload.
+	ctx, cancel := context.WithCancel(r.env.Context)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.env.Reload:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r.env.Context = ctx
 	client, err := r.open()
 	if err != nil {
 		return ExitFailed, err
