@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/top"
 )
 
 func TestTopBatchFrames(t *testing.T) {
@@ -143,5 +144,67 @@ func TestTopEndsOnHangUp(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("top -b went on after SIGHUP")
+	}
+}
+
+// The screen's refreshes read the services and the real servers of the
+// services it shows; the others' come from the last read that had them,
+// and every real server is read again after topFullEvery.
+func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
+	f, env := seeded(t)
+	now := time.Unix(1e9, 0)
+	env.Now = func() time.Time { return now }
+	r := &runner{env: env}
+	client, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := r.topSource(client)
+	web := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
+	dns := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
+	webRS := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80}
+	dnsRS := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53}
+	active := func(in top.Input, svc ipvs.Service, d ipvs.Destination) uint32 {
+		for _, s := range in.Set.Services {
+			if s.Service.Addr != svc.Addr || s.Service.Port != svc.Port {
+				continue
+			}
+			for _, x := range s.Dests {
+				if x.Addr == d.Addr && x.Port == d.Port {
+					return x.Counters.ActiveConns
+				}
+			}
+		}
+		t.Fatalf("no %v in %v", d, svc)
+		return 0
+	}
+	if _, err := src(top.Want{Services: map[string]bool{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sd := range []struct {
+		s ipvs.Service
+		d ipvs.Destination
+	}{{web, webRS}, {dns, dnsRS}} {
+		if err := f.SetDestinationCounters(sd.s, sd.d, ipvs.DestCounters{ActiveConns: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Second)
+	in, err := src(top.Want{Services: map[string]bool{"-t 10.0.0.1:80": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := active(in, web, webRS), active(in, dns, dnsRS); a != 5 || b != 0 {
+		t.Errorf("shown service's server: %d active, want 5 (read now); hidden one's: %d, want 0 (kept)", a, b)
+	}
+	if len(in.Set.Services) != 3 {
+		t.Errorf("%d services, want all 3", len(in.Set.Services))
+	}
+	now = now.Add(topFullEvery)
+	if in, err = src(top.Want{Services: map[string]bool{}}); err != nil || active(in, dns, dnsRS) != 5 {
+		t.Errorf("after %v every real server is read: %v", topFullEvery, err)
+	}
+	if in, err = src(top.Want{Full: true}); err != nil || active(in, dns, dnsRS) != 5 || active(in, web, webRS) != 5 {
+		t.Errorf("a full read: %v", err)
 	}
 }

@@ -43,13 +43,36 @@ func (d *delay) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// topSource reads one frame: the table once (as list --stats --rate
-// does), the journal's drains and lvsctl run's record.
+// topSource reads one frame: the journal's drains, lvsctl run's record,
+// and the table: whole (as list --stats --rate reads it) when want asks,
+// and at least every topFullEvery reads' time; otherwise the services
+// (one dump) with the real servers of those want names, the others'
+// real servers kept from the last read that had them. On a 10,000-service
+// table the screen then reads a few services' real servers a second
+// instead of 10,000 dumps.
 func (r *runner) topSource(client ipvs.Client) top.Source {
-	return func() (top.Input, error) {
-		set, err := rules.Read(client)
+	var (
+		cache    map[rules.ServiceKey][]rules.Dest
+		lastFull time.Time
+		fullTook time.Duration
+	)
+	return func(want top.Want) (top.Input, error) {
+		now := r.env.Now()
+		var set *rules.Set
+		var err error
+		if want.Full || cache == nil || now.Sub(lastFull) >= max(topFullEvery, 10*fullTook) {
+			start := time.Now()
+			set, err = rules.Read(client)
+			fullTook, lastFull = time.Since(start), now
+		} else {
+			set, err = readSome(client, want, cache)
+		}
 		if err != nil {
 			return top.Input{}, readError(err)
+		}
+		cache = make(map[rules.ServiceKey][]rules.Dest, len(set.Services))
+		for i := range set.Services {
+			cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
 		}
 		set.Sort()
 		in := top.Input{Set: set, Now: r.env.Now()}
@@ -71,6 +94,40 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		}
 		return in, nil
 	}
+}
+
+// topFullEvery is how often the screen reads every real server, for the
+// totals and states of the services off screen; a slower whole read
+// stretches it to ten times its duration.
+const topFullEvery = 10 * time.Second
+
+// readSome reads the services, and the real servers of those want names
+// or the cache lacks; the others keep the cache's.
+func readSome(client ipvs.Client, want top.Want, cache map[rules.ServiceKey][]rules.Dest) (*rules.Set, error) {
+	svcs, err := client.Services()
+	if err != nil {
+		return nil, err
+	}
+	set := &rules.Set{Services: make([]rules.Service, len(svcs))}
+	for i := range svcs {
+		svc := rules.Service{Service: svcs[i].Service, Stats: &svcs[i].Stats}
+		key := rules.KeyOf(&svc.Service)
+		ds, ok := cache[key]
+		if !ok || want.Services[key.String()] {
+			entries, err := client.Destinations(svc.Service)
+			if err != nil {
+				return nil, err
+			}
+			ds = make([]rules.Dest, len(entries))
+			for j := range entries {
+				c := entries[j].DestCounters
+				ds[j] = rules.Dest{Destination: entries[j].Destination, Counters: &c}
+			}
+		}
+		svc.Dests = ds
+		set.Services[i] = svc
+	}
+	return set, nil
 }
 
 // top shows the live view, or prints frames in batch mode.
@@ -132,7 +189,7 @@ func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) 
 			case <-t.C:
 			}
 		}
-		in, err := src()
+		in, err := src(top.Want{Full: true})
 		if err != nil {
 			return ExitFailed, err
 		}

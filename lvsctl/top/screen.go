@@ -10,9 +10,32 @@ import (
 	"github.com/gdamore/tcell/v2"
 )
 
-// Source reads one refresh: the table once, the journal and the run's
-// record.
-type Source func() (Input, error)
+// Want is what a refresh must read afresh: the whole table (Full), or
+// the services with the real servers of those named in Services; the
+// others' real servers may be those of an earlier read.
+type Want struct {
+	Full     bool
+	Services map[string]bool
+}
+
+// Source reads one refresh: the table as want asks, the journal and the
+// run's record.
+type Source func(want Want) (Input, error)
+
+// want is what the screen's next refresh needs: the real servers of the
+// services on screen, or the whole table while the filter, the sort or the
+// folds look at every real server.
+func (s *Screen) want() Want {
+	switch {
+	case s.m.read == 0, s.m.Filter != "", s.m.Sort == ColState, s.m.Sort == ColActive, s.m.Sort == ColInactive, s.m.Sort == ColWeight:
+		return Want{Full: true}
+	}
+	w := Want{Services: map[string]bool{}}
+	for _, l := range s.m.Lines(s.offset, s.rows(), true) {
+		w.Services[l.Service] = true
+	}
+	return w
+}
 
 // ColorWanted says whether the screen may use colour: not with NO_COLOR
 // set (no-color.org), nor on TERM=dumb or no TERM.
@@ -386,7 +409,7 @@ func Run(ctx context.Context, scr tcell.Screen, m *Model, src Source, color bool
 	defer close(stop)
 	go scr.ChannelEvents(events, stop)
 	refresh := func() {
-		in, err := src()
+		in, err := src(s.want())
 		s.SetError(err)
 		if err == nil {
 			m.Update(in)

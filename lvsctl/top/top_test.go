@@ -2,6 +2,7 @@ package top
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -436,5 +437,68 @@ func TestLargeTableShowsAWindow(t *testing.T) {
 	}
 	if m.Len() != 22000 {
 		t.Errorf("Len %d", m.Len())
+	}
+}
+
+// Run, the full-screen loop, on a simulated terminal: it reads at once
+// and every period, asks for the real servers of the services on screen
+// only (the whole table while a filter is set), draws each read, and
+// ends on q.
+func TestRunLoop(t *testing.T) {
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Fini()
+	sim.SetSize(80, 5) // room for 2 rows: the first service and its first server
+	m := NewModel(100 * time.Millisecond)
+	wants := make(chan Want, 100)
+	reads := 0
+	src := func(w Want) (Input, error) {
+		wants <- w
+		reads++
+		in := fixture(t0.Add(time.Duration(reads) * time.Second))
+		return in, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), sim, m, src, false) }()
+	next := func() Want {
+		t.Helper()
+		select {
+		case w := <-wants:
+			return w
+		case <-time.After(10 * time.Second):
+			t.Fatal("no refresh")
+			return Want{}
+		}
+	}
+	if w := next(); !w.Full {
+		t.Errorf("first read %+v, want the whole table", w)
+	}
+	if w := next(); w.Full || len(w.Services) != 1 || !w.Services["-t 10.0.0.1:80"] {
+		t.Errorf("second read %+v, want the real servers of -t 10.0.0.1:80 only", w)
+	}
+	sim.InjectKey(tcell.KeyRune, '/', tcell.ModNone)
+	sim.InjectKey(tcell.KeyRune, '2', tcell.ModNone)
+	sim.InjectKey(tcell.KeyEnter, 0, tcell.ModNone)
+	deadline := time.After(10 * time.Second)
+	for w := next(); !w.Full; w = next() {
+		select {
+		case <-deadline:
+			t.Fatal("a filter did not make the reads whole")
+		default:
+		}
+	}
+	sim.InjectKey(tcell.KeyRune, 'q', tcell.ModNone)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("q did not end Run")
+	}
+	if lines := text(sim); !strings.HasPrefix(lines[0], "lvsctl top - ") || !strings.Contains(lines[1], `filter "2"`) {
+		t.Errorf("last screen:\n%s", strings.Join(lines, "\n"))
 	}
 }
