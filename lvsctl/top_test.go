@@ -11,6 +11,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl/top"
+	"github.com/lvskit/lvskit/rules"
 )
 
 func TestTopBatchFrames(t *testing.T) {
@@ -178,7 +179,7 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 		t.Fatalf("no %v in %v", d, svc)
 		return 0
 	}
-	if _, err := src(top.Want{Services: map[string]bool{}}); err != nil {
+	if _, err := src(top.Want{Services: map[rules.ServiceKey]bool{}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, sd := range []struct {
@@ -190,7 +191,7 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 		}
 	}
 	now = now.Add(time.Second)
-	in, err := src(top.Want{Services: map[string]bool{"-t 10.0.0.1:80": true}})
+	in, err := src(top.Want{Services: map[rules.ServiceKey]bool{rules.KeyOf(&web): true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 		t.Errorf("%d services, want all 3", len(in.Set.Services))
 	}
 	now = now.Add(topFullEvery)
-	if in, err = src(top.Want{Services: map[string]bool{}}); err != nil || active(in, dns, dnsRS) != 5 {
+	if in, err = src(top.Want{Services: map[rules.ServiceKey]bool{}}); err != nil || active(in, dns, dnsRS) != 5 {
 		t.Errorf("after %v every real server is read: %v", topFullEvery, err)
 	}
 	if in, err = src(top.Want{Full: true}); err != nil || active(in, dns, dnsRS) != 5 || active(in, web, webRS) != 5 {

@@ -62,7 +62,9 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		var err error
 		if want.Full || cache == nil || now.Sub(lastFull) >= max(topFullEvery, 10*fullTook) {
 			start := time.Now()
-			set, err = rules.Read(client)
+			if set, err = rules.Read(client); err == nil {
+				set.Sort() // frames list as list does; the screen orders itself
+			}
 			fullTook, lastFull = time.Since(start), now
 		} else {
 			set, err = readSome(client, want, cache)
@@ -74,7 +76,6 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		for i := range set.Services {
 			cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
 		}
-		set.Sort()
 		in := top.Input{Set: set, Now: r.env.Now()}
 		j, err := r.journal(false)
 		if err != nil {
@@ -113,7 +114,7 @@ func readSome(client ipvs.Client, want top.Want, cache map[rules.ServiceKey][]ru
 		svc := rules.Service{Service: svcs[i].Service, Stats: &svcs[i].Stats}
 		key := rules.KeyOf(&svc.Service)
 		ds, ok := cache[key]
-		if !ok || want.Services[key.String()] {
+		if !ok || want.Services[key] {
 			entries, err := client.Destinations(svc.Service)
 			if err != nil {
 				return nil, err

@@ -103,6 +103,7 @@ func (m *Model) Frame() JSONFrame {
 		if !ok {
 			continue
 		}
+		m.fill(g)
 		js := JSONService{JSONService: doc.Services[i], State: stateText(&g.svc, false), Destinations: []JSONDest{}}
 		for j := range g.dests {
 			r := &g.dests[j]

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+
+	"github.com/lvskit/lvskit/rules"
 )
 
 // Want is what a refresh must read afresh: the whole table (Full), or
@@ -15,7 +17,7 @@ import (
 // others' real servers may be those of an earlier read.
 type Want struct {
 	Full     bool
-	Services map[string]bool
+	Services map[rules.ServiceKey]bool
 }
 
 // Source reads one refresh: the table as want asks, the journal and the
@@ -30,9 +32,9 @@ func (s *Screen) want() Want {
 	case s.m.read == 0, s.m.Filter != "", s.m.Sort == ColState, s.m.Sort == ColActive, s.m.Sort == ColInactive, s.m.Sort == ColWeight:
 		return Want{Full: true}
 	}
-	w := Want{Services: map[string]bool{}}
+	w := Want{Services: map[rules.ServiceKey]bool{}}
 	for _, l := range s.m.Lines(s.offset, s.rows(), true) {
-		w.Services[l.Service] = true
+		w.Services[l.Key] = true
 	}
 	return w
 }

@@ -475,7 +475,7 @@ func TestRunLoop(t *testing.T) {
 	if w := next(); !w.Full {
 		t.Errorf("first read %+v, want the whole table", w)
 	}
-	if w := next(); w.Full || len(w.Services) != 1 || !w.Services["-t 10.0.0.1:80"] {
+	if w := next(); w.Full || len(w.Services) != 1 || !w.Services[rules.KeyOf(&fixture(t0).Set.Services[0].Service)] {
 		t.Errorf("second read %+v, want the real servers of -t 10.0.0.1:80 only", w)
 	}
 	sim.InjectKey(tcell.KeyRune, '/', tcell.ModNone)
@@ -500,5 +500,28 @@ func TestRunLoop(t *testing.T) {
 	}
 	if lines := text(sim); !strings.HasPrefix(lines[0], "lvsctl top - ") || !strings.Contains(lines[1], `filter "2"`) {
 		t.Errorf("last screen:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// BenchmarkScreenRefresh is a refresh of a full screen (50 lines) of a
+// 10,000 × 10 table sorted by connections/s: the update and the lines
+// shown.
+func BenchmarkScreenRefresh(b *testing.B) {
+	set := &rules.Set{}
+	for i := range 10000 {
+		s := svc(fmt.Sprintf("172.%d.%d.%d", 16+i/65536, i/256%256, i%256), 80, uint64(i))
+		for j := range 10 {
+			s.Dests = append(s.Dests, dest(fmt.Sprintf("10.%d.%d.%d", i/256, i%256, j+1), 1, uint32(j), 0, uint64(i*10+j)))
+		}
+		set.Services = append(set.Services, s)
+	}
+	m := NewModel(time.Second)
+	m.Sort = ColCPS
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m.Update(Input{Set: set, Now: t0})
+		m.Len()
+		m.Lines(0, 47, true)
 	}
 }
