@@ -208,4 +208,29 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 	if in, err = src(top.Want{Full: true}); err != nil || active(in, dns, dnsRS) != 5 || active(in, web, webRS) != 5 {
 		t.Errorf("a full read: %v", err)
 	}
+
+	// Only: the services named are read one by one, the others kept; a
+	// deleted one leaves.
+	if err := f.SetServiceStats(web, ipvs.Stats{CPS: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetServiceStats(dns, ipvs.Stats{CPS: 9}); err != nil {
+		t.Fatal(err)
+	}
+	fw := ipvs.Service{Family: ipvs.AFInet6, FWMark: 7}
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &fw}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	in, err = src(top.Want{Only: true, Services: map[rules.ServiceKey]bool{rules.KeyOf(&web): true, rules.KeyOf(&fw): true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := map[string]uint64{}
+	for _, s := range in.Set.Services {
+		cps[rules.KeyOf(&s.Service).String()] = s.Stats.CPS
+	}
+	if len(cps) != 2 || cps["-t 10.0.0.1:80"] != 7 || cps["-u 10.0.0.2:53"] != 0 {
+		t.Errorf("services after an Only read: %v, want -t 10.0.0.1:80 at 7 (read), -u 10.0.0.2:53 at 0 (kept), -f 7 gone", cps)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl/top"
@@ -46,13 +47,15 @@ func (d *delay) UnmarshalText(b []byte) error {
 // topSource reads one frame: the journal's drains, lvsctl run's record,
 // and the table: whole (as list --stats --rate reads it) when want asks,
 // and at least every topFullEvery reads' time; otherwise the services
-// (one dump) with the real servers of those want names, the others'
-// real servers kept from the last read that had them. On a 10,000-service
-// table the screen then reads a few services' real servers a second
-// instead of 10,000 dumps.
+// (one dump, or with want.Only only those want names, one request each)
+// with the real servers of those want names, the others' kept from the
+// last read that had them. On a 10,000-service table the screen then
+// reads a few services and their real servers a second instead of one
+// dump of 10,000 services and 10,000 dumps of their real servers.
 func (r *runner) topSource(client ipvs.Client) top.Source {
 	var (
 		cache    map[rules.ServiceKey][]rules.Dest
+		last     *rules.Set
 		lastFull time.Time
 		fullTook time.Duration
 	)
@@ -66,12 +69,15 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 				set.Sort() // frames list as list does; the screen orders itself
 			}
 			fullTook, lastFull = time.Since(start), now
+		} else if want.Only {
+			set, err = readShown(client, want, last)
 		} else {
 			set, err = readSome(client, want, cache)
 		}
 		if err != nil {
 			return top.Input{}, readError(err)
 		}
+		last = set
 		cache = make(map[rules.ServiceKey][]rules.Dest, len(set.Services))
 		for i := range set.Services {
 			cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
@@ -127,6 +133,36 @@ func readSome(client ipvs.Client, want top.Want, cache map[rules.ServiceKey][]ru
 		}
 		svc.Dests = ds
 		set.Services[i] = svc
+	}
+	return set, nil
+}
+
+// readShown reads the services want names and their real servers, one
+// request and one dump each; the others are last's. A service deleted
+// meanwhile leaves; one added appears at the next whole read.
+func readShown(client ipvs.Client, want top.Want, last *rules.Set) (*rules.Set, error) {
+	set := &rules.Set{Services: make([]rules.Service, 0, len(last.Services))}
+	for _, old := range last.Services {
+		svc := old
+		if want.Services[rules.KeyOf(&svc.Service)] {
+			e, err := client.Service(svc.Service)
+			if errors.Is(err, unix.ESRCH) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			entries, err := client.Destinations(e.Service)
+			if err != nil {
+				return nil, err
+			}
+			svc = rules.Service{Service: e.Service, Stats: &e.Stats, Dests: make([]rules.Dest, len(entries))}
+			for j := range entries {
+				c := entries[j].DestCounters
+				svc.Dests[j] = rules.Dest{Destination: entries[j].Destination, Counters: &c}
+			}
+		}
+		set.Services = append(set.Services, svc)
 	}
 	return set, nil
 }

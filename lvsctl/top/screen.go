@@ -18,6 +18,9 @@ import (
 type Want struct {
 	Full     bool
 	Services map[rules.ServiceKey]bool
+	// Only: the services not named may keep their figures too (the
+	// order of the services on screen does not hang on them).
+	Only bool
 }
 
 // Source reads one refresh: the table as want asks, the journal and the
@@ -32,7 +35,9 @@ func (s *Screen) want() Want {
 	case s.m.read == 0, s.m.Filter != "", s.m.Sort == ColState, s.m.Sort == ColActive, s.m.Sort == ColInactive, s.m.Sort == ColWeight:
 		return Want{Full: true}
 	}
-	w := Want{Services: map[rules.ServiceKey]bool{}}
+	// Sorted by key or scheduler, the services on screen stay those
+	// whatever the others' figures.
+	w := Want{Services: map[rules.ServiceKey]bool{}, Only: s.m.Sort == ColService || s.m.Sort == ColServer || s.m.Sort == ColMethod}
 	for _, l := range s.m.Lines(s.offset, s.rows(), true) {
 		w.Services[l.Key] = true
 	}
