@@ -272,9 +272,8 @@ func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(st
 	p("  The rules file now gives rs1 weight 3 and rs2 weight 1; plan shows the edits (exit 3: changes):")
 	lvsctl(rules("3", "1"), "plan", "-")
 	lvsctl(rules("3", "1"), "apply", "-")
-	p("  lvsctl top is the live view of the table; in batch mode it prints frames, here two a second apart:")
-	p("  dir# lvsctl top -b -n 2 -d 1")
-	top := n.run("dir", labtest.Ours("lvsctl"), "top", "-b", "-n", "2", "-d", "1")
+	p("  dir# lvsctl top -b -n 2 -d 1 --filter :80     (the live view's batch mode: two frames, a second apart)")
+	top := n.run("dir", labtest.Ours("lvsctl"), "top", "-b", "-n", "2", "-d", "1", "--filter", ":80")
 	indent(top.Stdout + top.Stderr)
 	if frames := strings.Count(top.Stdout, "lvsctl top - "); top.Code != 0 || frames != 2 || !strings.Contains(top.Stdout, "-t "+seedVIP80) {
 		t.Errorf("lvsctl top -b -n 2: exit %d, %d frames:\n%s", top.Code, frames, top.Stdout)
