@@ -233,4 +233,33 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 	if len(cps) != 2 || cps["-t 10.0.0.1:80"] != 7 || cps["-u 10.0.0.2:53"] != 0 {
 		t.Errorf("services after an Only read: %v, want -t 10.0.0.1:80 at 7 (read), -u 10.0.0.2:53 at 0 (kept), -f 7 gone", cps)
 	}
+
+	// Sorted by a rate, the services are dumped again once the kernel's
+	// estimates may have moved (2 s), not before: a new service shows then.
+	added := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.9"), Port: 80, Scheduler: "rr"}
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &added}); err != nil {
+		t.Fatal(err)
+	}
+	none := top.Want{Services: map[rules.ServiceKey]bool{}}
+	has := func(in top.Input, s ipvs.Service) bool {
+		for i := range in.Set.Services {
+			if rules.KeyOf(&in.Set.Services[i].Service) == rules.KeyOf(&s) {
+				return true
+			}
+		}
+		return false
+	}
+	now = now.Add(topFullEvery - 3*time.Second)
+	if in, err = src(none); err != nil || !has(in, added) {
+		t.Errorf("a dump 7 s after the last lacks the new service (%v)", err)
+	}
+	later := added
+	later.Port = 81
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &later}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if in, err = src(none); err != nil || has(in, later) || !has(in, added) {
+		t.Errorf("1 s after a dump the services are read again (%v)", err)
+	}
 }

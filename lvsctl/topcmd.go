@@ -58,6 +58,7 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		cache    map[rules.ServiceKey][]rules.Dest
 		last     *rules.Set
 		lastFull time.Time
+		lastDump time.Time // of the services, whole or not
 		fullTook time.Duration
 	)
 	return func(want top.Want) (top.Input, error) {
@@ -69,11 +70,14 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 			if set, err = rules.Read(client); err == nil {
 				set.Sort() // frames list as list does; the screen orders itself
 			}
-			fullTook, lastFull = time.Since(start), now
-		} else if want.Only {
+			fullTook, lastFull, lastDump = time.Since(start), now, now
+		} else if want.Only || now.Sub(lastDump) < topEstimatorPeriod {
+			// The kernel's estimates, by which a dump would reorder the
+			// services, have not moved since the last dump.
 			set, err = readShown(client, want, last)
 		} else {
 			set, err = readSome(client, want, cache)
+			lastDump = now
 		}
 		if err != nil {
 			return top.Input{}, readError(err)
@@ -108,6 +112,9 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 // totals and states of the services off screen; a slower whole read
 // stretches it to ten times its duration.
 const topFullEvery = 10 * time.Second
+
+// topEstimatorPeriod is how often the kernel updates its rate estimates.
+const topEstimatorPeriod = 2 * time.Second
 
 // readSome reads the services, and the real servers of those want names
 // or the cache lacks; the others keep the cache's.
