@@ -74,18 +74,21 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		} else if want.Only || now.Sub(lastDump) < topEstimatorPeriod {
 			// The kernel's estimates, by which a dump would reorder the
 			// services, have not moved since the last dump.
-			set, err = readShown(client, want, last)
+			set, err = last, readShown(client, want, last, cache)
 		} else {
 			set, err = readSome(client, want, cache)
 			lastDump = now
 		}
 		if err != nil {
+			last, cache = nil, nil // the next read is whole
 			return top.Input{}, readError(err)
 		}
-		last = set
-		cache = make(map[rules.ServiceKey][]rules.Dest, len(set.Services))
-		for i := range set.Services {
-			cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
+		if set != last {
+			last = set
+			cache = make(map[rules.ServiceKey][]rules.Dest, len(set.Services))
+			for i := range set.Services {
+				cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
+			}
 		}
 		in := top.Input{Set: set, Now: r.env.Now()}
 		j, err := r.journal(false)
@@ -145,34 +148,40 @@ func readSome(client ipvs.Client, want top.Want, cache map[rules.ServiceKey][]ru
 	return set, nil
 }
 
-// readShown reads the services want names and their real servers, one
-// request and one dump each; the others are last's. A service deleted
-// meanwhile leaves; one added appears at the next whole read.
-func readShown(client ipvs.Client, want top.Want, last *rules.Set) (*rules.Set, error) {
-	set := &rules.Set{Services: make([]rules.Service, 0, len(last.Services))}
-	for _, old := range last.Services {
-		svc := old
-		if want.Services[rules.KeyOf(&svc.Service)] {
+// readShown reads again, in last itself and in cache, the services want
+// names and their real servers, one request and one dump each; the
+// others keep their figures, so that a refresh allocates little and the
+// collector seldom runs. A service deleted meanwhile leaves; one added
+// appears at the next dump.
+func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rules.ServiceKey][]rules.Dest) error {
+	kept := last.Services[:0]
+	for _, svc := range last.Services {
+		key := rules.KeyOf(&svc.Service)
+		if want.Services[key] {
 			e, err := client.Service(svc.Service)
 			if errors.Is(err, unix.ESRCH) {
+				delete(cache, key)
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			entries, err := client.Destinations(e.Service)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			svc = rules.Service{Service: e.Service, Stats: &e.Stats, Dests: make([]rules.Dest, len(entries))}
 			for j := range entries {
 				c := entries[j].DestCounters
 				svc.Dests[j] = rules.Dest{Destination: entries[j].Destination, Counters: &c}
 			}
+			cache[key] = svc.Dests
 		}
-		set.Services = append(set.Services, svc)
+		kept = append(kept, svc)
 	}
-	return set, nil
+	clear(last.Services[len(kept):])
+	last.Services = kept
+	return nil
 }
 
 // top shows the live view, or prints frames in batch mode.
