@@ -119,7 +119,8 @@ check: tools
 ## Boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
 ## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
-## changing the weights and draining a server while requests flow (e2e TestDemo)
+## changing the weights, two lvsctl top frames and draining a server while
+## requests flow (e2e TestDemo)
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
