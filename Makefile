@@ -45,7 +45,7 @@ help:
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
-	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived
+	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived tmux procps ncurses-base libc-bin
 # host-side tests: manual pages, completions in real shells, the .deb, units
 HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd rpm rpmlint
 DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
@@ -119,7 +119,8 @@ check: tools
 ## Boot the lab and build the LVS paper's VS/NAT example with our
 ## lvsprep and ipvsadm; prints the rules, the split of 60 requests against
 ## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
-## changing the weights and draining a server while requests flow (e2e TestDemo)
+## changing the weights, two lvsctl top frames and draining a server while
+## requests flow (e2e TestDemo)
 demo: deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 

@@ -272,6 +272,12 @@ func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(st
 	p("  The rules file now gives rs1 weight 3 and rs2 weight 1; plan shows the edits (exit 3: changes):")
 	lvsctl(rules("3", "1"), "plan", "-")
 	lvsctl(rules("3", "1"), "apply", "-")
+	p("  dir# lvsctl top -b -n 2 -d 1 --filter :80     (the live view's batch mode: two frames, a second apart)")
+	top := n.run("dir", labtest.Ours("lvsctl"), "top", "-b", "-n", "2", "-d", "1", "--filter", ":80")
+	indent(top.Stdout + top.Stderr)
+	if frames := strings.Count(top.Stdout, "lvsctl top - "); top.Code != 0 || frames != 2 || !strings.Contains(top.Stdout, "-t "+seedVIP80) {
+		t.Errorf("lvsctl top -b -n 2: exit %d, %d frames:\n%s", top.Code, frames, top.Stdout)
+	}
 	p("  Then rs2 leaves port 80: apply drains it (weight 0, deleted once its connections end):")
 	lvsctl(rules("3", ""), "apply", "--drain-timeout", "30s", "-")
 	close(stop)

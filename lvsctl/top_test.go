@@ -3,11 +3,15 @@ package lvsctl
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/top"
+	"github.com/lvskit/lvskit/rules"
 )
 
 func TestTopBatchFrames(t *testing.T) {
@@ -120,5 +124,142 @@ func TestTopJSONFramesAndDrainState(t *testing.T) {
 		if states["192.168.1.4"] != "draining (4 conns, 240 s to deadline)" || states["192.168.1.1"] != "in service" {
 			t.Errorf("states %v", states)
 		}
+	}
+}
+
+// A hang-up ends top, batch or full screen, with status 0: lvsctl's main
+// catches SIGHUP (run reloads on it), and top must not outlive the
+// terminal it drew on.
+func TestTopEndsOnHangUp(t *testing.T) {
+	_, env := seeded(t)
+	hup := make(chan os.Signal, 1)
+	env.Reload = hup
+	done := make(chan result, 1)
+	go func() { done <- run(t, env, "", "top", "-b", "-d", "0.1") }()
+	time.Sleep(300 * time.Millisecond)
+	hup <- syscall.SIGHUP
+	select {
+	case r := <-done:
+		if r.code != ExitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
+			t.Errorf("after SIGHUP: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("top -b went on after SIGHUP")
+	}
+}
+
+// The screen's refreshes read the services and the real servers of the
+// services it shows; the others' come from the last read that had them,
+// and every real server is read again after topFullEvery.
+func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
+	f, env := seeded(t)
+	now := time.Unix(1e9, 0)
+	env.Now = func() time.Time { return now }
+	r := &runner{env: env}
+	client, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := r.topSource(client)
+	web := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
+	dns := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
+	webRS := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80}
+	dnsRS := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53}
+	active := func(in top.Input, svc ipvs.Service, d ipvs.Destination) uint32 {
+		for _, s := range in.Set.Services {
+			if s.Service.Addr != svc.Addr || s.Service.Port != svc.Port {
+				continue
+			}
+			for _, x := range s.Dests {
+				if x.Addr == d.Addr && x.Port == d.Port {
+					return x.Counters.ActiveConns
+				}
+			}
+		}
+		t.Fatalf("no %v in %v", d, svc)
+		return 0
+	}
+	if _, err := src(top.Want{Services: map[rules.ServiceKey]bool{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sd := range []struct {
+		s ipvs.Service
+		d ipvs.Destination
+	}{{web, webRS}, {dns, dnsRS}} {
+		if err := f.SetDestinationCounters(sd.s, sd.d, ipvs.DestCounters{ActiveConns: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Second)
+	in, err := src(top.Want{Services: map[rules.ServiceKey]bool{rules.KeyOf(&web): true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := active(in, web, webRS), active(in, dns, dnsRS); a != 5 || b != 0 {
+		t.Errorf("shown service's server: %d active, want 5 (read now); hidden one's: %d, want 0 (kept)", a, b)
+	}
+	if len(in.Set.Services) != 3 {
+		t.Errorf("%d services, want all 3", len(in.Set.Services))
+	}
+	now = now.Add(topFullEvery)
+	if in, err = src(top.Want{Services: map[rules.ServiceKey]bool{}}); err != nil || active(in, dns, dnsRS) != 5 {
+		t.Errorf("after %v every real server is read: %v", topFullEvery, err)
+	}
+	if in, err = src(top.Want{Full: true}); err != nil || active(in, dns, dnsRS) != 5 || active(in, web, webRS) != 5 {
+		t.Errorf("a full read: %v", err)
+	}
+
+	// Only: the services named are read one by one, the others kept; a
+	// deleted one leaves.
+	if err := f.SetServiceStats(web, ipvs.Stats{CPS: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetServiceStats(dns, ipvs.Stats{CPS: 9}); err != nil {
+		t.Fatal(err)
+	}
+	fw := ipvs.Service{Family: ipvs.AFInet6, FWMark: 7}
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &fw}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	in, err = src(top.Want{Only: true, Services: map[rules.ServiceKey]bool{rules.KeyOf(&web): true, rules.KeyOf(&fw): true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := map[string]uint64{}
+	for _, s := range in.Set.Services {
+		cps[rules.KeyOf(&s.Service).String()] = s.Stats.CPS
+	}
+	if len(cps) != 2 || cps["-t 10.0.0.1:80"] != 7 || cps["-u 10.0.0.2:53"] != 0 {
+		t.Errorf("services after an Only read: %v, want -t 10.0.0.1:80 at 7 (read), -u 10.0.0.2:53 at 0 (kept), -f 7 gone", cps)
+	}
+
+	// Sorted by a rate, the services are dumped again once the kernel's
+	// estimates may have moved (2 s), not before: a new service shows then.
+	added := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.9"), Port: 80, Scheduler: "rr"}
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &added}); err != nil {
+		t.Fatal(err)
+	}
+	none := top.Want{Services: map[rules.ServiceKey]bool{}}
+	has := func(in top.Input, s ipvs.Service) bool {
+		for i := range in.Set.Services {
+			if rules.KeyOf(&in.Set.Services[i].Service) == rules.KeyOf(&s) {
+				return true
+			}
+		}
+		return false
+	}
+	now = now.Add(topFullEvery - 3*time.Second)
+	if in, err = src(none); err != nil || !has(in, added) {
+		t.Errorf("a dump 7 s after the last lacks the new service (%v)", err)
+	}
+	later := added
+	later.Port = 81
+	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &later}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if in, err = src(none); err != nil || has(in, later) || !has(in, added) {
+		t.Errorf("1 s after a dump the services are read again (%v)", err)
 	}
 }

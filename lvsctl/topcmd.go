@@ -1,13 +1,16 @@
 package lvsctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl/top"
@@ -42,15 +45,51 @@ func (d *delay) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// topSource reads one frame: the table once (as list --stats --rate
-// does), the journal's drains and lvsctl run's record.
+// topSource reads one frame: the journal's drains, lvsctl run's record,
+// and the table: whole (as list --stats --rate reads it) when want asks,
+// and at least every topFullEvery reads' time; otherwise the services
+// (one dump, or with want.Only only those want names, one request each)
+// with the real servers of those want names, the others' kept from the
+// last read that had them. On a 10,000-service table the screen then
+// reads a few services and their real servers a second instead of one
+// dump of 10,000 services and 10,000 dumps of their real servers.
 func (r *runner) topSource(client ipvs.Client) top.Source {
-	return func() (top.Input, error) {
-		set, err := rules.Read(client)
+	var (
+		cache    map[rules.ServiceKey][]rules.Dest
+		last     *rules.Set
+		lastFull time.Time
+		lastDump time.Time // of the services, whole or not
+		fullTook time.Duration
+	)
+	return func(want top.Want) (top.Input, error) {
+		now := r.env.Now()
+		var set *rules.Set
+		var err error
+		if want.Full || cache == nil || now.Sub(lastFull) >= max(topFullEvery, 10*fullTook) {
+			start := time.Now()
+			if set, err = rules.Read(client); err == nil {
+				set.Sort() // frames list as list does; the screen orders itself
+			}
+			fullTook, lastFull, lastDump = time.Since(start), now, now
+		} else if want.Only || now.Sub(lastDump) < topEstimatorPeriod {
+			// The kernel's estimates, by which a dump would reorder the
+			// services, have not moved since the last dump.
+			set, err = last, readShown(client, want, last, cache)
+		} else {
+			set, err = readSome(client, want, cache)
+			lastDump = now
+		}
 		if err != nil {
+			last, cache = nil, nil // the next read is whole
 			return top.Input{}, readError(err)
 		}
-		set.Sort()
+		if set != last {
+			last = set
+			cache = make(map[rules.ServiceKey][]rules.Dest, len(set.Services))
+			for i := range set.Services {
+				cache[rules.KeyOf(&set.Services[i].Service)] = set.Services[i].Dests
+			}
+		}
 		in := top.Input{Set: set, Now: r.env.Now()}
 		j, err := r.journal(false)
 		if err != nil {
@@ -72,6 +111,79 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 	}
 }
 
+// topFullEvery is how often the screen reads every real server, for the
+// totals and states of the services off screen; a slower whole read
+// stretches it to ten times its duration.
+const topFullEvery = 10 * time.Second
+
+// topEstimatorPeriod is how often the kernel updates its rate estimates.
+const topEstimatorPeriod = 2 * time.Second
+
+// readSome reads the services, and the real servers of those want names
+// or the cache lacks; the others keep the cache's.
+func readSome(client ipvs.Client, want top.Want, cache map[rules.ServiceKey][]rules.Dest) (*rules.Set, error) {
+	svcs, err := client.Services()
+	if err != nil {
+		return nil, err
+	}
+	set := &rules.Set{Services: make([]rules.Service, len(svcs))}
+	for i := range svcs {
+		svc := rules.Service{Service: svcs[i].Service, Stats: &svcs[i].Stats}
+		key := rules.KeyOf(&svc.Service)
+		ds, ok := cache[key]
+		if !ok || want.Services[key] {
+			entries, err := client.Destinations(svc.Service)
+			if err != nil {
+				return nil, err
+			}
+			ds = make([]rules.Dest, len(entries))
+			for j := range entries {
+				c := entries[j].DestCounters
+				ds[j] = rules.Dest{Destination: entries[j].Destination, Counters: &c}
+			}
+		}
+		svc.Dests = ds
+		set.Services[i] = svc
+	}
+	return set, nil
+}
+
+// readShown reads again, in last itself and in cache, the services want
+// names and their real servers, one request and one dump each; the
+// others keep their figures, so that a refresh allocates little and the
+// collector seldom runs. A service deleted meanwhile leaves; one added
+// appears at the next dump.
+func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rules.ServiceKey][]rules.Dest) error {
+	kept := last.Services[:0]
+	for _, svc := range last.Services {
+		key := rules.KeyOf(&svc.Service)
+		if want.Services[key] {
+			e, err := client.Service(svc.Service)
+			if errors.Is(err, unix.ESRCH) {
+				delete(cache, key)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			entries, err := client.Destinations(e.Service)
+			if err != nil {
+				return err
+			}
+			svc = rules.Service{Service: e.Service, Stats: &e.Stats, Dests: make([]rules.Dest, len(entries))}
+			for j := range entries {
+				c := entries[j].DestCounters
+				svc.Dests[j] = rules.Dest{Destination: entries[j].Destination, Counters: &c}
+			}
+			cache[key] = svc.Dests
+		}
+		kept = append(kept, svc)
+	}
+	clear(last.Services[len(kept):])
+	last.Services = kept
+	return nil
+}
+
 // top shows the live view, or prints frames in batch mode.
 func (r *runner) top(c *topCmd) (int, error) {
 	col, err := top.ParseColumn(c.Sort)
@@ -84,11 +196,29 @@ func (r *runner) top(c *topCmd) (int, error) {
 	if c.Iterations < 0 {
 		return ExitUsage, usageError{err: errors.New("--iterations: 0 or more"), help: true}
 	}
+	// A hang-up (the ssh session or the terminal gone) ends top as it
+	// ends top(1); lvsctl's main catches SIGHUP for run's reload.
+	ctx, cancel := context.WithCancel(r.env.Context)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.env.Reload:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	r.env.Context = ctx
 	client, err := r.open()
 	if err != nil {
 		return ExitFailed, err
 	}
 	defer client.Close()
+	// top runs for hours and drops each read's table for the next: the
+	// collector's default pace keeps its memory near two tables, where
+	// lvsctl's short-lived commands collect less often (GOGC=400).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(100)
+	}
 	m := top.NewModel(time.Duration(c.Delay))
 	m.Sort, m.Reverse, m.Filter = col, c.Reverse, c.Filter
 	src := r.topSource(client)
@@ -119,7 +249,7 @@ func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) 
 			case <-t.C:
 			}
 		}
-		in, err := src()
+		in, err := src(top.Want{Full: true})
 		if err != nil {
 			return ExitFailed, err
 		}

@@ -75,8 +75,9 @@ var lazyModuleFiles = []string{
 // which would shadow iproute2 and iptables), bash for Debian's
 // ipvsadm-save/-restore scripts, iproute2, iptables, the reference
 // ipvsadm, BIRD 2 (daemon and both clients) for the routers and
-// directors of the ECMP tests, and Debian's keepalived 2.2.7, the oracle of
-// lvsctl's health checks and keepalived import.
+// directors of the ECMP tests, Debian's keepalived 2.2.7, the oracle of
+// lvsctl's health checks and keepalived import, and tmux and procps' watch,
+// which drive and measure lvsctl top.
 var hostPrograms = []string{
 	"/bin/dash", "/bin/bash",
 	"/bin/ip", "/sbin/ip", "/sbin/bridge",
@@ -84,6 +85,17 @@ var hostPrograms = []string{
 	"/usr/sbin/xtables-nft-multi", "/usr/sbin/xtables-legacy-multi",
 	"/usr/sbin/bird", "/usr/sbin/birdc", "/usr/sbin/birdcl",
 	"/usr/sbin/keepalived",
+	"/usr/bin/tmux", "/usr/bin/watch",
+}
+
+// terminfos are the terminal descriptions tmux and watch read (ncurses
+// looks in /lib/terminfo): tmux's panes are "screen", its clients the
+// others; and glibc's C.UTF-8 character classes, without which tmux does
+// not start.
+var terminfos = []string{
+	"/lib/terminfo/s/screen", "/lib/terminfo/t/tmux", "/lib/terminfo/t/tmux-256color", "/lib/terminfo/x/xterm",
+	"/lib/terminfo/x/xterm-256color", "/lib/terminfo/d/dumb", "/lib/terminfo/l/linux",
+	"/usr/lib/locale/C.utf8/LC_CTYPE",
 }
 
 const xtablesPlugins = "/usr/lib/x86_64-linux-gnu/xtables"
@@ -316,6 +328,7 @@ func baseManifest(kver string) (manifest, error) {
 		return nil, fmt.Errorf("lab: no iptables plugins in %s (install iptables)", xtablesPlugins)
 	}
 	programs = append(programs, plugins...)
+	programs = append(programs, terminfos...)
 	for _, p := range programs {
 		if err := m.addHostFile(p, seen); err != nil {
 			return nil, err

@@ -8,7 +8,8 @@ import (
 
 // Packages are the Debian 12 packages the lab takes its VM from: the
 // emulator, the guest kernel with its modules, the guest user space, the
-// reference ipvsadm, BIRD 2, keepalived, and the host tools the image builder runs (modprobe
+// reference ipvsadm, BIRD 2, keepalived, tmux and watch (with the
+// terminal descriptions they read), and the host tools the image builder runs (modprobe
 // resolves module order).
 var Packages = []string{
 	"qemu-system-x86",
@@ -22,8 +23,12 @@ var Packages = []string{
 	"dash",
 	"netbase", // /etc/services and /etc/protocols
 	"cpio",
-	"bird2",      // BGP speaker of the ECMP topology (e2e)
-	"keepalived", // the oracle of lvsctl's checks and keepalived import
+	"bird2",        // BGP speaker of the ECMP topology (e2e)
+	"keepalived",   // the oracle of lvsctl's checks and keepalived import
+	"tmux",         // drives lvsctl top's full screen in the lab
+	"procps",       // watch(1), what lvsctl top's cost is measured against
+	"ncurses-base", // the terminal descriptions tmux and watch read
+	"libc-bin",     // C.UTF-8, the locale tmux needs
 }
 
 // MissingPackages returns the packages of Packages that dpkg does not list

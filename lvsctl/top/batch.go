@@ -103,13 +103,14 @@ func (m *Model) Frame() JSONFrame {
 		if !ok {
 			continue
 		}
-		js := JSONService{JSONService: doc.Services[i], State: g.svc.state, Destinations: []JSONDest{}}
+		m.fill(g)
+		js := JSONService{JSONService: doc.Services[i], State: stateText(&g.svc, false), Destinations: []JSONDest{}}
 		for j := range g.dests {
 			r := &g.dests[j]
 			if !keep(r) {
 				continue
 			}
-			jd := JSONDest{JSONDestination: doc.Services[i].Destinations[j], State: r.state}
+			jd := JSONDest{JSONDestination: doc.Services[i].Destinations[j], State: stateText(r, false)}
 			if m.runActive && r.conf >= 0 {
 				c := r.conf
 				jd.ConfiguredWeight = &c

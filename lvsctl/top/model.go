@@ -122,7 +122,10 @@ type row struct {
 	active    uint64
 	inactive  uint64
 	rates     [5]uint64
-	state     string
+	state     int    // stateIn and the others; a service row's is stateService
+	left      uint64 // draining: connections left
+	deadline  int64  // draining: seconds to the deadline
+	reason    string // held out: the check's last result
 	weight    int64
 	conf      int64 // configured weight, -1 when unknown
 	servers   int   // a service row's real servers
@@ -131,8 +134,9 @@ type row struct {
 
 // group is a service and its real servers.
 type group struct {
-	svc   row
-	dests []row
+	svc    row
+	dests  []row // made by fill
+	filled bool
 }
 
 // Model is the view's state: the rows of the last refresh and how they
@@ -159,6 +163,7 @@ type Model struct {
 	ratesChanged time.Time
 	runActive    bool
 	in           Input
+	drains       map[string]rules.DrainEntry
 }
 
 // NewModel returns an empty model refreshed every period.
@@ -166,12 +171,15 @@ func NewModel(period time.Duration) *Model {
 	return &Model{Period: period, Sort: ColService, collapsed: map[string]bool{}, seed: maphash.MakeSeed()}
 }
 
-// Update replaces the rows with those of in.
+// Update replaces the rows with those of in. It reads only the
+// services' figures: a service's real servers are made rows when a frame,
+// the filter or the sort first needs them (fill), so that a refresh of a
+// large table costs what the screen shows.
 func (m *Model) Update(in Input) {
 	m.now, m.runActive, m.in = in.Now, in.RunActive, in
-	drains := make(map[string]rules.DrainEntry, len(in.Drains))
+	m.drains = make(map[string]rules.DrainEntry, len(in.Drains))
 	for _, d := range in.Drains {
-		drains[d.Service.String()+" -r "+d.Dest.String()] = d
+		m.drains[d.Service.String()+" -r "+d.Dest.String()] = d
 	}
 	var h maphash.Hash
 	h.SetSeed(m.seed)
@@ -180,35 +188,11 @@ func (m *Model) Update(in Input) {
 	for i := range in.Set.Services {
 		s := &in.Set.Services[i]
 		st := s.KernelStats()
-		key := rules.KeyOf(&s.Service).String()
-		g := group{svc: row{service: s, name: key, rates: Rates(&st), conf: -1, servers: len(s.Dests)}, dests: make([]row, len(s.Dests))}
+		g := group{svc: row{service: s, rates: Rates(&st), conf: -1, servers: len(s.Dests)}}
+		// A service's estimates move with its real servers'.
 		for _, r := range g.svc.rates {
 			writeUint(&h, r)
 		}
-		for j := range s.Dests {
-			d := &s.Dests[j]
-			c := d.KernelCounters()
-			name := rules.DestKeyOf(&d.Destination).String()
-			r := row{service: s, dest: d, name: name, active: uint64(c.ActiveConns), inactive: uint64(c.InactConns),
-				rates: Rates(&c.Stats), weight: int64(int32(d.Weight)), conf: -1}
-			ref := key + " -r " + name
-			hl, checked := in.Run[ref]
-			if checked && hl.HasWeight {
-				r.conf = int64(hl.Weight)
-			}
-			r.state = m.state(&r, drains, ref, hl, checked && in.RunActive)
-			if r.state == StateInService {
-				g.svc.inService++
-			}
-			g.svc.active += r.active
-			g.svc.inactive += r.inactive
-			g.svc.weight += r.weight
-			for _, v := range r.rates {
-				writeUint(&h, v)
-			}
-			g.dests[j] = r
-		}
-		g.svc.state = fmt.Sprintf("%d/%d in service", g.svc.inService, g.svc.servers)
 		m.servers += len(s.Dests)
 		m.groups = append(m.groups, g)
 	}
@@ -221,6 +205,57 @@ func (m *Model) Update(in Input) {
 	m.read++
 }
 
+// fill makes a group's real servers rows, and their totals, once per
+// update.
+func (m *Model) fill(g *group) {
+	if g.filled {
+		return
+	}
+	g.filled = true
+	s := g.svc.service
+	key := m.nameOf(&g.svc)
+	g.dests = make([]row, len(s.Dests))
+	for j := range s.Dests {
+		d := &s.Dests[j]
+		c := d.KernelCounters()
+		name := rules.DestKeyOf(&d.Destination).String()
+		r := row{service: s, dest: d, name: name, active: uint64(c.ActiveConns), inactive: uint64(c.InactConns),
+			rates: Rates(&c.Stats), weight: int64(int32(d.Weight)), conf: -1}
+		var hl Health
+		checked := false
+		ref := ""
+		if len(m.drains) > 0 || len(m.in.Run) > 0 {
+			ref = key + " -r " + name
+			hl, checked = m.in.Run[ref]
+		}
+		if checked && hl.HasWeight {
+			r.conf = int64(hl.Weight)
+		}
+		m.setState(&r, m.drains, ref, hl, checked && m.in.RunActive)
+		if r.state == stateIn {
+			g.svc.inService++
+		}
+		g.svc.active += r.active
+		g.svc.inactive += r.inactive
+		g.svc.weight += r.weight
+		g.dests[j] = r
+	}
+}
+
+// nameOf is a row's name: the service key, or the real server's address,
+// written when first asked for.
+func (m *Model) nameOf(r *row) string {
+	if r.name == "" {
+		r.name = rules.KeyOf(&r.service.Service).String()
+	}
+	return r.name
+}
+
+// isCollapsed reports whether a group's real servers are folded.
+func (m *Model) isCollapsed(g *group) bool {
+	return len(m.collapsed) > 0 && m.collapsed[m.nameOf(&g.svc)]
+}
+
 func writeUint(h *maphash.Hash, v uint64) {
 	var b [8]byte
 	for i := range b {
@@ -229,28 +264,62 @@ func writeUint(h *maphash.Hash, v uint64) {
 	h.Write(b[:])
 }
 
-// state labels a real server: draining (the journal holds it), held out
-// by its check (lvsctl run's record), in service (weight above 0), or
+// A row's state.
+const (
+	stateService = iota // a service's totals
+	stateIn
+	stateDraining
+	stateHeld
+	stateUnknown
+)
+
+// setState labels a real server: draining (the journal holds it), held
+// out by its check (lvsctl run's record), in service (weight above 0), or
 // unknown (weight 0 for no reason lvsctl knows, or a check that has not
 // answered yet).
-func (m *Model) state(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) string {
+func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) {
 	if d, ok := drains[ref]; ok {
 		left := d.Deadline.Sub(m.now)
-		secs := max(0, int64((left+time.Second-1)/time.Second))
-		return fmt.Sprintf("draining (%d conns, %d s to deadline)", r.active+r.inactive, secs)
+		r.state, r.left, r.deadline = stateDraining, r.active+r.inactive, max(0, int64((left+time.Second-1)/time.Second))
+		return
 	}
 	if checked && !hl.InService {
 		if hl.Check == "unknown" {
-			return StateUnknown
+			r.state = stateUnknown
+			return
 		}
-		res := hl.Result
-		if res == "" {
-			res = hl.Check
+		r.state, r.reason = stateHeld, hl.Result
+		if r.reason == "" {
+			r.reason = hl.Check
 		}
-		return "held out by check (" + res + ")"
+		return
 	}
 	if r.weight > 0 {
+		r.state = stateIn
+		return
+	}
+	r.state = stateUnknown
+}
+
+// stateText is a row's state as batch and JSON frames write it, or, with
+// short, as the screen does: "draining 3 conns 90s" fits the column that
+// 80 columns leave.
+func stateText(r *row, short bool) string {
+	switch r.state {
+	case stateService:
+		return strconv.Itoa(r.inService) + "/" + strconv.Itoa(r.servers) + " in service"
+	case stateIn:
 		return StateInService
+	case stateDraining:
+		if short {
+			return fmt.Sprintf("draining %d conns %ds", r.left, r.deadline)
+		}
+		return fmt.Sprintf("draining (%d conns, %d s to deadline)", r.left, r.deadline)
+	case stateHeld:
+		if short {
+			return "held out: " + r.reason
+		}
+		return "held out by check (" + r.reason + ")"
 	}
 	return StateUnknown
 }
@@ -297,8 +366,8 @@ func (m *Model) Toggle(service string) { m.collapsed[service] = !m.collapsed[ser
 func (m *Model) SetAllCollapsed(c bool) {
 	clear(m.collapsed)
 	if c {
-		for _, g := range m.groups {
-			m.collapsed[g.svc.name] = true
+		for i := range m.groups {
+			m.collapsed[m.nameOf(&m.groups[i].svc)] = true
 		}
 	}
 }
@@ -310,7 +379,9 @@ func (m *Model) Collapsed(service string) bool { return m.collapsed[service] }
 type Line struct {
 	// Service is the service key; Server is empty on a service's row.
 	Service, Server string
-	Cells           [NumColumns]string
+	// Key is the service's key.
+	Key   rules.ServiceKey
+	Cells [NumColumns]string
 }
 
 // IsService reports whether the line is a service's totals.
@@ -319,9 +390,10 @@ func (l *Line) IsService() bool { return l.Server == "" }
 // matches reports whether a group is shown under the filter, and which of
 // its real servers are.
 func (m *Model) matches(g *group) (bool, func(*row) bool) {
-	if m.Filter == "" || strings.Contains(g.svc.name, m.Filter) {
+	if m.Filter == "" || strings.Contains(m.nameOf(&g.svc), m.Filter) {
 		return true, func(*row) bool { return true }
 	}
+	m.fill(g)
 	any := false
 	for i := range g.dests {
 		if strings.Contains(g.dests[i].name, m.Filter) {
@@ -343,9 +415,14 @@ func (m *Model) Len() int {
 			continue
 		}
 		n++
-		if m.collapsed[g.svc.name] {
+		if m.isCollapsed(g) {
 			continue
 		}
+		if m.Filter == "" {
+			n += len(g.svc.service.Dests)
+			continue
+		}
+		m.fill(g)
 		for j := range g.dests {
 			if keep(&g.dests[j]) {
 				n++
@@ -360,14 +437,9 @@ func (m *Model) compare(a, b *row) int {
 	c := 0
 	switch m.Sort {
 	case ColService, ColServer:
-		c = strings.Compare(a.name, b.name)
-		if a.dest == nil && b.dest == nil {
-			c = rules.KeyOf(&a.service.Service).Compare(rules.KeyOf(&b.service.Service))
-		} else if a.dest != nil && b.dest != nil {
-			c = rules.CompareDests(&a.dest.Destination, &b.dest.Destination)
-		}
+		c = identity(a, b)
 	case ColState:
-		c = strings.Compare(a.state, b.state)
+		c = strings.Compare(stateText(a, false), stateText(b, false))
 	case ColMethod:
 		c = strings.Compare(method(a), method(b))
 	default:
@@ -379,13 +451,35 @@ func (m *Model) compare(a, b *row) int {
 			c = 1
 		}
 		if c == 0 {
-			c = strings.Compare(a.name, b.name)
+			c = identity(a, b)
 		}
 	}
 	if m.Reverse {
 		return -c
 	}
 	return c
+}
+
+// identity orders two services by key, or two real servers by address,
+// as list does.
+func identity(a, b *row) int {
+	if a.dest == nil && b.dest == nil {
+		return rules.KeyOf(&a.service.Service).Compare(rules.KeyOf(&b.service.Service))
+	}
+	if a.dest != nil && b.dest != nil {
+		return rules.CompareDests(&a.dest.Destination, &b.dest.Destination)
+	}
+	return strings.Compare(a.name, b.name)
+}
+
+// sortNeedsServers reports whether the sort column of a service's row
+// comes from its real servers (totals, or how many are in service).
+func (m *Model) sortNeedsServers() bool {
+	switch m.Sort {
+	case ColState, ColActive, ColInactive, ColWeight:
+		return true
+	}
+	return false
 }
 
 func (m *Model) number(r *row) int64 {
@@ -437,10 +531,14 @@ func (m *Model) Lines(offset, n int, human bool) []Line {
 	// The first offset+n lines need at most offset+n services.
 	k := offset + n
 	h := &groupHeap{m: m}
+	needs := m.sortNeedsServers()
 	for i := range m.groups {
 		g := &m.groups[i]
 		if ok, _ := m.matches(g); !ok {
 			continue
+		}
+		if needs {
+			m.fill(g)
 		}
 		if h.Len() < k {
 			heap.Push(h, g)
@@ -459,11 +557,12 @@ func (m *Model) Lines(offset, n int, human bool) []Line {
 		if pos >= k {
 			break
 		}
+		m.fill(g)
 		if pos >= offset {
 			out = append(out, m.line(&g.svc, human))
 		}
 		pos++
-		if m.collapsed[g.svc.name] {
+		if m.isCollapsed(g) {
 			continue
 		}
 		_, keep := m.matches(g)
@@ -527,16 +626,18 @@ func (m *Model) line(r *row, human bool) Line {
 	var l Line
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	if r.dest == nil {
-		l.Service = r.name
-		l.Cells[ColService] = r.name
+		l.Service = m.nameOf(r)
+		l.Key = rules.KeyOf(&r.service.Service)
+		l.Cells[ColService] = l.Service
 		fold := "-"
-		if m.collapsed[r.name] {
+		if m.collapsed[l.Service] {
 			fold = "+"
 		}
 		l.Cells[ColServer] = fold + " " + plural(r.servers, "server", "servers")
 		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
 	} else {
-		l.Service = rules.KeyOf(&r.service.Service).String()
+		l.Key = rules.KeyOf(&r.service.Service)
+		l.Service = l.Key.String()
 		l.Server = r.name
 		l.Cells[ColServer] = r.name
 		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
@@ -544,7 +645,7 @@ func (m *Model) line(r *row, human bool) Line {
 			l.Cells[ColWeight] += "/" + strconv.FormatInt(r.conf, 10)
 		}
 	}
-	l.Cells[ColState] = r.state
+	l.Cells[ColState] = stateText(r, human)
 	l.Cells[ColActive] = u(r.active)
 	l.Cells[ColInactive] = u(r.inactive)
 	for i, v := range r.rates {

@@ -8,11 +8,41 @@ import (
 	"time"
 
 	"github.com/gdamore/tcell/v2"
+
+	"github.com/lvskit/lvskit/rules"
 )
 
-// Source reads one refresh: the table once, the journal and the run's
-// record.
-type Source func() (Input, error)
+// Want is what a refresh must read afresh: the whole table (Full), or
+// the services with the real servers of those named in Services; the
+// others' real servers may be those of an earlier read.
+type Want struct {
+	Full     bool
+	Services map[rules.ServiceKey]bool
+	// Only: the services not named may keep their figures too (the
+	// order of the services on screen does not hang on them).
+	Only bool
+}
+
+// Source reads one refresh: the table as want asks, the journal and the
+// run's record.
+type Source func(want Want) (Input, error)
+
+// want is what the screen's next refresh needs: the real servers of the
+// services on screen, or the whole table while the filter, the sort or the
+// folds look at every real server.
+func (s *Screen) want() Want {
+	switch {
+	case s.m.read == 0, s.m.Filter != "", s.m.Sort == ColState, s.m.Sort == ColActive, s.m.Sort == ColInactive, s.m.Sort == ColWeight:
+		return Want{Full: true}
+	}
+	// Sorted by key or scheduler, the services on screen stay those
+	// whatever the others' figures.
+	w := Want{Services: map[rules.ServiceKey]bool{}, Only: s.m.Sort == ColService || s.m.Sort == ColServer || s.m.Sort == ColMethod}
+	for _, l := range s.m.Lines(s.offset, s.rows(), true) {
+		w.Services[l.Key] = true
+	}
+	return w
+}
 
 // ColorWanted says whether the screen may use colour: not with NO_COLOR
 // set (no-color.org), nor on TERM=dumb or no TERM.
@@ -342,7 +372,7 @@ func (s *Screen) Draw() {
 			cs := st
 			if s.color && c == ColState {
 				switch {
-				case strings.HasPrefix(text, "held"):
+				case strings.HasPrefix(text, "held out"):
 					cs = cs.Foreground(tcell.ColorRed)
 				case strings.HasPrefix(text, "draining"):
 					cs = cs.Foreground(tcell.ColorYellow)
@@ -386,7 +416,7 @@ func Run(ctx context.Context, scr tcell.Screen, m *Model, src Source, color bool
 	defer close(stop)
 	go scr.ChannelEvents(events, stop)
 	refresh := func() {
-		in, err := src()
+		in, err := src(s.want())
 		s.SetError(err)
 		if err == nil {
 			m.Update(in)

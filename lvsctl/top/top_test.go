@@ -2,6 +2,7 @@ package top
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -436,5 +437,91 @@ func TestLargeTableShowsAWindow(t *testing.T) {
 	}
 	if m.Len() != 22000 {
 		t.Errorf("Len %d", m.Len())
+	}
+}
+
+// Run, the full-screen loop, on a simulated terminal: it reads at once
+// and every period, asks for the real servers of the services on screen
+// only (the whole table while a filter is set), draws each read, and
+// ends on q.
+func TestRunLoop(t *testing.T) {
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Fini()
+	sim.SetSize(80, 5) // room for 2 rows: the first service and its first server
+	m := NewModel(100 * time.Millisecond)
+	wants := make(chan Want, 100)
+	reads := 0
+	src := func(w Want) (Input, error) {
+		wants <- w
+		reads++
+		in := fixture(t0.Add(time.Duration(reads) * time.Second))
+		return in, nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), sim, m, src, false) }()
+	next := func() Want {
+		t.Helper()
+		select {
+		case w := <-wants:
+			return w
+		case <-time.After(10 * time.Second):
+			t.Fatal("no refresh")
+			return Want{}
+		}
+	}
+	if w := next(); !w.Full {
+		t.Errorf("first read %+v, want the whole table", w)
+	}
+	if w := next(); w.Full || len(w.Services) != 1 || !w.Services[rules.KeyOf(&fixture(t0).Set.Services[0].Service)] {
+		t.Errorf("second read %+v, want the real servers of -t 10.0.0.1:80 only", w)
+	}
+	sim.InjectKey(tcell.KeyRune, '/', tcell.ModNone)
+	sim.InjectKey(tcell.KeyRune, '2', tcell.ModNone)
+	sim.InjectKey(tcell.KeyEnter, 0, tcell.ModNone)
+	deadline := time.After(10 * time.Second)
+	for w := next(); !w.Full; w = next() {
+		select {
+		case <-deadline:
+			t.Fatal("a filter did not make the reads whole")
+		default:
+		}
+	}
+	sim.InjectKey(tcell.KeyRune, 'q', tcell.ModNone)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("q did not end Run")
+	}
+	if lines := text(sim); !strings.HasPrefix(lines[0], "lvsctl top - ") || !strings.Contains(lines[1], `filter "2"`) {
+		t.Errorf("last screen:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// BenchmarkScreenRefresh is a refresh of a full screen (50 lines) of a
+// 10,000 × 10 table sorted by connections/s: the update and the lines
+// shown.
+func BenchmarkScreenRefresh(b *testing.B) {
+	set := &rules.Set{}
+	for i := range 10000 {
+		s := svc(fmt.Sprintf("172.%d.%d.%d", 16+i/65536, i/256%256, i%256), 80, uint64(i))
+		for j := range 10 {
+			s.Dests = append(s.Dests, dest(fmt.Sprintf("10.%d.%d.%d", i/256, i%256, j+1), 1, uint32(j), 0, uint64(i*10+j)))
+		}
+		set.Services = append(set.Services, s)
+	}
+	m := NewModel(time.Second)
+	m.Sort = ColCPS
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m.Update(Input{Set: set, Now: t0})
+		m.Len()
+		m.Lines(0, 47, true)
 	}
 }
