@@ -630,7 +630,6 @@ var ignored = map[string]map[string]string{
 		"omega": whyQuorumCmd, "quorum_up": whyQuorumCmd, "quorum_down": whyQuorumCmd,
 		"ha_suspend": "it suspends checks while the director lacks the VIP; lvsctl always checks",
 		"smtp_alert": whyAlert, "snmp_name": "",
-		"retry_delay": whyRetryDelay,
 	},
 	"real_server": {
 		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,

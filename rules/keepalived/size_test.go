@@ -2,6 +2,7 @@ package keepalived
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,6 +71,19 @@ func BenchmarkImportSize(b *testing.B) {
 	conf := []byte(bigConfig())
 	for b.Loop() {
 		if _, err := ImportData("keepalived.conf", conf, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkImportWriteSize(b *testing.B) {
+	conf := []byte(bigConfig())
+	for b.Loop() {
+		r, err := ImportData("keepalived.conf", conf, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteYAML(io.Discard, r); err != nil {
 			b.Fatal(err)
 		}
 	}
