@@ -399,6 +399,7 @@ func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
 	js := &desired.JSONService{Protocol: "udp", Scheduler: "wlc"}
 	c.granAt = nil
 	method := "masq"
+	var tun *desired.JSONTunnel
 	t := timing{retry: -1}
 	inhibitAll := false
 	var sorry, sorryInhibit, sorryMethodAt, quorum, hysteresis, ops *Stmt
@@ -431,12 +432,9 @@ func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
 			}
 			js.Scheduler = v
 		case "lb_kind", "lvs_method":
-			v, err := one()
-			if err != nil {
+			var err error
+			if method, tun, err = parseMethod(b, args); err != nil {
 				return nil, err
-			}
-			if method = methods[strings.ToUpper(v)]; method == "" {
-				return nil, errAt(b, "%s %q: NAT, DR or TUN", kw, v)
 			}
 		case "persistence_timeout":
 			to := uint64(360) // keepalived's default without a value
@@ -536,12 +534,9 @@ func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
 		case "sorry_server_inhibit":
 			sorryInhibit = b
 		case "sorry_server_lvs_method":
-			v, err := one()
-			if err != nil {
+			var err error
+			if sorryMethod, _, err = parseMethod(b, args); err != nil {
 				return nil, err
-			}
-			if sorryMethod = methods[strings.ToUpper(v)]; sorryMethod == "" {
-				return nil, errAt(b, "%s %q: NAT, DR or TUN", kw, v)
 			}
 			sorryMethodAt = b
 		default:
@@ -560,7 +555,7 @@ func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
 	}
 	js.Destinations = []desired.JSONDestination{}
 	for _, r := range reals {
-		d, err := c.realServer(r, method, t, inhibitAll)
+		d, err := c.realServer(r, method, tun, t, inhibitAll)
 		if err != nil {
 			return nil, err
 		}
@@ -724,7 +719,7 @@ func seconds(b *Stmt, args []string) (string, error) {
 	return strconv.FormatFloat(f, 'f', -1, 64) + "s", nil
 }
 
-func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desired.JSONDestination, error) {
+func (c *conv) realServer(r *Stmt, method string, tun *desired.JSONTunnel, t timing, inhibit bool) (*desired.JSONDestination, error) {
 	// The port may be left out (port 0), as fwmark services do.
 	if len(r.Words) != 3 && len(r.Words) != 2 {
 		return nil, errAt(r, "real_server: want IP [PORT]")
@@ -739,7 +734,7 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			return nil, errAt(r, "real_server %s %q: not a port", r.Words[1], r.Words[2])
 		}
 	}
-	d := &desired.JSONDestination{Address: a.Unmap().String(), Port: uint16(p), Method: method, Weight: 1}
+	d := &desired.JSONDestination{Address: a.Unmap().String(), Port: uint16(p), Method: method, Tunnel: tun, Weight: 1}
 	var checks []*Stmt
 	for _, b := range r.Block {
 		kw, args := b.Words[0], b.Words[1:]
@@ -761,10 +756,9 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			}
 			d.Weight = int64(n)
 		case "lvs_method":
-			if len(args) != 1 || methods[strings.ToUpper(args[0])] == "" {
-				return nil, errAt(b, "lvs_method: NAT, DR or TUN")
+			if d.Method, d.Tunnel, err = parseMethod(b, args); err != nil {
+				return nil, err
 			}
-			d.Method = methods[strings.ToUpper(args[0])]
 		case "uthreshold":
 			n, err := num(32)
 			if err != nil {
@@ -1103,6 +1097,58 @@ func splitCommand(s string) ([]string, error) {
 		return nil, fmt.Errorf("empty")
 	}
 	return out, nil
+}
+
+// parseMethod reads NAT, DR or TUN [type {ipip|gue port N|gre}
+// [nocsum|csum|remcsum]]: the method and, for a GUE or GRE tunnel, its
+// settings (ipip, the kernel's default, is nil).
+func parseMethod(b *Stmt, args []string) (string, *desired.JSONTunnel, error) {
+	bad := func() (string, *desired.JSONTunnel, error) {
+		return "", nil, errAt(b, "%s %s: NAT, DR or TUN [type {ipip|gue port N|gre} [nocsum|csum|remcsum]]", b.Words[0], strings.Join(args, " "))
+	}
+	if len(args) == 0 {
+		return bad()
+	}
+	m := methods[strings.ToUpper(args[0])]
+	if m == "" || (len(args) > 1 && m != "tunnel") {
+		return bad()
+	}
+	rest := args[1:]
+	if len(rest) == 0 {
+		return m, nil, nil
+	}
+	if len(rest) < 2 || rest[0] != "type" {
+		return bad()
+	}
+	tun := &desired.JSONTunnel{Type: rest[1]}
+	rest = rest[2:]
+	switch tun.Type {
+	case "ipip":
+		if len(rest) > 0 {
+			return bad()
+		}
+		return m, nil, nil
+	case "gue":
+		if len(rest) < 2 || rest[0] != "port" {
+			return bad()
+		}
+		p, err := parseUint(rest[1], 16)
+		if err != nil || p == 0 {
+			return bad()
+		}
+		tun.Port, rest = uint16(p), rest[2:]
+	case "gre":
+	default:
+		return bad()
+	}
+	tun.Checksum = "nocsum"
+	if len(rest) == 1 && (rest[0] == "nocsum" || rest[0] == "csum" || rest[0] == "remcsum") {
+		tun.Checksum, rest = rest[0], nil
+	}
+	if len(rest) > 0 || (tun.Type == "gre" && tun.Checksum == "remcsum") {
+		return bad()
+	}
+	return m, tun, nil
 }
 
 // boolArg reads keepalived's optional <BOOL>: none is true.

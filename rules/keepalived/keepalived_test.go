@@ -413,3 +413,33 @@ func TestCorpus(t *testing.T) {
 		t.Errorf("%d of Debian's 25 sample configurations in the corpus", debian)
 	}
 }
+
+func TestTunnelSettings(t *testing.T) {
+	r := mustImport(t, `virtual_server 192.0.2.1 80 {
+  protocol TCP
+  lvs_method TUN type gue port 6080 remcsum
+  real_server 10.0.0.1 80 { }
+  real_server 10.0.0.2 80 {
+    lvs_method TUN type gre
+  }
+  real_server 10.0.0.3 80 {
+    lvs_method NAT
+  }
+}`, false)
+	d := r.Document.Services[0].Destinations
+	if d[0].Method != "tunnel" || !reflect.DeepEqual(d[0].Tunnel, &desired.JSONTunnel{Type: "gue", Port: 6080, Checksum: "remcsum"}) {
+		t.Errorf("gue: %+v %+v", d[0], d[0].Tunnel)
+	}
+	if d[1].Method != "tunnel" || !reflect.DeepEqual(d[1].Tunnel, &desired.JSONTunnel{Type: "gre", Checksum: "nocsum"}) {
+		t.Errorf("gre: %+v %+v", d[1], d[1].Tunnel)
+	}
+	if d[2].Method != "masq" || d[2].Tunnel != nil {
+		t.Errorf("nat: %+v", d[2])
+	}
+	for _, bad := range []string{"TUN type gue", "TUN type gre remcsum", "DR type ipip", "TUN type vxlan"} {
+		_, err := imp(t, "virtual_server 192.0.2.1 80 {\n  lvs_method "+bad+"\n  real_server 10.0.0.1 80 { }\n}\n", true)
+		if err == nil || !strings.Contains(err.Error(), "keepalived.conf:2: lvs_method") {
+			t.Errorf("lvs_method %s: err = %v", bad, err)
+		}
+	}
+}
