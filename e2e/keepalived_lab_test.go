@@ -135,58 +135,8 @@ func oracleCompare(t *testing.T, prefix string, c oracleCase) {
 	if err != nil {
 		t.Fatalf("import: %v", err)
 	}
-	// The real servers: every address, and a listener for every check.
-	addrs := map[netip.Addr]bool{}
-	firstAddr := ""
-	serve := slices.Clone(c.serve)
-	for _, s := range res.Document.Services {
-		for _, d := range s.Destinations {
-			a := netip.MustParseAddr(d.Address)
-			addrs[a] = true
-			firstAddr = cmp.Or(firstAddr, d.Address)
-			chk := d.Check
-			if chk == nil {
-				chk = s.Check
-			}
-			if chk == nil {
-				continue
-			}
-			if c.fail == "" {
-				c.fail = d.Address
-			}
-			port := d.Port
-			if chk.Port != 0 {
-				port = uint16(chk.Port)
-			}
-			kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp"}[chk.Type]
-			if chk.Type == "exec" {
-				port = mustPort(t, chk.Command)
-			}
-			serve = append(serve, kind+"/"+netip.AddrPortFrom(a, port).String())
-		}
-	}
-	slices.Sort(serve)
-	serve = slices.Compact(serve)
-
 	c.empty = len(res.Document.Services) == 0
-	n := newNetwork(t, prefix, "ka", "lv", "rs")
-	n.bridge("br0")
-	n.plug("ka", "eth0", "br0", "10.255.255.1/32", "fd00:ff::1/128 nodad")
-	n.plug("lv", "eth0", "br0", "10.255.255.2/32", "fd00:ff::2/128 nodad")
-	var rsAddrs []string
-	for a := range addrs {
-		if a.Is4() {
-			rsAddrs = append(rsAddrs, a.String()+"/32")
-		} else {
-			rsAddrs = append(rsAddrs, a.String()+"/128 nodad")
-		}
-	}
-	n.plug("rs", "eth0", "br0", rsAddrs...)
-	for _, h := range []string{"ka", "lv", "rs"} {
-		n.queue(h, "route add default dev eth0")
-		n.queue(h, "route add ::/0 dev eth0")
-	}
-	n.build()
+	n, serve, firstAddr := oracleNetwork(t, prefix, res, &c)
 	if len(serve) > 0 {
 		n.start("rs", "checked", serve...)
 	}
@@ -266,6 +216,65 @@ func oracleCompare(t *testing.T, prefix string, c oracleCase) {
 	}
 	t.Logf("same table: up after %v, %s down after %v, back after %v (%d listeners, lossy %v)",
 		took["up"].Round(100*time.Millisecond), c.fail, took["down"].Round(100*time.Millisecond), took["back"].Round(100*time.Millisecond), len(serve), c.lossy)
+}
+
+// oracleNetwork builds the case's namespaces: ka and lv (the directors)
+// and rs, holding every real server address of res, on one segment. It
+// returns the listeners the checks need (started by the caller), the
+// first real server address, and sets c.fail to the first checked one
+// unless the case names it.
+func oracleNetwork(t *testing.T, prefix string, res *keepalived.Result, c *oracleCase) (n *network, serve []string, firstAddr string) {
+	// The real servers: every address, and a listener for every check.
+	addrs := map[netip.Addr]bool{}
+	serve = slices.Clone(c.serve)
+	for _, s := range res.Document.Services {
+		for _, d := range s.Destinations {
+			a := netip.MustParseAddr(d.Address)
+			addrs[a] = true
+			firstAddr = cmp.Or(firstAddr, d.Address)
+			chk := d.Check
+			if chk == nil {
+				chk = s.Check
+			}
+			if chk == nil {
+				continue
+			}
+			if c.fail == "" {
+				c.fail = d.Address
+			}
+			port := d.Port
+			if chk.Port != 0 {
+				port = uint16(chk.Port)
+			}
+			kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp"}[chk.Type]
+			if chk.Type == "exec" {
+				port = mustPort(t, chk.Command)
+			}
+			serve = append(serve, kind+"/"+netip.AddrPortFrom(a, port).String())
+		}
+	}
+	slices.Sort(serve)
+	serve = slices.Compact(serve)
+
+	n = newNetwork(t, prefix, "ka", "lv", "rs")
+	n.bridge("br0")
+	n.plug("ka", "eth0", "br0", "10.255.255.1/32", "fd00:ff::1/128 nodad")
+	n.plug("lv", "eth0", "br0", "10.255.255.2/32", "fd00:ff::2/128 nodad")
+	var rsAddrs []string
+	for a := range addrs {
+		if a.Is4() {
+			rsAddrs = append(rsAddrs, a.String()+"/32")
+		} else {
+			rsAddrs = append(rsAddrs, a.String()+"/128 nodad")
+		}
+	}
+	n.plug("rs", "eth0", "br0", rsAddrs...)
+	for _, h := range []string{"ka", "lv", "rs"} {
+		n.queue(h, "route add default dev eth0")
+		n.queue(h, "route add ::/0 dev eth0")
+	}
+	n.build()
+	return n, serve, firstAddr
 }
 
 // mustPort is the PORT of the corpus's MISC_CHECK "misc-check ADDR PORT".
@@ -390,4 +399,100 @@ func destAddr(ap string) string {
 		return p.Addr().String()
 	}
 	return ap
+}
+
+// TestKeepalivedHandover follows docs/migrate-keepalived.md's handover on
+// one director: keepalived (started with --dont-release-ipvs) builds the
+// table; the imported file plans no change; keepalived stops and the
+// table stays; lvsctl run takes it over without changing it, and takes
+// a failed real server out; keepalived started again with VRRP blocks
+// only leaves the table alone.
+func TestKeepalivedHandover(t *testing.T) {
+	path, err := filepath.Abs(filepath.Join(oracleDir, "17-mh-flags.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := readOracleCase(t, path)
+	res, err := keepalived.Import(path, keepalived.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, serve, _ := oracleNetwork(t, "kho", res, &c)
+	n.start("rs", "checked", serve...)
+	dir := t.TempDir()
+	startKA := func(conf string) (*exec.Cmd, *syncBuffer) {
+		cmd := exec.Command("/usr/sbin/keepalived", "--check", "--dont-fork", "--log-console", "--dont-release-ipvs", "--use-file", conf,
+			"--pid", filepath.Join(dir, "keepalived.pid"), "--checkers_pid", filepath.Join(dir, "checkers.pid"))
+		var log syncBuffer
+		cmd.Stdout, cmd.Stderr = &log, &log
+		n.in("ka", func() { err = cmd.Start() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+			if t.Failed() {
+				t.Logf("keepalived's log:\n%s", log.String())
+			}
+		})
+		return cmd, &log
+	}
+	table := func() string { return n.must("ka", labtest.RefIpvsadm, "-Sn") }
+	ka, _ := startKA(path)
+	want := "-A -t 10.50.0.1:80 -s mh -b mh-fallback,mh-port\n"
+	deadline := time.Now().Add(60 * time.Second)
+	var before string
+	for {
+		before = table()
+		if strings.Count(before, "-a ") == 2 && strings.Contains(before, " -w 1") && !strings.Contains(before, " -w 0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keepalived's table never had both real servers:\n%s", before)
+		}
+		time.Sleep(time.Second)
+	}
+	if !strings.HasPrefix(before, "-A -t 10.50.0.1:80 -s mh -b ") {
+		t.Fatalf("keepalived's table: %s (want a line like %q)", before, want)
+	}
+	imp := labtest.Run(t, "", labtest.Ours("lvsctl"), "import", "keepalived", path)
+	yaml := filepath.Join(dir, "director.yaml")
+	if imp.Code != 0 || os.WriteFile(yaml, []byte(imp.Stdout), 0o600) != nil {
+		t.Fatalf("import: %+v", imp)
+	}
+	journal := filepath.Join(dir, "journal")
+	var pl labtest.Result
+	n.in("ka", func() {
+		pl = labtest.Run(t, "", labtest.Ours("lvsctl"), "plan", "--keep-mh-order", "--journal-dir", journal, yaml)
+	})
+	if pl.Code != 0 {
+		t.Fatalf("plan on keepalived's table: exit %d\n%s%s", pl.Code, pl.Stdout, pl.Stderr)
+	}
+
+	ka.Process.Signal(syscall.SIGTERM)
+	ka.Wait()
+	if got := table(); got != before {
+		t.Fatalf("keepalived --dont-release-ipvs stopped: the table changed from\n%s\nto\n%s", before, got)
+	}
+	run := n.lvsctlRun("ka", "--journal-dir", journal, yaml)
+	// Four check intervals: the table never changes.
+	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if got := table(); got != before {
+			t.Fatalf("lvsctl run changed the table it took over, from\n%s\nto\n%s\nlog:\n%s", before, got, run.text())
+		}
+	}
+	vrrpOnly := filepath.Join(dir, "vrrp.conf")
+	if err := os.WriteFile(vrrpOnly, []byte("vrrp_instance VI_1 {\n    state BACKUP\n    interface eth0\n    virtual_router_id 51\n    priority 100\n    virtual_ipaddress {\n        10.50.0.1/32\n    }\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	startKA(vrrpOnly)
+	n.must("rs", "iptables", "-I", "INPUT", "-d", "10.60.0.1", "-j", "REJECT")
+	n.waitWeight("ka", "10.50.0.1:80", "10.60.0.1:80", "0", 30*time.Second)
+	n.must("rs", "iptables", "-D", "INPUT", "-d", "10.60.0.1", "-j", "REJECT")
+	n.waitWeight("ka", "10.50.0.1:80", "10.60.0.1:80", "1", 30*time.Second)
+	if got := table(); got != before {
+		t.Errorf("after the failure and the return, the table is\n%s\nnot\n%s", got, before)
+	}
+	t.Logf("handed over without a change:\n%s", before)
 }
