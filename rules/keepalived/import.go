@@ -111,7 +111,7 @@ func errAt(s *Stmt, format string, args ...any) error {
 }
 
 // skippedKinds are top-level blocks that configure something other than
-// the IPVS table; each kind gets one notice.
+// the IPVS table, by kind; each kind gets one notice.
 var skippedKinds = map[string]string{
 	"global_defs": "global settings", "vrrp_instance": "VRRP", "vrrp_sync_group": "VRRP",
 	"vrrp_script": "VRRP", "vrrp_track_process": "VRRP", "vrrp_track_file": "VRRP",
@@ -144,9 +144,9 @@ func (c *conv) top(stmts []*Stmt) error {
 			}
 		case kw == "virtual_server_group":
 		case skippedKinds[kw] != "":
-			if !c.skipped[kw] {
-				c.skipped[kw] = true
-				c.note(s, "%s: skipped (%s: not part of the IPVS table)", kw, skippedKinds[kw])
+			if kind := skippedKinds[kw]; !c.skipped[kind] {
+				c.skipped[kind] = true
+				c.note(s, "%s: skipped, and any other %s block (%s: not part of the IPVS table)", kw, kind, kind)
 			}
 		default:
 			c.note(s, "%s: unknown keyword, ignored (as keepalived does)", kw)
