@@ -36,9 +36,18 @@ func lvsctlModel(t *testing.T) map[string][]string {
 	cmds, _, _ = strings.Cut(cmds, "\n\n")
 	model := map[string][]string{}
 	for _, m := range kongCommand.FindAllStringSubmatch(cmds, -1) {
-		name := strings.Fields(m[1])[0]
+		// "import keepalived <FILE>": the command is the words before
+		// the arguments.
+		var words []string
+		for _, w := range strings.Fields(m[1]) {
+			if strings.HasPrefix(w, "<") || strings.HasPrefix(w, "[") {
+				break
+			}
+			words = append(words, w)
+		}
+		name := strings.Join(words, " ")
 		var flags []string
-		for _, f := range kongFlag.FindAllStringSubmatch(lvsctlHelp(t, name), -1) {
+		for _, f := range kongFlag.FindAllStringSubmatch(lvsctlHelp(t, words...), -1) {
 			if f[1] != "" {
 				flags = append(flags, f[1])
 			}
@@ -46,8 +55,8 @@ func lvsctlModel(t *testing.T) map[string][]string {
 		}
 		model[name] = join(flags)
 	}
-	if len(model) != 6 {
-		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status, run and top: %q", len(model), slices.Sorted(mapKeys(model)))
+	if len(model) != 7 {
+		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status, run, top and import keepalived: %q", len(model), slices.Sorted(mapKeys(model)))
 	}
 	return model
 }
@@ -74,7 +83,19 @@ func TestLvsctlManPageDocumentsExactlyItsFlags(t *testing.T) {
 // offer the commands, and for each command exactly its flags.
 func TestLvsctlCompletionsOfferExactlyItsCommandsAndFlags(t *testing.T) {
 	model := lvsctlModel(t)
-	checks := []completionCheck{{"lvsctl ", slices.Sorted(mapKeys(model))}}
+	var first []string
+	subs := map[string][]string{}
+	for cmd := range model {
+		w := strings.Fields(cmd)
+		first = append(first, w[0])
+		if len(w) == 2 {
+			subs[w[0]] = append(subs[w[0]], w[1])
+		}
+	}
+	checks := []completionCheck{{"lvsctl ", first}}
+	for cmd, sub := range subs {
+		checks = append(checks, completionCheck{"lvsctl " + cmd + " ", sub})
+	}
 	for cmd, flags := range model {
 		checks = append(checks, completionCheck{"lvsctl " + cmd + " -", flags})
 	}

@@ -27,6 +27,7 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	keepalive ADDR           one connection; a JSON answer per "get" line on stdin
 //	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
 //	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
+//	checked KIND/ADDR...     what health checks probe (see ServeChecked); prints "ready"
 //	udpecho NAME ADDR        UDP server answering "NAME DATAGRAM"; prints "ready"
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
 //	https NAME CERT KEY ADDR echo server over TLS; prints "ready"
@@ -141,6 +142,8 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		return enc.Encode(res)
+	case role == "checked" && len(args) > 0:
+		return ServeChecked(ctx, args, stdout)
 	}
 	return fmt.Errorf("unknown role or wrong arguments: %s %q", role, args)
 }

@@ -88,6 +88,7 @@ type cli struct {
 	Status statusCmd `cmd:"" help:"Show drains an interrupted apply left (exit 3 when some are pending)."`
 	Run    runCmd    `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
 	Top    topCmd    `cmd:"" help:"Live view of the table: rates, connections, weights and each real server's state (draining, held out by its check)."`
+	Import importCmd `cmd:"" help:"Convert another tool's configuration into a desired state with checks (YAML on stdout)."`
 }
 
 type listCmd struct {
@@ -155,6 +156,10 @@ var examples = map[string][]string{
 		"lvsctl run --checks /etc/lvsctl/checks.yaml /etc/ipvsadm.rules",
 		"lvsctl run --metrics-listen 127.0.0.1:9117 director.yaml",
 	},
+	"import keepalived": {
+		"lvsctl import keepalived /etc/keepalived/keepalived.conf > director.yaml",
+		"lvsctl import keepalived --lossy keepalived.conf > director.yaml 2> changes.txt",
+	},
 	"top": {
 		"lvsctl top                              # full screen; ? lists the keys",
 		"lvsctl top --sort cps --filter 10.0.0.1",
@@ -170,7 +175,7 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 	}
 	cmd := ""
 	if node := ctx.Selected(); node != nil {
-		cmd = node.Name
+		cmd = node.Path()
 	}
 	if ex := examples[cmd]; len(ex) > 0 {
 		fmt.Fprintln(ctx.Stdout, "\nExamples:")
@@ -259,6 +264,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	case strings.HasPrefix(cmd, "run"):
 		r.journalDir = c.Run.JournalDir
 		status, err = r.run(&c.Run)
+	case strings.HasPrefix(cmd, "import keepalived"):
+		status, err = r.importKeepalived(&c.Import.Keepalived)
 	default:
 		err = fmt.Errorf("internal error: unknown command %q", cmd)
 	}

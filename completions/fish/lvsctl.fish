@@ -1,8 +1,9 @@
 # fish completion for lvsctl (lvskit)
 #
 # lvsctl <command> [flags] [FILE]: the commands are list, plan, apply,
-# status, run and top; plan, apply and run take a rules file (ipvsadm-save text or lvsctl
-# JSON). The flags may appear anywhere after the command.
+# status, run, top and import keepalived; plan, apply and run take a rules file
+# (ipvsadm-save text or lvsctl JSON), import keepalived a keepalived.conf. The
+# flags may appear anywhere after the command.
 
 # Prints the command word typed so far (flag values skipped).
 function __fish_lvsctl_command
@@ -28,6 +29,25 @@ function __fish_lvsctl_command_is
     contains -- "$(__fish_lvsctl_command)" $argv
 end
 
+# Prints the word after the command (import's kind), flags skipped.
+function __fish_lvsctl_second
+    set -l words
+    for t in (commandline -opc)[2..-1]
+        switch $t
+            case '-*'
+            case '*'
+                set -a words $t
+        end
+    end
+    if test (count $words) -ge 2
+        echo $words[2]
+    end
+end
+
+function __fish_lvsctl_import_is
+    __fish_lvsctl_command_is import; and test "$(__fish_lvsctl_second)" = "$argv[1]"
+end
+
 complete -c lvsctl -f
 
 # Global flags.
@@ -41,6 +61,8 @@ complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a top -d 'Live view of rates, connections and states'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a import -d "Convert another tool's configuration"
+complete -c lvsctl -n '__fish_lvsctl_command_is import; and test -z "$(__fish_lvsctl_second)"' -a keepalived -d 'keepalived.conf as a desired state'
 
 # Command flags.
 complete -c lvsctl -n '__fish_lvsctl_command_is list plan apply status top' -l json -d 'Print JSON'
@@ -60,6 +82,8 @@ complete -c lvsctl -n '__fish_lvsctl_command_is top' -s d -l delay -x -a '0.5 1 
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l filter -x -d 'Show addresses holding a text'
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l sort -x -a 'service server state cps inpps outpps inbps outbps active inact weight fwd' -d 'Sort column'
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l reverse -d 'Reverse the sort order'
+complete -c lvsctl -n '__fish_lvsctl_import_is keepalived' -l lossy -d 'Convert what cannot be said exactly, with a warning each'
 
 # The rules file.
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -F
+complete -c lvsctl -n '__fish_lvsctl_import_is keepalived' -F

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/rules/desired"
@@ -87,6 +88,7 @@ type conv struct {
 	svc     int // index of the service being converted, -1 outside
 	skipped map[string]bool
 	groups  map[string]*Stmt
+	granAt  *Stmt // the persistence_granularity of the service being converted
 }
 
 // note records an informational notice.
@@ -98,7 +100,7 @@ func (c *conv) note(s *Stmt, format string, args ...any) {
 func (c *conv) lossy(s *Stmt, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if !c.opt.Lossy {
-		return &Error{s.File, s.Line, msg + " (import with lossy to convert anyway)"}
+		return &Error{s.File, s.Line, msg + " (--lossy converts it anyway)"}
 	}
 	c.res.Notices = append(c.res.Notices, Notice{File: s.File, Line: s.Line, Service: c.svc, Lossy: true, Msg: msg})
 	return nil
@@ -109,7 +111,7 @@ func errAt(s *Stmt, format string, args ...any) error {
 }
 
 // skippedKinds are top-level blocks that configure something other than
-// the IPVS table; each kind gets one notice.
+// the IPVS table, by kind; each kind gets one notice.
 var skippedKinds = map[string]string{
 	"global_defs": "global settings", "vrrp_instance": "VRRP", "vrrp_sync_group": "VRRP",
 	"vrrp_script": "VRRP", "vrrp_track_process": "VRRP", "vrrp_track_file": "VRRP",
@@ -142,9 +144,9 @@ func (c *conv) top(stmts []*Stmt) error {
 			}
 		case kw == "virtual_server_group":
 		case skippedKinds[kw] != "":
-			if !c.skipped[kw] {
-				c.skipped[kw] = true
-				c.note(s, "%s: skipped (%s is not part of the IPVS table)", kw, skippedKinds[kw])
+			if kind := skippedKinds[kw]; !c.skipped[kind] {
+				c.skipped[kind] = true
+				c.note(s, "%s: skipped, and any other %s block (%s: not part of the IPVS table)", kw, kind, kind)
 			}
 		default:
 			c.note(s, "%s: unknown keyword, ignored (as keepalived does)", kw)
@@ -158,6 +160,7 @@ type vsKey struct {
 	addr   netip.Addr
 	port   uint16
 	fwmark uint32
+	family string // of a group's fwmark, when given
 }
 
 func (c *conv) virtualServer(s *Stmt) error {
@@ -181,33 +184,54 @@ func (c *conv) virtualServer(s *Stmt) error {
 		if keys, err = groupKeys(g); err != nil {
 			return err
 		}
-	case len(s.Words) == 3:
+	case len(s.Words) == 3 || len(s.Words) == 2:
 		a, err := netip.ParseAddr(s.Words[1])
 		if err != nil {
 			return errAt(s, "virtual_server %q: not an IP address", s.Words[1])
 		}
-		p, err := parseUint(s.Words[2], 16)
-		if err != nil {
-			return errAt(s, "virtual_server %s %q: not a port", s.Words[1], s.Words[2])
+		var p uint64
+		if len(s.Words) == 3 {
+			if p, err = parseUint(s.Words[2], 16); err != nil {
+				return errAt(s, "virtual_server %s %q: not a port", s.Words[1], s.Words[2])
+			}
 		}
 		keys = []vsKey{{addr: a.Unmap(), port: uint16(p)}}
 	default:
-		return errAt(s, "virtual_server: want IP PORT, fwmark N or group NAME")
+		return errAt(s, "virtual_server: want IP [PORT], fwmark N or group NAME")
 	}
 	first := len(c.res.Document.Services)
 	c.svc = first
 	defer func() { c.svc = -1 }()
-	tmpl, err := c.serviceBody(s)
+	tmpl, err := c.serviceBody(s, keys[0].fwmark != 0)
 	if err != nil {
 		return err
+	}
+	if len(tmpl.Destinations) == 0 {
+		c.svc = -1
+		c.note(s, "virtual_server %s: no real servers: keepalived leaves it out of the table, and so does the conversion", strings.Join(s.Words[1:], " "))
+		return nil
 	}
 	for _, k := range keys {
 		js := *tmpl
 		js.SchedulerFlags = append([]string(nil), tmpl.SchedulerFlags...)
 		js.Destinations = append([]desired.JSONDestination(nil), tmpl.Destinations...)
+		if k.fwmark == 0 {
+			for i := range js.Destinations {
+				if js.Destinations[i].Port == 0 {
+					js.Destinations[i].Port = k.port // keepalived's default: the service's port
+				}
+			}
+			if k.port == 0 && js.Persistence == nil {
+				// keepalived makes a service of port 0 persistent
+				js.Persistence = &desired.JSONPersistence{Timeout: 360}
+			}
+		}
 		if k.fwmark != 0 {
 			js.FWMark = k.fwmark
 			js.Protocol = ""
+			if k.family != "" {
+				js.Family = k.family
+			}
 			if js.Family == "" {
 				js.Family = familyOfDests(js.Destinations)
 			}
@@ -222,6 +246,9 @@ func (c *conv) virtualServer(s *Stmt) error {
 		}
 		if js.Persistence != nil {
 			p := *js.Persistence
+			if js.Family == "inet" && p.Netmask != "" && !strings.Contains(p.Netmask, ".") {
+				return errAt(firstOf(c.granAt, s), "persistence_granularity %s on an IPv4 service: keepalived reads it as the address 0.0.0.%s; write a dotted mask", p.Netmask, p.Netmask)
+			}
 			if p.Netmask == "" {
 				p.Netmask = "255.255.255.255"
 				if js.Family == "inet6" {
@@ -250,25 +277,37 @@ func familyOfDests(ds []desired.JSONDestination) string {
 	return "inet"
 }
 
-// groupKeys reads a virtual_server_group: "IP PORT", "IP-LAST PORT" (a
-// range of the last part of the address), "fwmark N".
+// groupKeys reads a virtual_server_group: "IP [PORT]", "RANGE [PORT]"
+// ("A-N", where N replaces the last byte of an IPv4 or the last group of
+// an IPv6 address; "A-B" with B a whole address; "A/LEN"), "fwmark N
+// [inet|inet6]".
 func groupKeys(g *Stmt) ([]vsKey, error) {
 	var keys []vsKey
 	for _, e := range g.Block {
-		if len(e.Words) == 2 && e.Words[0] == "fwmark" {
+		if e.Words[0] == "fwmark" && (len(e.Words) == 2 || len(e.Words) == 3) {
 			m, err := parseUint(e.Words[1], 32)
 			if err != nil || m == 0 {
 				return nil, errAt(e, "fwmark %q: want a mark from 1", e.Words[1])
 			}
-			keys = append(keys, vsKey{fwmark: uint32(m)})
+			k := vsKey{fwmark: uint32(m)}
+			if len(e.Words) == 3 {
+				if e.Words[2] != "inet" && e.Words[2] != "inet6" {
+					return nil, errAt(e, "fwmark %s %q: inet or inet6", e.Words[1], e.Words[2])
+				}
+				k.family = e.Words[2]
+			}
+			keys = append(keys, k)
 			continue
 		}
-		if len(e.Words) != 2 {
-			return nil, errAt(e, "virtual_server_group %s: want IP PORT, IP-LAST PORT or fwmark N", g.Words[1])
+		if len(e.Words) != 2 && len(e.Words) != 1 {
+			return nil, errAt(e, "virtual_server_group %s: want IP [PORT], RANGE [PORT] or fwmark N", g.Words[1])
 		}
-		p, err := parseUint(e.Words[1], 16)
-		if err != nil {
-			return nil, errAt(e, "%q: not a port", e.Words[1])
+		var p uint64
+		if len(e.Words) == 2 {
+			var err error
+			if p, err = parseUint(e.Words[1], 16); err != nil {
+				return nil, errAt(e, "%q: not a port", e.Words[1])
+			}
 		}
 		addrs, err := addrRange(e.Words[0])
 		if err != nil {
@@ -284,9 +323,21 @@ func groupKeys(g *Stmt) ([]vsKey, error) {
 	return keys, nil
 }
 
-// addrRange reads "A" or "A-N", where N replaces the last byte (IPv4) or
-// the last 16-bit group (IPv6, hexadecimal) of A, as keepalived does.
+// maxRange bounds the addresses one group entry expands to.
+const maxRange = 1 << 16
+
+// addrRange reads "A", "A-N", "A-B" or "A/LEN" (see groupKeys).
 func addrRange(w string) ([]netip.Addr, error) {
+	if pfx, err := netip.ParsePrefix(w); err == nil {
+		if pfx.Addr().BitLen()-pfx.Bits() > 16 {
+			return nil, fmt.Errorf("%q: more than %d addresses", w, maxRange)
+		}
+		var out []netip.Addr
+		for a := pfx.Masked().Addr(); pfx.Contains(a); a = a.Next() {
+			out = append(out, a.Unmap())
+		}
+		return out, nil
+	}
 	base, last, isRange := strings.Cut(w, "-")
 	a, err := netip.ParseAddr(base)
 	if err != nil {
@@ -296,29 +347,36 @@ func addrRange(w string) ([]netip.Addr, error) {
 	if !isRange {
 		return []netip.Addr{a}, nil
 	}
-	b := a.AsSlice()
-	var lo, hi uint64
-	if a.Is4() {
-		lo = uint64(b[3])
-		hi, err = strconv.ParseUint(last, 10, 8)
-	} else {
-		lo = uint64(b[14])<<8 | uint64(b[15])
-		hi, err = strconv.ParseUint(last, 16, 16)
+	end, err := netip.ParseAddr(last)
+	if err != nil || end.Is4() != a.Is4() {
+		b := a.AsSlice()
+		var hi uint64
+		if a.Is4() {
+			hi, err = strconv.ParseUint(last, 10, 8)
+			b[3] = byte(hi)
+		} else {
+			hi, err = strconv.ParseUint(last, 16, 16)
+			b[14], b[15] = byte(hi>>8), byte(hi)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%q: not an IP address or range", w)
+		}
+		end, _ = netip.AddrFromSlice(b)
 	}
-	if err != nil || hi < lo {
+	end = end.Unmap()
+	if end.Less(a) {
 		return nil, fmt.Errorf("%q: the range's end must be at least its start", w)
 	}
 	var out []netip.Addr
-	for v := lo; v <= hi; v++ {
-		if a.Is4() {
-			b[3] = byte(v)
-		} else {
-			b[14], b[15] = byte(v>>8), byte(v)
+	for x := a; ; x = x.Next() {
+		if len(out) == maxRange {
+			return nil, fmt.Errorf("%q: more than %d addresses", w, maxRange)
 		}
-		x, _ := netip.AddrFromSlice(b)
 		out = append(out, x)
+		if x == end {
+			return out, nil
+		}
 	}
-	return out, nil
 }
 
 func parseUint(w string, bits int) (uint64, error) {
@@ -329,18 +387,23 @@ func parseUint(w string, bits int) (uint64, error) {
 // servers and a real server to its checks.
 type timing struct {
 	delayLoop, connectTimeout string
-	retry                     int // -1: the checker's default
+	retry                     int    // -1: the checker's default
+	host                      string // virtualhost: HTTP_GET and SSL_GET's Host
 }
 
 // methods maps keepalived's lb_kind to desired's method names.
 var methods = map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}
 
-func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
-	js := &desired.JSONService{Protocol: "tcp", Scheduler: "wlc"}
-	method := "masq" // keepalived's default
+func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
+	// keepalived's defaults: UDP (it says so in its log), wlc, NAT.
+	js := &desired.JSONService{Protocol: "udp", Scheduler: "wlc"}
+	c.granAt = nil
+	method := "masq"
+	var tun *desired.JSONTunnel
 	t := timing{retry: -1}
 	inhibitAll := false
-	var sorry *Stmt
+	var sorry, sorryInhibit, sorryMethodAt, quorum, hysteresis, ops *Stmt
+	sorryMethod, quorumN, hysteresisN := "", 1, 0
 	var reals []*Stmt
 	for _, b := range s.Block {
 		kw, args := b.Words[0], b.Words[1:]
@@ -369,12 +432,9 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 			}
 			js.Scheduler = v
 		case "lb_kind", "lvs_method":
-			v, err := one()
-			if err != nil {
+			var err error
+			if method, tun, err = parseMethod(b, args); err != nil {
 				return nil, err
-			}
-			if method = methods[strings.ToUpper(v)]; method == "" {
-				return nil, errAt(b, "%s %q: NAT, DR or TUN", kw, v)
 			}
 		case "persistence_timeout":
 			to := uint64(360) // keepalived's default without a value
@@ -397,6 +457,7 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 				js.Persistence = &desired.JSONPersistence{Timeout: 360}
 			}
 			js.Persistence.Netmask = v
+			c.granAt = b
 		case "persistence_engine":
 			v, err := one()
 			if err != nil {
@@ -404,7 +465,7 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 			}
 			js.PE = v
 		case "ops":
-			js.OnePacket = true
+			js.OnePacket, ops = true, b
 		case "hashed", "flag-1", "flag-2", "flag-3", "sh-port", "sh-fallback", "mh-port", "mh-fallback":
 			js.SchedulerFlags = append(js.SchedulerFlags, kw)
 		case "ip_family":
@@ -439,17 +500,47 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 			}
 			t.retry = int(n)
 		case "inhibit_on_failure":
-			inhibitAll = true
+			v, err := boolArg(b, args)
+			if err != nil {
+				return nil, err
+			}
+			inhibitAll = v
+		case "virtualhost":
+			v, err := one()
+			if err != nil {
+				return nil, err
+			}
+			t.host = v
 		case "sorry_server":
 			sorry = b
 		case "real_server":
 			reals = append(reals, b)
-		case "delay_before_retry", "warmup", "alpha", "omega", "quorum", "quorum_up", "quorum_down", "hysteresis":
-			c.note(b, "%s: not expressible in lvsctl; ignored%s", kw, whyIgnored[kw])
-		case "ha_suspend", "virtualhost", "smtp_alert", "snmp_name", "sorry_server_inhibit", "sorry_server_lvs_method":
-			c.note(b, "%s: ignored", kw)
+		case "quorum", "hysteresis":
+			v, err := one()
+			if err != nil {
+				return nil, err
+			}
+			n, err := parseUint(v, 31)
+			if err != nil {
+				return nil, errAt(b, "%s %q: want a count", kw, v)
+			}
+			if kw == "quorum" {
+				quorum = b
+				quorumN = int(n)
+			} else {
+				hysteresis = b
+				hysteresisN = int(n)
+			}
+		case "sorry_server_inhibit":
+			sorryInhibit = b
+		case "sorry_server_lvs_method":
+			var err error
+			if sorryMethod, _, err = parseMethod(b, args); err != nil {
+				return nil, err
+			}
+			sorryMethodAt = b
 		default:
-			c.note(b, "%s: unknown keyword in virtual_server, ignored (as keepalived does)", kw)
+			c.ignore(b, "virtual_server")
 		}
 	}
 	if js.Persistence != nil && !strings.Contains(js.Persistence.Netmask, ".") && js.Persistence.Netmask != "" {
@@ -458,26 +549,66 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 			return nil, errAt(s, "persistence_granularity %q: a dotted mask or a prefix length", js.Persistence.Netmask)
 		}
 	}
+	if ops != nil && js.Protocol != "udp" && !fwmark {
+		js.OnePacket = false
+		c.note(ops, "ops: only for UDP; keepalived drops it for %s, and so does the conversion", strings.ToUpper(js.Protocol))
+	}
 	js.Destinations = []desired.JSONDestination{}
 	for _, r := range reals {
-		d, err := c.realServer(r, method, t, inhibitAll)
+		d, err := c.realServer(r, method, tun, t, inhibitAll)
 		if err != nil {
 			return nil, err
 		}
 		js.Destinations = append(js.Destinations, *d)
 	}
+	if hysteresis != nil && hysteresisN >= quorumN {
+		hysteresisN = quorumN - 1 // as keepalived corrects it
+	}
+	if quorum != nil && quorumN > len(reals) {
+		quorumN = len(reals) // as keepalived corrects it
+	}
 	if sorry != nil {
-		if len(sorry.Words) != 3 {
-			return nil, errAt(sorry, "sorry_server: want IP PORT")
+		if len(sorry.Words) != 3 && len(sorry.Words) != 2 {
+			return nil, errAt(sorry, "sorry_server: want IP [PORT]")
 		}
 		a, err := netip.ParseAddr(sorry.Words[1])
-		p, perr := parseUint(sorry.Words[2], 16)
+		var p uint64
+		var perr error
+		if len(sorry.Words) == 3 {
+			p, perr = parseUint(sorry.Words[2], 16)
+		}
 		if err != nil || perr != nil {
-			return nil, errAt(sorry, "sorry_server %s %s: want IP PORT", sorry.Words[1], sorry.Words[2])
+			return nil, errAt(sorry, "sorry_server %s: want IP [PORT]", strings.Join(sorry.Words[1:], " "))
 		}
 		js.WhenAllDown = desired.Sorry
 		js.SorryServer = netip.AddrPortFrom(a.Unmap(), uint16(p)).String()
-	} else if anyChecked(js.Destinations) {
+		if sorryInhibit != nil {
+			if err := c.lossy(sorryInhibit, "sorry_server_inhibit: keepalived keeps the sorry server in the table at weight 0; lvsctl adds it only while every real server is down"); err != nil {
+				return nil, err
+			}
+		}
+		if sorryMethodAt != nil && len(js.Destinations) > 0 && sorryMethod != js.Destinations[0].Method {
+			if err := c.lossy(sorryMethodAt, "sorry_server_lvs_method: lvsctl forwards to the sorry server as to the first real server (%s)", js.Destinations[0].Method); err != nil {
+				return nil, err
+			}
+		}
+		if quorumN > 1 {
+			if err := c.lossy(quorum, "quorum %d: keepalived sends to the sorry server once the weights of the real servers up add to less than %d (less %d of hysteresis); lvsctl only once all are down", quorumN, quorumN, hysteresisN); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		if sorryInhibit != nil || sorryMethodAt != nil {
+			c.note(firstOf(sorryInhibit, sorryMethodAt), "%s: ignored: no sorry_server", firstOf(sorryInhibit, sorryMethodAt).Words[0])
+		}
+		if quorum != nil {
+			c.note(quorum, "quorum: ignored: without a sorry_server it only runs quorum commands, which lvsctl does not")
+		}
+	}
+	if hysteresis != nil && (sorry == nil || quorumN <= 1) {
+		c.note(hysteresis, "hysteresis: ignored: it matters only with a quorum above 1 and a sorry_server")
+	}
+	if sorry == nil && anyChecked(js.Destinations) {
 		// keepalived takes every failed server out; lvsctl's default
 		// (keep) would keep the last ones in.
 		js.WhenAllDown = desired.Zero
@@ -486,15 +617,64 @@ func (c *conv) serviceBody(s *Stmt) (*desired.JSONService, error) {
 	return js, nil
 }
 
-var whyIgnored = map[string]string{
-	"delay_before_retry": " (lvsctl probes every interval, retries included)",
-	"warmup":             " (lvsctl spreads first probes over one interval)",
-	"alpha":              " (lvsctl serves a new real server after its first passing check, and takes one the kernel already has as up)",
-	"omega":              " (no quorum commands)",
-	"quorum":             " (no quorum: lvsctl keeps or zeroes servers per when_all_down)",
-	"quorum_up":          " (no quorum commands)",
-	"quorum_down":        " (no quorum commands)",
-	"hysteresis":         " (no quorum)",
+// ignored are the keywords that change nothing in the IPVS table, by
+// the block that may hold them, with why the conversion can leave them out.
+var ignored = map[string]map[string]string{
+	"virtual_server": {
+		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
+		"omega": whyQuorumCmd, "quorum_up": whyQuorumCmd, "quorum_down": whyQuorumCmd,
+		"ha_suspend": "it suspends checks while the director lacks the VIP; lvsctl always checks",
+		"smtp_alert": whyAlert, "snmp_name": "",
+	},
+	"real_server": {
+		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
+		"notify_up": whyNotify, "notify_down": whyNotify, "smtp_alert": whyAlert, "snmp_name": "",
+	},
+	"check": {
+		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
+		"log_all_failures": "", "dynamic": "",
+		"fast_recovery": "timing only: lvsctl checks its one URL every interval",
+		"enable_sni":    "lvsctl sends the virtualhost as the TLS server name whenever one is given",
+	},
+	"url": {},
+}
+
+const (
+	whyRetryDelay = "timing only: lvsctl probes every interval, retries included"
+	whyWarmup     = "timing only: lvsctl spreads the first probes over one interval"
+	whyAlpha      = "lvsctl serves a real server new to the table after its first passing check, and takes one the kernel already serves as up"
+	whyQuorumCmd  = "lvsctl runs no commands on quorum changes"
+	whyNotify     = "lvsctl logs each change and exports it as a metric; it runs no commands"
+	whyAlert      = "lvsctl sends no mail"
+)
+
+// ignore notes a keyword the conversion leaves out: one that changes
+// nothing in the table (with why), or one keepalived does not know in that
+// block (keepalived ignores those too).
+func (c *conv) ignore(b *Stmt, block string) {
+	kw := b.Words[0]
+	set := ignored[block]
+	if set == nil {
+		set = ignored["check"]
+	}
+	why, ok := set[kw]
+	switch {
+	case ok && why != "":
+		c.note(b, "%s: ignored (%s)", kw, why)
+	case ok:
+		c.note(b, "%s: ignored", kw)
+	default:
+		c.note(b, "%s: unknown keyword in %s, ignored (as keepalived does)", kw, block)
+	}
+}
+
+func firstOf(ss ...*Stmt) *Stmt {
+	for _, s := range ss {
+		if s != nil {
+			return s
+		}
+	}
+	return nil
 }
 
 func anyChecked(ds []desired.JSONDestination) bool {
@@ -539,7 +719,7 @@ func seconds(b *Stmt, args []string) (string, error) {
 	return strconv.FormatFloat(f, 'f', -1, 64) + "s", nil
 }
 
-func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desired.JSONDestination, error) {
+func (c *conv) realServer(r *Stmt, method string, tun *desired.JSONTunnel, t timing, inhibit bool) (*desired.JSONDestination, error) {
 	// The port may be left out (port 0), as fwmark services do.
 	if len(r.Words) != 3 && len(r.Words) != 2 {
 		return nil, errAt(r, "real_server: want IP [PORT]")
@@ -554,7 +734,7 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			return nil, errAt(r, "real_server %s %q: not a port", r.Words[1], r.Words[2])
 		}
 	}
-	d := &desired.JSONDestination{Address: a.Unmap().String(), Port: uint16(p), Method: method, Weight: 1}
+	d := &desired.JSONDestination{Address: a.Unmap().String(), Port: uint16(p), Method: method, Tunnel: tun, Weight: 1}
 	var checks []*Stmt
 	for _, b := range r.Block {
 		kw, args := b.Words[0], b.Words[1:]
@@ -576,10 +756,9 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			}
 			d.Weight = int64(n)
 		case "lvs_method":
-			if len(args) != 1 || methods[strings.ToUpper(args[0])] == "" {
-				return nil, errAt(b, "lvs_method: NAT, DR or TUN")
+			if d.Method, d.Tunnel, err = parseMethod(b, args); err != nil {
+				return nil, err
 			}
-			d.Method = methods[strings.ToUpper(args[0])]
 		case "uthreshold":
 			n, err := num(32)
 			if err != nil {
@@ -593,7 +772,14 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			}
 			d.LowerThreshold = uint32(n)
 		case "inhibit_on_failure":
-			inhibit = true
+			if inhibit, err = boolArg(b, args); err != nil {
+				return nil, err
+			}
+		case "virtualhost":
+			if len(args) != 1 {
+				return nil, errAt(b, "virtualhost: want one value")
+			}
+			t.host = args[0]
 		case "delay_loop":
 			if t.delayLoop, err = seconds(b, args); err != nil {
 				return nil, err
@@ -614,12 +800,8 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 			if err := c.lossy(b, "%s: no such check in lvsctl; real server %s served unchecked", kw, d.Address); err != nil {
 				return nil, err
 			}
-		case "delay_before_retry", "warmup", "alpha":
-			c.note(b, "%s: not expressible in lvsctl; ignored%s", kw, whyIgnored[kw])
-		case "notify_up", "notify_down", "smtp_alert", "virtualhost":
-			c.note(b, "%s: ignored", kw)
 		default:
-			c.note(b, "%s: unknown keyword in real_server, ignored (as keepalived does)", kw)
+			c.ignore(b, "real_server")
 		}
 	}
 	for i, ch := range checks {
@@ -632,6 +814,17 @@ func (c *conv) realServer(r *Stmt, method string, t timing, inhibit bool) (*desi
 		spec, err := c.check(ch, t)
 		if err != nil {
 			return nil, err
+		}
+		if d.Port == 0 && spec.Port == 0 && spec.Type != "exec" {
+			// keepalived probes port 0, which fails; lvsctl would probe
+			// the service's port.
+			if err := c.lossy(ch, "%s of real server %s without a port or connect_port: keepalived probes port 0 and takes the server out; lvsctl probes the service's port", ch.Words[0], d.Address); err != nil {
+				return nil, err
+			}
+		}
+		if d.Method != "masq" && spec.Type != "exec" {
+			// keepalived probes the real server's own address
+			spec.Via = "direct"
 		}
 		d.Check = spec
 	}
@@ -664,6 +857,7 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 	case "DNS_CHECK":
 		s.Type = "dns"
 		s.Query, s.Record = ".", "SOA" // keepalived's defaults
+		defaultRetry = 3
 	case "UDP_CHECK":
 		s.Type = "udp"
 	case "MISC_CHECK":
@@ -672,6 +866,9 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 	}
 	var urls []*Stmt
 	requireReply := false
+	if s.Type == "http" || s.Type == "https" {
+		s.Host = t.host
+	}
 	for _, b := range ch.Block {
 		kw, args := b.Words[0], b.Words[1:]
 		one := func() (string, error) {
@@ -731,21 +928,26 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 			}
 			s.Query = v
 		case "payload":
-			v, err := one()
+			h, err := hexString(b, args)
 			if err != nil {
 				return nil, err
 			}
-			s.Send = "hex:" + v
+			s.Send = "hex:" + h
 		case "require_reply":
 			requireReply = true
 			if len(args) > 0 {
-				if strings.ContainsAny(args[0], "/") {
-					if err := c.lossy(b, "require_reply with a mask: lvsctl matches the bytes exactly"); err != nil {
+				h, err := hexString(b, args)
+				if err != nil {
+					return nil, err
+				}
+				if strings.ContainsAny(h, "xX") {
+					if err := c.lossy(b, "require_reply with X (any digit): lvsctl matches the bytes exactly"); err != nil {
 						return nil, err
 					}
-					args[0], _, _ = strings.Cut(args[0], "/")
+					h = strings.NewReplacer("x", "0", "X", "0").Replace(h)
 				}
-				s.ExpectBytes = "hex:" + args[0]
+				s.ExpectBytes = "hex:" + h
+				c.note(b, "require_reply: keepalived compares the reply from its first byte, lvsctl finds the bytes anywhere in it")
 			}
 		case "misc_path":
 			argv, err := splitCommand(strings.Join(args, " "))
@@ -767,16 +969,12 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 			if err := c.lossy(b, "misc_dynamic: lvsctl does not set weights from the exit status"); err != nil {
 				return nil, err
 			}
-		case "connect_ip", "bindto", "bind_port", "bind_if", "fwmark", "min_reply_length", "max_reply_length", "enable_sni", "tls_compliant", "fast_recovery", "http_protocol":
+		case "connect_ip", "bindto", "bind_port", "bind_if", "fwmark", "min_reply_length", "max_reply_length", "tls_compliant", "http_protocol":
 			if err := c.lossy(b, "%s: not expressible in an lvsctl check; ignored", kw); err != nil {
 				return nil, err
 			}
-		case "delay_before_retry", "warmup", "alpha":
-			c.note(b, "%s: not expressible in lvsctl; ignored%s", kw, whyIgnored[kw])
-		case "log_all_failures":
-			c.note(b, "%s: ignored", kw)
 		default:
-			c.note(b, "%s: unknown keyword in %s, ignored (as keepalived does)", kw, ch.Words[0])
+			c.ignore(b, ch.Words[0])
 		}
 	}
 	if s.Type == "udp" && !requireReply {
@@ -815,6 +1013,14 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 	if s.Timeout == "" {
 		s.Timeout = "5s"
 	}
+	iv, _ := time.ParseDuration(s.Interval)
+	to, _ := time.ParseDuration(s.Timeout)
+	if to >= iv {
+		// keepalived waits delay_loop after a probe ends; lvsctl's interval
+		// runs from start to start and must exceed the timeout.
+		s.Interval = (iv + to).String()
+		c.note(ch, "connect_timeout %s is not below delay_loop %s: the interval becomes %s (keepalived waits delay_loop after each probe ends)", to, iv, s.Interval)
+	}
 	return s, nil
 }
 
@@ -843,7 +1049,7 @@ func (c *conv) url(u *Stmt, s *health.Spec) error {
 				return err
 			}
 		default:
-			c.note(b, "%s: unknown keyword in url, ignored (as keepalived does)", kw)
+			c.ignore(b, "url")
 		}
 	}
 	if len(codes) > 0 {
@@ -891,4 +1097,95 @@ func splitCommand(s string) ([]string, error) {
 		return nil, fmt.Errorf("empty")
 	}
 	return out, nil
+}
+
+// parseMethod reads NAT, DR or TUN [type {ipip|gue port N|gre}
+// [nocsum|csum|remcsum]]: the method and, for a GUE or GRE tunnel, its
+// settings (ipip, the kernel's default, is nil).
+func parseMethod(b *Stmt, args []string) (string, *desired.JSONTunnel, error) {
+	bad := func() (string, *desired.JSONTunnel, error) {
+		return "", nil, errAt(b, "%s %s: NAT, DR or TUN [type {ipip|gue port N|gre} [nocsum|csum|remcsum]]", b.Words[0], strings.Join(args, " "))
+	}
+	if len(args) == 0 {
+		return bad()
+	}
+	m := methods[strings.ToUpper(args[0])]
+	if m == "" || (len(args) > 1 && m != "tunnel") {
+		return bad()
+	}
+	rest := args[1:]
+	if len(rest) == 0 {
+		return m, nil, nil
+	}
+	if len(rest) < 2 || rest[0] != "type" {
+		return bad()
+	}
+	tun := &desired.JSONTunnel{Type: rest[1]}
+	rest = rest[2:]
+	switch tun.Type {
+	case "ipip":
+		if len(rest) > 0 {
+			return bad()
+		}
+		return m, nil, nil
+	case "gue":
+		if len(rest) < 2 || rest[0] != "port" {
+			return bad()
+		}
+		p, err := parseUint(rest[1], 16)
+		if err != nil || p == 0 {
+			return bad()
+		}
+		tun.Port, rest = uint16(p), rest[2:]
+	case "gre":
+	default:
+		return bad()
+	}
+	tun.Checksum = "nocsum"
+	if len(rest) == 1 && (rest[0] == "nocsum" || rest[0] == "csum" || rest[0] == "remcsum") {
+		tun.Checksum, rest = rest[0], nil
+	}
+	if len(rest) > 0 || (tun.Type == "gre" && tun.Checksum == "remcsum") {
+		return bad()
+	}
+	return m, tun, nil
+}
+
+// boolArg reads keepalived's optional <BOOL>: none is true.
+func boolArg(b *Stmt, args []string) (bool, error) {
+	if len(args) == 0 {
+		return true, nil
+	}
+	switch strings.ToLower(args[0]) {
+	case "on", "true", "yes":
+		return true, nil
+	case "off", "false", "no":
+		return false, nil
+	}
+	return false, errAt(b, "%s %q: on, off, true, false, yes or no", b.Words[0], args[0])
+}
+
+// hexString reads keepalived's free-form HEX_STR: each word is read two
+// digits to a byte, and a last digit alone is a byte of its own
+// ("Ab12f 3" is AB 12 0F 03). X stands for any digit.
+func hexString(b *Stmt, words []string) (string, error) {
+	var out strings.Builder
+	for _, w := range words {
+		for i := 0; i < len(w); i += 2 {
+			pair := w[i:min(i+2, len(w))]
+			if len(pair) == 1 {
+				pair = "0" + pair
+			}
+			for _, ch := range pair {
+				if !strings.ContainsRune("0123456789abcdefABCDEFxX", ch) {
+					return "", errAt(b, "%s %q: not hexadecimal", b.Words[0], w)
+				}
+			}
+			out.WriteString(pair)
+		}
+	}
+	if out.Len() == 0 {
+		return "", errAt(b, "%s: want hexadecimal bytes", b.Words[0])
+	}
+	return strings.ToLower(out.String()), nil
 }

@@ -116,7 +116,7 @@ func TestBasicService(t *testing.T) {
 	port := uint16(80)
 	want := desired.JSONService{Protocol: "tcp", Address: "192.0.2.10", Port: &port, Family: "inet", Scheduler: "wrr",
 		Persistence: &desired.JSONPersistence{Timeout: 50, Netmask: "255.255.255.0"},
-		Check:       &health.Spec{Type: "tcp", Port: 8080, Interval: "6s", Timeout: "3s", Rise: 1, Fall: 3},
+		Check:       &health.Spec{Type: "tcp", Port: 8080, Interval: "6s", Timeout: "3s", Rise: 1, Fall: 3, Via: "direct"},
 		WhenAllDown: desired.Zero,
 		Destinations: []desired.JSONDestination{
 			{Address: "10.0.0.1", Port: 80, Method: "route", Weight: 3, UpperThreshold: 100, LowerThreshold: 10},
@@ -159,8 +159,8 @@ func TestRetryDefaults(t *testing.T) {
   }
 }`, false)
 	d := r.Document.Services[0].Destinations
-	if c := d[0].Check; c == nil || c.Type != "dns" || c.Record != "A" || c.Query != "example.org" || c.Fall != 2 || c.Interval != "60s" || c.Timeout != "5s" {
-		t.Errorf("dns check: %+v (want fall 2: one retry by default)", c)
+	if c := d[0].Check; c == nil || c.Type != "dns" || c.Record != "A" || c.Query != "example.org" || c.Fall != 4 || c.Interval != "60s" || c.Timeout != "5s" {
+		t.Errorf("dns check: %+v (want fall 4: DNS_CHECK retries 3 times by default)", c)
 	}
 	if c := d[1].Check; c == nil || c.Type != "exec" || !reflect.DeepEqual(c.Command, []string{"/usr/lib/check", "a b", "c"}) || c.Fall != 1 || c.Timeout != "4s" || c.User != "nobody" {
 		t.Errorf("exec check: %+v (want fall 1: MISC_CHECK does not retry)", c)
@@ -362,29 +362,84 @@ func TestWriteReadBack(t *testing.T) {
 	}
 }
 
-// TestDebianSamples converts every sample configuration Debian's
-// keepalived ships, in lossy mode, and reports what each gives.
-func TestDebianSamples(t *testing.T) {
-	paths, _ := filepath.Glob("/usr/share/doc/keepalived/samples/keepalived.conf.*")
-	if len(paths) == 0 {
-		t.Skip("keepalived's samples are not installed")
+// TestCorpus converts every configuration of the oracle corpus (the
+// sample configurations Debian's keepalived ships among them), with
+// --lossy where the case says so, and reads the YAML back: the lab's
+// TestKeepalivedOracle compares what they do with keepalived's.
+func TestCorpus(t *testing.T) {
+	paths, err := filepath.Glob("testdata/oracle/*.conf")
+	if err != nil || len(paths) < 40 {
+		t.Fatalf("%d configurations in testdata/oracle, want at least 40 (%v)", len(paths), err)
 	}
+	debian := 0
 	for _, p := range paths {
-		r, err := Import(p, Options{Lossy: true})
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lossy := strings.Contains(string(data), "\n# oracle-lossy\n") || strings.HasPrefix(string(data), "# oracle-lossy\n")
+		if strings.HasPrefix(filepath.Base(p), "debian-") {
+			debian++
+		}
+		r, err := Import(p, Options{Lossy: lossy})
 		if err != nil {
 			t.Errorf("%s: %v", p, err)
 			continue
 		}
-		lossy := 0
+		changed := 0
 		for _, n := range r.Notices {
 			if n.Lossy {
-				lossy++
+				changed++
 			}
 		}
-		t.Logf("%s: %d services, %d notices (%d lossy)", filepath.Base(p), len(r.Document.Services), len(r.Notices), lossy)
+		if lossy != (changed > 0) {
+			t.Errorf("%s: marked lossy %v, %d changes", p, lossy, changed)
+		}
+		if !lossy {
+			if _, err := Import(p, Options{}); err != nil {
+				t.Errorf("%s: without --lossy: %v", p, err)
+			}
+		}
 		var buf bytes.Buffer
 		if err := WriteYAML(&buf, r); err != nil {
-			t.Errorf("%s: write: %v", p, err)
+			t.Fatal(err)
+		}
+		// The corpus's MISC_CHECK program exists in the lab only.
+		if _, _, err := desired.Read(p+".yaml", &buf, nil); err != nil && !strings.Contains(err.Error(), `"/kaoracle/misc-check": no such file`) {
+			t.Errorf("%s: the YAML does not read back: %v", p, err)
+		}
+	}
+	if debian != 25 {
+		t.Errorf("%d of Debian's 25 sample configurations in the corpus", debian)
+	}
+}
+
+func TestTunnelSettings(t *testing.T) {
+	r := mustImport(t, `virtual_server 192.0.2.1 80 {
+  protocol TCP
+  lvs_method TUN type gue port 6080 remcsum
+  real_server 10.0.0.1 80 { }
+  real_server 10.0.0.2 80 {
+    lvs_method TUN type gre
+  }
+  real_server 10.0.0.3 80 {
+    lvs_method NAT
+  }
+}`, false)
+	d := r.Document.Services[0].Destinations
+	if d[0].Method != "tunnel" || !reflect.DeepEqual(d[0].Tunnel, &desired.JSONTunnel{Type: "gue", Port: 6080, Checksum: "remcsum"}) {
+		t.Errorf("gue: %+v %+v", d[0], d[0].Tunnel)
+	}
+	if d[1].Method != "tunnel" || !reflect.DeepEqual(d[1].Tunnel, &desired.JSONTunnel{Type: "gre", Checksum: "nocsum"}) {
+		t.Errorf("gre: %+v %+v", d[1], d[1].Tunnel)
+	}
+	if d[2].Method != "masq" || d[2].Tunnel != nil {
+		t.Errorf("nat: %+v", d[2])
+	}
+	for _, bad := range []string{"TUN type gue", "TUN type gre remcsum", "DR type ipip", "TUN type vxlan"} {
+		_, err := imp(t, "virtual_server 192.0.2.1 80 {\n  lvs_method "+bad+"\n  real_server 10.0.0.1 80 { }\n}\n", true)
+		if err == nil || !strings.Contains(err.Error(), "keepalived.conf:2: lvs_method") {
+			t.Errorf("lvs_method %s: err = %v", bad, err)
 		}
 	}
 }

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// ServeChecked serves what health checks probe, one listener per spec
+// KIND/ADDR:PORT: tcp (an HTTP server answering 200 to any request, which
+// also passes a bare connect), https (the same over TLS with a
+// self-signed certificate), udp (echoes each datagram) and dns (answers
+// every query NOERROR with one record of the type asked). It prints
+// "ready" once all listen and serves until ctx ends.
+func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
+	var cert *tls.Certificate
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	for _, spec := range specs {
+		kind, addr, ok := strings.Cut(spec, "/")
+		if !ok {
+			return fmt.Errorf("%q: want KIND/ADDR:PORT", spec)
+		}
+		switch kind {
+		case "tcp", "https":
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, ln)
+			if kind == "https" {
+				if cert == nil {
+					if cert, err = selfSigned(); err != nil {
+						return err
+					}
+				}
+				ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}})
+			}
+			go acceptHTTP(ln)
+		case "udp", "dns":
+			pc, err := net.ListenPacket("udp", addr)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, pc)
+			go serveDatagrams(pc, kind == "dns")
+		default:
+			return fmt.Errorf("%q: kind tcp, https, udp or dns", spec)
+		}
+	}
+	fmt.Fprintln(stdout, "ready")
+	<-ctx.Done()
+	return nil
+}
+
+func acceptHTTP(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					return // a bare connect: nothing to answer
+				}
+				if strings.TrimSpace(line) == "" {
+					break
+				}
+			}
+			io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n")
+		}()
+	}
+}
+
+func serveDatagrams(pc net.PacketConn, dns bool) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		out := buf[:n]
+		if dns {
+			if out, err = dnsAnswer(buf[:n]); err != nil {
+				continue
+			}
+		}
+		pc.WriteTo(out, from)
+	}
+}
+
+// dnsAnswer answers q with one record of the type asked (A, AAAA or SOA;
+// any other type gets an A record's worth of TXT).
+func dnsAnswer(q []byte) ([]byte, error) {
+	var p dnsmessage.Parser
+	h, err := p.Start(q)
+	if err != nil {
+		return nil, err
+	}
+	question, err := p.Question()
+	if err != nil {
+		return nil, err
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired})
+	b.EnableCompression()
+	if err := b.StartQuestions(); err != nil {
+		return nil, err
+	}
+	if err := b.Question(question); err != nil {
+		return nil, err
+	}
+	if err := b.StartAnswers(); err != nil {
+		return nil, err
+	}
+	rh := dnsmessage.ResourceHeader{Name: question.Name, Type: question.Type, Class: dnsmessage.ClassINET, TTL: 60}
+	switch question.Type {
+	case dnsmessage.TypeAAAA:
+		err = b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: [16]byte{15: 1}})
+	case dnsmessage.TypeSOA:
+		ns := dnsmessage.MustNewName("ns.example.")
+		err = b.SOAResource(rh, dnsmessage.SOAResource{NS: ns, MBox: ns, Serial: 1, Refresh: 60, Retry: 60, Expire: 60, MinTTL: 60})
+	case dnsmessage.TypeTXT:
+		err = b.TXTResource(rh, dnsmessage.TXTResource{TXT: []string{"ok"}})
+	default:
+		rh.Type = dnsmessage.TypeA
+		err = b.AResource(rh, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.Finish()
+}
+
+func selfSigned() (*tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

@@ -1,0 +1,62 @@
+package lvsctl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lvskit/lvskit/ipvs/ipvstest"
+)
+
+// TestImportCommand: lvsctl import keepalived prints the YAML on stdout and
+// the notices on stderr; a malformed file or one that needs --lossy is
+// exit 2 with FILE:LINE and nothing on stdout; the kernel is never opened.
+func TestImportCommand(t *testing.T) {
+	env := testEnv(t, ipvstest.New())
+	env.Open = nil // a call would panic: import must not touch the kernel
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.conf", "vrrp_instance V { }\nvirtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    TCP_CHECK { }\n  }\n}\n")
+	r := run(t, env, "", "import", "keepalived", good)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "version: 2\n") || !strings.Contains(r.stdout, `"address": "192.0.2.1"`) ||
+		!strings.Contains(r.stderr, "lvsctl: notice: "+good+":1: vrrp_instance: skipped") {
+		t.Errorf("good file: %+v", r)
+	}
+	digest := write("digest.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest 0123\n      }\n    }\n  }\n}\n")
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"unclosed.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n", "unclosed.conf:2: real_server: '{' not closed"},
+		{"weight.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    weight x\n  }\n}\n", "weight.conf:3: weight \"x\""},
+		{"include.conf", "\n\ninclude missing.conf\n", "include.conf:3: include "},
+		{"proto.conf", "virtual_server 192.0.2.1 80 {\n  protocol ICMP\n}\n", "proto.conf:2: protocol \"ICMP\""},
+	} {
+		r := run(t, env, "", "import", "keepalived", write(c.name, c.text))
+		if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%s: %+v; want exit 2, nothing on stdout, %q", c.name, r, c.want)
+		}
+	}
+	r = run(t, env, "", "import", "keepalived", digest)
+	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "digest.conf:7: digest:") || !strings.Contains(r.stderr, "--lossy") {
+		t.Errorf("digest without --lossy: %+v", r)
+	}
+	r = run(t, env, "", "import", "keepalived", "--lossy", digest)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: "+digest+":7: digest:") || !strings.Contains(r.stderr, "warning: changed: "+digest+":7: digest:") {
+		t.Errorf("digest with --lossy: %+v", r)
+	}
+	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "absent.conf"))
+	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "absent.conf") {
+		t.Errorf("absent file: %+v", r)
+	}
+	r = run(t, env, "", "import", "keepalived", "--help")
+	if r.code != ExitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl import keepalived") {
+		t.Errorf("help: %+v", r)
+	}
+}
