@@ -28,7 +28,7 @@ GOBUILD   = $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all help deps tools build test unit lab labrun check install uninstall deb rpm rpmlint lintian release tarball sbom \
+.PHONY: all help deps tools build test unit lab lab-guest lab-pkgs lab-arm64 labrun check install uninstall deb rpm rpmlint lintian release tarball sbom \
 	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
@@ -45,12 +45,18 @@ help:
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
-	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived
+	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived \
+	qemu-system-arm qemu-user-static
+# The foreign architectures of the lab (make lab ARCH=arm64): make deps adds
+# them to dpkg, so apt-get download finds their packages; they are unpacked
+# under .cache/lab, never installed on the host (lab-guest).
+LAB_FOREIGN_ARCHES := arm64
 # host-side tests: manual pages, completions in real shells, the .deb, units
 HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd rpm rpmlint
 DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
+	@tools/deps.sh --foreign-arch $(LAB_FOREIGN_ARCHES)
 
 ## build: static binaries into bin/
 build:
@@ -75,8 +81,50 @@ unit:
 ## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs'
 LABRUN   := .cache/lab/labrun
 LAB_ARGS ?=
-lab: deps build labrun
-	$(LABRUN) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
+lab: deps build lab-guest lab-pkgs labrun
+	$(LABRUN) $(LAB_ARCH_FLAGS) -pkgs $(LAB_PKGS) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
+
+# The lab boots ARCH's Debian 12 kernel: the host's own architecture from
+# the host's packages and bin/; another (arm64) from its Debian packages,
+# unpacked into LAB_ROOT by tools/lab-root.sh, with our programs built for
+# it (pkg-bin) and the tests cross-compiled by labrun.
+HOST_ARCH      := $(shell $(GO) env GOHOSTARCH)
+LAB_ROOT        = .cache/lab/$(ARCH)-root
+LAB_GUEST_PACKAGES = linux-image-cloud-$(ARCH) busybox-static iptables iproute2 ipvsadm kmod \
+	bash dash bird2 keepalived dpkg tar sysvinit-utils
+LAB_ARCH_FLAGS  = $(if $(filter $(HOST_ARCH),$(ARCH)),,-arch $(ARCH) -arch-root $(LAB_ROOT) -bin $(PKG_BINDIR))
+lab-guest:
+	@if [ '$(ARCH)' != '$(HOST_ARCH)' ]; then \
+	  $(MAKE) --no-print-directory pkg-bin ARCH=$(ARCH) && \
+	  tools/lab-root.sh $(ARCH) $(LAB_ROOT) $(LAB_GUEST_PACKAGES); fi
+
+# The packages the package lab tests install (packaging/deb_lab_test.go):
+# Debian's ipvsadm for ARCH (apt-get download, kept in .cache/lab), our
+# .deb at LAB_OLD_VERSION, the previous version an upgrade starts from
+# (0~0 sorts below every version a tree's package carries), and at this
+# tree's version.
+LAB_PKGS        = .cache/lab/pkgs-$(ARCH)
+LAB_OLD_VERSION := 0~0
+lab-pkgs: tools
+	rm -rf $(LAB_PKGS) && mkdir -p $(LAB_PKGS) .cache/lab/debian-$(ARCH)
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) VERSION='$(LAB_OLD_VERSION)' DISTDIR=$(LAB_PKGS) \
+		PKG_BINDIR=.cache/build/old_linux_$(ARCH) PKG_STAGEDIR=.cache/pkg/old_linux_$(ARCH) >/dev/null
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) DISTDIR=$(LAB_PKGS) >/dev/null
+	cd .cache/lab/debian-$(ARCH) && { ls ipvsadm_*_$(ARCH).deb >/dev/null 2>&1 || apt-get download -q ipvsadm:$(ARCH) 2>/dev/null; }
+	cp .cache/lab/debian-$(ARCH)/ipvsadm_*_$(ARCH).deb $(LAB_PKGS)/
+	@ls $(LAB_PKGS)
+
+## lab-arm64: the arm64 lab's share of make test (decision 0016)
+## The arm64 lab's share of make test: Debian's arm64 kernel under
+## TCG, running the kernel interface's conformance and lab tests, the
+## differential corpus against Debian's arm64 ipvsadm, save/restore and
+## lvsctl apply (decision 0016 has the figures)
+LAB_ARM64_RUN ?= ^(TestLab.*|TestConformance.*|TestDifferential|TestWrapper.*|TestApply.*)$$
+lab-arm64: deps build labrun
+	@$(MAKE) --no-print-directory lab-guest ARCH=arm64
+	@$(MAKE) --no-print-directory lab-pkgs ARCH=arm64
+	$(LABRUN) -tests -arch arm64 -arch-root .cache/lab/arm64-root -bin .cache/build/linux_arm64 -pkgs .cache/lab/pkgs-arm64 -vms 1 -test-timeout 30m -timeout 45m \
+		-run '$(LAB_ARM64_RUN)' ./ipvs ./testscripts ./ipvsadm/wrappers ./lvsctl
 
 labrun:
 	$(GO) build -o $(LABRUN) ./lab/labrun
@@ -198,9 +246,9 @@ soak: deps build labrun
 ## lab-run: one shell command in the lab: make lab-run CMD='ipvsadm -Ln'
 ## Run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
-lab-run: deps build labrun
+lab-run: deps build lab-guest labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
-	$(LABRUN) -- "$$CMD"
+	$(LABRUN) $(LAB_ARCH_FLAGS) -- "$$CMD"
 
 ## install: binaries, man pages, completions under PREFIX (/usr/local)
 ## Binaries, man pages, completions (honours PREFIX, default /usr/local,
