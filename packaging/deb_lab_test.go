@@ -54,6 +54,19 @@ chmod 755 usr/sbin/update-rc.d usr/sbin/invoke-rc.d usr/sbin/ldconfig
 mount -t proc proc proc
 mount --bind /dev dev
 cp /opt/lvskit/pkgs/*.deb tmp/
+# On a Debian host the directories packages install into (/sbin, /lib,
+# /etc/default, ...) belong to other packages too, so dpkg never removes
+# them with one package: here a package of those directories owns them
+# (without it, removing ours would take /lib, a link into /usr, with it).
+B=$(mktemp -d)
+mkdir "$B/DEBIAN"
+for d in tmp/*.deb; do dpkg-deb -c "$d"; done | awk '$1 ~ /^d/ { print $6 }' | sort -u | while read -r d; do mkdir -p "$B/$d"; done
+# a file of its own: dpkg lets a package without files disappear
+mkdir -p "$B/usr/share/doc/lab-system"
+echo 'directories of the rest of the system' > "$B/usr/share/doc/lab-system/README"
+printf 'Package: lab-system\nVersion: 1\nArchitecture: all\nMaintainer: lab <root@localhost>\nDescription: directories of the rest of the system\n' > "$B/DEBIAN/control"
+dpkg-deb --root-owner-group -b "$B" tmp/lab-system.deb >/dev/null
+chroot . dpkg -i /tmp/lab-system.deb >/dev/null
 `, "R="+root); r.Code != 0 {
 		t.Fatalf("copying the guest's system: %+v", r)
 	}
@@ -259,6 +272,11 @@ func TestDebOverDebianIpvsadmUpgradeAndPurge(t *testing.T) {
 	for _, p := range []string{"/etc/ipvsadm.rules", "/etc/default/ipvsadm"} {
 		if !s.exists(p) {
 			t.Errorf("%s gone after dpkg -r; configuration stays until purge", p)
+		}
+	}
+	for _, p := range []string{"/sbin", "/lib", "/lib/systemd/system", "/usr/share/man/man8"} {
+		if fi, err := os.Stat(filepath.Join(s.root, p)); err != nil || !fi.IsDir() {
+			t.Errorf("%s after dpkg -r: %v; the system's directories stay", p, err)
 		}
 	}
 	s.must("dpkg -P lvskit")

@@ -96,7 +96,11 @@ func ArchFor(name, root string) (*Arch, error) {
 	if _, err := os.Stat(filepath.Join(root, ".packages")); err != nil {
 		return nil, fmt.Errorf("lab: %s has no unpacked %s packages (make lab ARCH=%s makes them): %w", root, name, name, err)
 	}
-	c.Root = root
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	c.Root = abs
 	return &c, nil
 }
 
