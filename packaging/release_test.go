@@ -443,3 +443,42 @@ func TestRpmInstallsIntoEmptyRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintainerAddressEverywhere: the maintainer nfpm.yaml names is the
+// one the Debian changelog's trailer, the copyright file's
+// Upstream-Contact, the .rpm's Packager and %changelog, and the packaging
+// page name: a packager writing to one of them reaches the same list.
+func TestMaintainerAddressEverywhere(t *testing.T) {
+	t.Parallel()
+	nfpm, err := os.ReadFile("nfpm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^maintainer: (.+ <[^@> ]+@[^> ]+>)$`).FindSubmatch(nfpm)
+	if m == nil {
+		t.Fatal("nfpm.yaml: no maintainer with an address")
+	}
+	who := string(m[1])
+	for file, want := range map[string]string{
+		"changelog":            "\n -- " + who + "  ",
+		"copyright":            "\nUpstream-Contact: " + who + "\n",
+		"../docs/packaging.md": "`" + who + "`",
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not name the maintainer as %q", file, want)
+		}
+	}
+	hosttool.Require(t, "rpm", "rpm")
+	out, err := command(".", nil, "rpm", "-qp", "--queryformat", "%{PACKAGER}\n%{CHANGELOGNAME}\n", builtRpm(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 2 || lines[0] != who || !strings.HasPrefix(lines[1], who+" - ") {
+		t.Errorf("the .rpm's Packager and %%changelog name %q, want %s", out, who)
+	}
+}
