@@ -142,8 +142,11 @@ lab-arm64: deps labrun
 unit-arm64: deps
 	GOARCH=arm64 $(GO) test -exec qemu-aarch64-static -skip '^TestTranscripts$$' ./ipvsadm ./rules ./names ./save
 
+# Host programs (labrun, the tools) are built for the host, whatever GOARCH
+# the environment names (GOARCH=arm64 make deb must still run nfpm).
+HOST_GO = GOOS=$(shell $(GO) env GOHOSTOS) GOARCH=$(HOST_ARCH) $(GO)
 labrun:
-	$(GO) build -o $(LABRUN) ./lab/labrun
+	$(HOST_GO) build -o $(LABRUN) ./lab/labrun
 
 ## soak-lvsprep: 1,000 SIGKILLs of lvsprep, each followed by --undo
 ## 1,000 random SIGKILLs of lvsprep during apply and undo,
@@ -160,7 +163,7 @@ TOOLS := .cache/tools
 tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod
 $(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod: tools/go.mod tools/go.sum
 	@mkdir -p $(TOOLS)
-	cd tools && $(GO) build -trimpath -buildvcs=false -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm \
+	cd tools && $(HOST_GO) build -trimpath -buildvcs=false -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm \
 		github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 ## check: gofmt, go vet (also for macOS), staticcheck
