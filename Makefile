@@ -108,29 +108,30 @@ lab-guest:
 LAB_PKGS        = .cache/lab/pkgs-$(ARCH)
 LAB_OLD_VERSION := 0~0
 lab-pkgs: tools
-	rm -rf $(LAB_PKGS) && mkdir -p $(LAB_PKGS) .cache/lab/debian-$(ARCH)
-	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) VERSION='$(LAB_OLD_VERSION)' DISTDIR=$(LAB_PKGS) \
+	rm -rf $(LAB_PKGS).tmp && mkdir -p $(LAB_PKGS).tmp .cache/lab/debian-$(ARCH)
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) VERSION='$(LAB_OLD_VERSION)' DISTDIR=$(LAB_PKGS).tmp \
 		PKG_BINDIR=.cache/build/old_linux_$(ARCH) PKG_STAGEDIR=.cache/pkg/old_linux_$(ARCH) >/dev/null
-	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) DISTDIR=$(LAB_PKGS) >/dev/null
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) DISTDIR=$(LAB_PKGS).tmp >/dev/null
 	cd .cache/lab/debian-$(ARCH) && { ls ipvsadm_*_$(ARCH).deb >/dev/null 2>&1 || apt-get download -q ipvsadm:$(ARCH) 2>/dev/null; }
-	cp .cache/lab/debian-$(ARCH)/ipvsadm_*_$(ARCH).deb $(LAB_PKGS)/
+	cp .cache/lab/debian-$(ARCH)/ipvsadm_*_$(ARCH).deb $(LAB_PKGS).tmp/
+	rm -rf $(LAB_PKGS) && mv $(LAB_PKGS).tmp $(LAB_PKGS)
 	@ls $(LAB_PKGS)
 
 ## lab-arm64: the arm64 lab's share of make test (decision 0016)
 ## The arm64 lab's share of make test (decision 0016 has the figures):
 ## Debian's arm64 kernel under TCG runs every lab test of the kernel
-## interface (conformance, the getsockopt structures), ten files of the
+## interface (conformance, the getsockopt structures), seven files of the
 ## differential corpus against Debian's arm64 ipvsadm, save/restore, the
-## units, listings, lvsctl apply, and the .deb over Debian's ipvsadm.
+## units, lvsctl apply, and the .deb over Debian's ipvsadm.
 ## make lab ARCH=arm64 runs everything.
 lab-arm64: deps labrun
 	@$(MAKE) --no-print-directory lab-guest lab-pkgs ARCH=arm64
 	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -test-timeout 20m -timeout 30m ./ipvs
 	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -test-timeout 20m -timeout 30m \
-		-run '^TestDifferential$$/^(listing|saverestore-save|saverestore-roundtrip|daemon|zero|sched|tunnel|golden-t00|golden-t10|golden-t11)$$' ./testscripts
+		-run '^TestDifferential$$/^(listing|saverestore-save|saverestore-roundtrip|daemon|zero|tunnel|golden-t00)$$' ./testscripts
 	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -pkgs .cache/lab/pkgs-arm64 -test-timeout 20m -timeout 30m \
-		-run '^(TestLabRoundTrip|TestLabRestoreLikeReference|TestRestoreRefusedLineLeavesTable|TestRestoreGoodFileAfterTrial|TestUnit.*|TestLabWrappersLikeDebian|TestLabListingsMatchReference|TestLabUnnamedForwardMethods|TestLvsctl.*|TestApplyPropertyOnKernel|TestDebOverDebianIpvsadmUpgradeAndPurge)$$' \
-		./ipvsadm ./ipvsadm/wrappers ./ipvsadm/list ./lvsctl ./rules ./packaging
+		-run '^(TestLabRoundTrip|TestRestoreRefusedLineLeavesTable|TestRestoreGoodFileAfterTrial|TestUnit.*|TestLabWrappersLikeDebian|TestLabUnnamedForwardMethods|TestLvsctl.*|TestDebOverDebianIpvsadmUpgradeAndPurge)$$' \
+		./ipvsadm ./ipvsadm/wrappers ./ipvsadm/list ./lvsctl ./packaging
 
 ## unit-arm64: the parsers' host tests built for arm64, under qemu-user
 ## The host tests of the parsers (ipvsadm's command line and restore

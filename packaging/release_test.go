@@ -482,3 +482,35 @@ func TestMaintainerAddressEverywhere(t *testing.T) {
 		t.Errorf("the .rpm's Packager and %%changelog name %q, want %s", out, who)
 	}
 }
+
+// TestRpmArm64LintsAndInstalls: the released aarch64 .rpm passes rpmlint
+// with no errors, and installs into an empty root (rpm --ignorearch on
+// this amd64 host; busybox runs its scriptlets) with rpm -V clean, like
+// the host's own.
+func TestRpmArm64LintsAndInstalls(t *testing.T) {
+	t.Parallel()
+	rpmlint := hosttool.Require(t, "rpmlint", "rpmlint")
+	hosttool.Require(t, "rpm", "rpm")
+	rpm := filepath.Join(builtRelease(t), "lvskit-1.2.3-1.aarch64.rpm")
+	shim, err := filepath.Abs("rpm/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(rpmlint, "-c", "rpm/rpmlint.toml", rpm)
+	cmd.Env = append(os.Environ(), "PATH="+shim+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`\b0 errors\b`).Match(out) {
+		t.Errorf("rpmlint %s: %v\n%s", rpm, err, out)
+	}
+	root := throwawayRoot(t)
+	if out, err := command(".", nil, "rpm", "--force-debian", "--root", root, "-i", "--nodeps", "--ignorearch", rpm); err != nil || out != "" {
+		t.Fatalf("rpm -i: %v\n%s", err, out)
+	}
+	if out, err := command(".", nil, "rpm", "--root", root, "-V", "lvskit"); err != nil || out != "" {
+		t.Errorf("rpm -V lvskit: %v\n%s", err, out)
+	}
+	info, err := command(".", nil, "go", "version", "-m", filepath.Join(root, "usr/sbin/lvsctl"))
+	if err != nil || !strings.Contains(info, "\tbuild\tGOARCH=arm64\n") {
+		t.Errorf("/usr/sbin/lvsctl from the aarch64 .rpm is not an arm64 build: %v\n%s", err, info)
+	}
+}
