@@ -28,10 +28,10 @@ const baseFormat = "lvskit-lab-base-5"
 // sooner than when its kernel must gunzip the same archive under emulation
 // (measured: docs/lab.md), and the host only copies it.
 type Base struct {
-	Path      string // the .cpio file
-	Kernel    string // the vmlinuz it was built for
-	KVer      string // its release, e.g. 6.1.0-57-cloud-amd64
-	Arch      *Arch
+	Path      string        // the .cpio file
+	Kernel    string        // the vmlinuz it was built for
+	KVer      string        // its release, e.g. 6.1.0-57-cloud-amd64
+	Arch      *Arch         // the guest architecture it was built for
 	Cached    bool          // reused, not built now
 	BuildTime time.Duration // time spent building (or checking the cache)
 	Files     int
