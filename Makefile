@@ -28,14 +28,14 @@ GOBUILD   = $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all help deps tools build test unit lab labrun check install uninstall deb rpm rpmlint lintian release tarball sbom bench-keepalived \
+.PHONY: all help deps tools build test unit unit-arm64 lab lab-guest lab-pkgs lab-arm64 labrun check install uninstall deb rpm rpmlint lintian release tarball sbom bench-keepalived \
 	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
 ## help: the targets, each with the first line of what it does
 help:
-	@awk '/^## [a-z-]+: / { sub(/^## /, ""); n = index($$0, ":"); printf "  %-14s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2) }' $(firstword $(MAKEFILE_LIST))
+	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); n = index($$0, ":"); printf "  %-14s %s\n", substr($$0, 1, n - 1), substr($$0, n + 2) }' $(firstword $(MAKEFILE_LIST))
 
 ## deps: install the Debian packages the lab, tests and packaging need
 ## The Debian packages every test, the lab, the demo and packaging need,
@@ -45,22 +45,29 @@ help:
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
 # ipvsadm, BIRD for the ECMP topology, and what the image builder runs
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
-	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived tmux procps ncurses-base libc-bin
+	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived tmux procps ncurses-base libc-bin \
+	qemu-system-arm qemu-user-static
+# The foreign architectures of the lab (make lab ARCH=arm64): make deps adds
+# them to dpkg, so apt-get download finds their packages; they are unpacked
+# under .cache/lab, never installed on the host (lab-guest).
+LAB_FOREIGN_ARCHES := arm64
 # host-side tests: manual pages, completions in real shells, the .deb, units
 HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd rpm rpmlint
 DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
+	@tools/deps.sh --foreign-arch $(LAB_FOREIGN_ARCHES)
 
 ## build: static binaries into bin/
 build:
 	@mkdir -p bin
 	$(GOBUILD) -o bin/ ./cmd/...
 
-## test: everything CI runs: check, unit, fuzz-short, lab
-## Everything: static checks, host unit tests, a short fuzz pass,
-## then the kernel lab
-test: deps check unit fuzz-short lab
+## test: everything CI runs: check, unit(-arm64), fuzz-short, lab, lab-arm64
+## Everything: static checks, host unit tests (and the parsers' under
+## qemu-user for arm64), a short fuzz pass, then the kernel lab, and the
+## arm64 lab's share (decision 0016)
+test: deps check unit unit-arm64 fuzz-short lab lab-arm64
 
 ## unit: host-side tests, no kernel needed
 ## Host-side tests (no kernel IPVS needed), with the plotting
@@ -69,17 +76,78 @@ unit:
 	$(GO) test ./...
 	$(GO) -C bench/benchplot test ./...
 
-## lab: the tests that need the real kernel, in the QEMU lab
+## lab: the tests that need the real kernel, in the QEMU lab (ARCH=arm64 too)
 ## Tests that need the real kernel, run inside the QEMU lab (one boot
 ## per CPU, sharing a queue of packages; installs the lab's Debian packages
-## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs'
+## when root). Narrow it with make lab LAB_ARGS='-run TestName ./ipvs';
+## ARCH=arm64 boots Debian's arm64 kernel (docs/lab.md)
 LABRUN   := .cache/lab/labrun
 LAB_ARGS ?=
-lab: deps build labrun
-	$(LABRUN) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
+lab: deps build lab-guest lab-pkgs labrun
+	$(LABRUN) $(LAB_ARCH_FLAGS) -pkgs $(LAB_PKGS) -tests -test-timeout 30m -timeout 45m $(LAB_ARGS)
 
+# The lab boots ARCH's Debian 12 kernel: the host's own architecture from
+# the host's packages and bin/; another (arm64) from its Debian packages,
+# unpacked into LAB_ROOT by tools/lab-root.sh, with our programs built for
+# it (pkg-bin) and the tests cross-compiled by labrun.
+HOST_ARCH      := $(shell $(GO) env GOHOSTARCH)
+LAB_ROOT        = .cache/lab/$(ARCH)-root
+LAB_GUEST_PACKAGES = linux-image-cloud-$(ARCH) busybox-static iptables iproute2 ipvsadm kmod \
+	bash dash bird2 keepalived dpkg tar sysvinit-utils tmux procps ncurses-base libc-bin
+LAB_ARCH_FLAGS  = $(if $(filter $(HOST_ARCH),$(ARCH)),,-arch $(ARCH) -arch-root $(LAB_ROOT) -bin $(PKG_BINDIR))
+lab-guest:
+	@if [ '$(ARCH)' != '$(HOST_ARCH)' ]; then \
+	  $(MAKE) --no-print-directory pkg-bin ARCH=$(ARCH) && \
+	  tools/lab-root.sh $(ARCH) $(LAB_ROOT) $(LAB_GUEST_PACKAGES); fi
+
+# The packages the package lab tests install (packaging/deb_lab_test.go):
+# Debian's ipvsadm for ARCH (apt-get download, kept in .cache/lab), our
+# .deb at LAB_OLD_VERSION, the previous version an upgrade starts from
+# (0~0 sorts below every version a tree's package carries), and at this
+# tree's version.
+LAB_PKGS        = .cache/lab/pkgs-$(ARCH)
+LAB_OLD_VERSION := 0~0
+lab-pkgs: tools
+	rm -rf $(LAB_PKGS).tmp && mkdir -p $(LAB_PKGS).tmp .cache/lab/debian-$(ARCH)
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) VERSION='$(LAB_OLD_VERSION)' DISTDIR=$(LAB_PKGS).tmp \
+		PKG_BINDIR=.cache/build/old_linux_$(ARCH) PKG_STAGEDIR=.cache/pkg/old_linux_$(ARCH) >/dev/null
+	@$(MAKE) --no-print-directory deb ARCH=$(ARCH) DISTDIR=$(LAB_PKGS).tmp >/dev/null
+	cd .cache/lab/debian-$(ARCH) && { ls ipvsadm_*_$(ARCH).deb >/dev/null 2>&1 || apt-get download -q ipvsadm:$(ARCH) 2>/dev/null; }
+	cp .cache/lab/debian-$(ARCH)/ipvsadm_*_$(ARCH).deb $(LAB_PKGS).tmp/
+	rm -rf $(LAB_PKGS) && mv $(LAB_PKGS).tmp $(LAB_PKGS)
+	@ls $(LAB_PKGS)
+
+## lab-arm64: the arm64 lab's share of make test (decision 0016)
+## The arm64 lab's share of make test (decision 0016 has the figures):
+## Debian's arm64 kernel under TCG runs every lab test of the kernel
+## interface (conformance, the getsockopt structures), seven files of the
+## differential corpus against Debian's arm64 ipvsadm, save/restore, the
+## units, lvsctl apply, and the .deb over Debian's ipvsadm.
+## make lab ARCH=arm64 runs everything.
+lab-arm64: deps labrun
+	@$(MAKE) --no-print-directory lab-guest lab-pkgs ARCH=arm64
+	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -test-timeout 20m -timeout 30m ./ipvs
+	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -test-timeout 20m -timeout 30m \
+		-run '^TestDifferential$$/^(listing|saverestore-save|saverestore-roundtrip|daemon|zero|tunnel|golden-t00)$$' ./testscripts
+	$(LABRUN) -tests -arch arm64 -bin .cache/build/linux_arm64 -pkgs .cache/lab/pkgs-arm64 -test-timeout 20m -timeout 30m \
+		-run '^(TestLabRoundTrip|TestRestoreRefusedLineLeavesTable|TestRestoreGoodFileAfterTrial|TestUnit.*|TestLabWrappersLikeDebian|TestLabUnnamedForwardMethods|TestLvsctl.*|TestDebOverDebianIpvsadmUpgradeAndPurge)$$' \
+		./ipvsadm ./ipvsadm/wrappers ./ipvsadm/list ./lvsctl ./packaging
+
+## unit-arm64: the parsers' host tests built for arm64, under qemu-user
+## The host tests of the parsers (ipvsadm's command line and restore
+## input, rules, names, the save format) built for arm64 and run under
+## qemu-aarch64-static. TestTranscripts is left to make unit: its shell
+## starts the test binary again as ipvsadm, which the host cannot exec
+## without binfmt_misc. The programs themselves run under qemu-user in
+## packaging's TestArm64ProgramsUnderQemuUser (make unit).
+unit-arm64: deps
+	GOARCH=arm64 $(GO) test -exec qemu-aarch64-static -skip '^TestTranscripts$$' ./ipvsadm ./rules ./names ./save
+
+# Host programs (labrun, the tools) are built for the host, whatever GOARCH
+# the environment names (GOARCH=arm64 make deb must still run nfpm).
+HOST_GO = GOOS=$(shell $(GO) env GOHOSTOS) GOARCH=$(HOST_ARCH) $(GO)
 labrun:
-	$(GO) build -o $(LABRUN) ./lab/labrun
+	$(HOST_GO) build -o $(LABRUN) ./lab/labrun
 
 ## soak-lvsprep: 1,000 SIGKILLs of lvsprep, each followed by --undo
 ## 1,000 random SIGKILLs of lvsprep during apply and undo,
@@ -96,7 +164,7 @@ TOOLS := .cache/tools
 tools: $(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod
 $(TOOLS)/staticcheck $(TOOLS)/nfpm $(TOOLS)/cyclonedx-gomod: tools/go.mod tools/go.sum
 	@mkdir -p $(TOOLS)
-	cd tools && $(GO) build -trimpath -buildvcs=false -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm \
+	cd tools && $(HOST_GO) build -trimpath -buildvcs=false -o ../$(TOOLS)/ honnef.co/go/tools/cmd/staticcheck github.com/goreleaser/nfpm/v2/cmd/nfpm \
 		github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
 
 ## check: gofmt, go vet (also for macOS), staticcheck
@@ -211,9 +279,9 @@ soak: deps build labrun
 ## lab-run: one shell command in the lab: make lab-run CMD='ipvsadm -Ln'
 ## Run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
-lab-run: deps build labrun
+lab-run: deps build lab-guest labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
-	$(LABRUN) -- "$$CMD"
+	$(LABRUN) $(LAB_ARCH_FLAGS) -- "$$CMD"
 
 ## install: binaries, man pages, completions under PREFIX (/usr/local)
 ## Binaries, man pages, completions (honours PREFIX, default /usr/local,

@@ -8,6 +8,9 @@
 // lintian, install it into a throw-away root with dpkg (also over Debian's
 // own ipvsadm package, which it must replace), compare the installed
 // ipvsadm with Debian's, and check the `make install` layout. The service
-// script is tested against a fake ipvsadm. The files are data; this package
-// has no Go API.
+// script is tested against a fake ipvsadm. A lab test installs the .deb
+// with dpkg over Debian's ipvsadm against the lab's kernel, upgrades it
+// from the previous version and purges it (amd64 and arm64); the arm64
+// programs also run under qemu-aarch64-static on the host. The files are
+// data; this package has no Go API.
 package packaging

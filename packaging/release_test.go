@@ -443,3 +443,74 @@ func TestRpmInstallsIntoEmptyRoot(t *testing.T) {
 		}
 	}
 }
+
+// TestMaintainerAddressEverywhere: the maintainer nfpm.yaml names is the
+// one the Debian changelog's trailer, the copyright file's
+// Upstream-Contact, the .rpm's Packager and %changelog, and the packaging
+// page name: a packager writing to one of them reaches the same list.
+func TestMaintainerAddressEverywhere(t *testing.T) {
+	t.Parallel()
+	nfpm, err := os.ReadFile("nfpm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^maintainer: (.+ <[^@> ]+@[^> ]+>)$`).FindSubmatch(nfpm)
+	if m == nil {
+		t.Fatal("nfpm.yaml: no maintainer with an address")
+	}
+	who := string(m[1])
+	for file, want := range map[string]string{
+		"changelog":            "\n -- " + who + "  ",
+		"copyright":            "\nUpstream-Contact: " + who + "\n",
+		"../docs/packaging.md": "`" + who + "`",
+	} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s does not name the maintainer as %q", file, want)
+		}
+	}
+	hosttool.Require(t, "rpm", "rpm")
+	out, err := command(".", nil, "rpm", "-qp", "--queryformat", "%{PACKAGER}\n%{CHANGELOGNAME}\n", builtRpm(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 2 || lines[0] != who || !strings.HasPrefix(lines[1], who+" - ") {
+		t.Errorf("the .rpm's Packager and %%changelog name %q, want %s", out, who)
+	}
+}
+
+// TestRpmArm64LintsAndInstalls: the released aarch64 .rpm passes rpmlint
+// with no errors, and installs into an empty root (rpm --ignorearch on
+// this amd64 host; busybox runs its scriptlets) with rpm -V clean, like
+// the host's own.
+func TestRpmArm64LintsAndInstalls(t *testing.T) {
+	t.Parallel()
+	rpmlint := hosttool.Require(t, "rpmlint", "rpmlint")
+	hosttool.Require(t, "rpm", "rpm")
+	rpm := filepath.Join(builtRelease(t), "lvskit-1.2.3-1.aarch64.rpm")
+	shim, err := filepath.Abs("rpm/bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(rpmlint, "-c", "rpm/rpmlint.toml", rpm)
+	cmd.Env = append(os.Environ(), "PATH="+shim+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`\b0 errors\b`).Match(out) {
+		t.Errorf("rpmlint %s: %v\n%s", rpm, err, out)
+	}
+	root := throwawayRoot(t)
+	if out, err := command(".", nil, "rpm", "--force-debian", "--root", root, "-i", "--nodeps", "--ignorearch", rpm); err != nil || out != "" {
+		t.Fatalf("rpm -i: %v\n%s", err, out)
+	}
+	if out, err := command(".", nil, "rpm", "--root", root, "-V", "lvskit"); err != nil || out != "" {
+		t.Errorf("rpm -V lvskit: %v\n%s", err, out)
+	}
+	info, err := command(".", nil, "go", "version", "-m", filepath.Join(root, "usr/sbin/lvsctl"))
+	if err != nil || !strings.Contains(info, "\tbuild\tGOARCH=arm64\n") {
+		t.Errorf("/usr/sbin/lvsctl from the aarch64 .rpm is not an arm64 build: %v\n%s", err, info)
+	}
+}

@@ -4,6 +4,26 @@
 # the command that installs them, and fails. Another apt-get holding apt's
 # locks is waited for (up to 10 minutes), not a failure.
 set -eu
+# deps.sh --foreign-arch ARCH...: dpkg knows each ARCH (dpkg
+# --add-architecture, then apt-get update), so apt-get download finds its
+# packages; nothing of ARCH is installed.
+if [ "${1:-}" = --foreign-arch ]; then
+	shift
+	add=
+	for a in "$@"; do
+		dpkg --print-foreign-architectures | grep -qx "$a" || add="$add $a"
+	done
+	add=${add# }
+	[ -z "$add" ] && { echo "deps: dpkg knows the architectures $*"; exit 0; }
+	if [ "$(id -u)" != 0 ]; then
+		echo "deps: dpkg does not know the architectures $add; as root: dpkg --add-architecture ARCH (each) && apt-get update" >&2
+		exit 1
+	fi
+	for a in $add; do dpkg --add-architecture "$a"; done
+	echo "deps: added the architectures $add to dpkg"
+	apt-get update -q -o DPkg::Lock::Timeout=600 >/dev/null
+	exit 0
+fi
 missing=
 for p in "$@"; do
 	dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing="$missing $p"

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -85,7 +86,9 @@ func blockedReading(pid int) bool {
 		if err != nil {
 			continue
 		}
-		if fields := strings.Fields(string(b)); len(fields) >= 2 && fields[0] == "0" && fields[1] == "0x0" {
+		// The first field is the system call's number, which differs by
+		// architecture (read is 0 on amd64, 63 on arm64).
+		if fields := strings.Fields(string(b)); len(fields) >= 2 && fields[0] == strconv.Itoa(syscall.SYS_READ) && fields[1] == "0x0" {
 			return true
 		}
 	}

@@ -10,11 +10,14 @@
 // in one boot per VM: -vms VMs (default one per CPU, at most four) run in
 // parallel and take packages from one shared queue. It streams their output
 // and prints a summary. With -- it runs one shell command in the lab with our
-// bin/ first on PATH and exits with the command's status. See docs/lab.md.
+// bin/ first on PATH and exits with the command's status. -arch arm64 boots
+// Debian's arm64 kernel and user space instead (tests cross-compiled, our
+// programs from -bin). See docs/lab.md.
 package main
 
 import (
 	"context"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +48,7 @@ const (
 	guestBin   = "/opt/lvskit/bin"
 	guestTests = "/opt/lvskit/tests"
 	guestSrc   = "/src"
+	guestPkgs  = "/opt/lvskit/pkgs"
 	guestPath  = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 )
 
@@ -60,6 +64,10 @@ type options struct {
 	memoryMiB   int
 	verbose     bool
 	kernelLog   string
+	arch        string
+	archRoot    string
+	binDir      string
+	pkgDir      string
 }
 
 func main() {
@@ -80,6 +88,10 @@ func mainErr() int {
 	fs.IntVar(&o.memoryMiB, "mem", 1024, "guest memory in `MiB` (the soak's 100 MiB restore line needs more than the default)")
 	fs.StringVar(&o.kernelLog, "kernel-log", "", "save the kernel console of the (last) boot to `FILE`; with -v not quiet")
 	fs.BoolVar(&o.verbose, "v", false, "print the harness's timings and guest notes")
+	fs.StringVar(&o.arch, "arch", "", "the guest's architecture, `ARCH` (amd64, arm64; default the host's)")
+	fs.StringVar(&o.archRoot, "arch-root", "", "a foreign guest's unpacked Debian packages, `DIR` (default .cache/lab/ARCH-root; make lab ARCH=arm64 makes it)")
+	fs.StringVar(&o.pkgDir, "pkgs", "", "the Debian packages the package tests install in the guest, `DIR` (make lab builds them), at "+guestPkgs)
+	fs.StringVar(&o.binDir, "bin", "", "our programs for the guest, `DIR` (default bin/ of the tree; for a foreign -arch the Makefile's build for it)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: labrun -tests [flags] [packages]\n       labrun [flags] -- 'shell command' | command args...\n")
 		fs.PrintDefaults()
@@ -134,7 +146,22 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	lab, err := vm.New(root, os.Stderr)
+	archRoot := o.archRoot
+	if archRoot == "" && o.arch != "" {
+		archRoot = filepath.Join(root, ".cache", "lab", o.arch+"-root")
+	}
+	arch, err := vm.ArchFor(o.arch, archRoot)
+	if err != nil {
+		return nil, nil, err
+	}
+	binDir := o.binDir
+	if binDir == "" {
+		binDir = filepath.Join(root, "bin")
+	}
+	if err := checkBinArch(binDir, arch.Name); err != nil {
+		return nil, nil, err
+	}
+	lab, err := vm.New(root, arch, os.Stderr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,23 +173,59 @@ func setup(o options) (*vm.Lab, []vm.Entry, error) {
 	if o.verbose {
 		fmt.Fprintf(os.Stderr, "lab: base %s (%s, cached=%v, %.1fs)\n", lab.Base.Path, lab.Base.KVer, lab.Base.Cached, lab.Base.BuildTime.Seconds())
 	}
-	files, err := treeFiles(root)
+	files, err := treeFiles(root, binDir)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.pkgDir != "" {
+		pkgs, err := os.ReadDir(o.pkgDir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-pkgs: %w", err)
+		}
+		files = append(files, vm.Entry{Path: guestPkgs, Dir: true, Mode: 0o755})
+		for _, p := range pkgs {
+			if p.Type().IsRegular() {
+				files = append(files, vm.Entry{Path: guestPkgs + "/" + p.Name(), HostPath: filepath.Join(o.pkgDir, p.Name()), Mode: 0o644})
+			}
+		}
 	}
 	return lab, files, nil
 }
 
-// treeFiles lists the overlay files taken from the tree: bin/* at
-// /opt/lvskit/bin, the source tree (tracked and untracked-but-not-ignored
-// files) at /src, and testscripts/golden/hosts as /etc/hosts.
-func treeFiles(root string) ([]vm.Entry, error) {
+// checkBinArch refuses programs in dir built for another architecture
+// than the guest's (an amd64 bin/ in the arm64 lab fails every test with
+// "exec format error").
+func checkBinArch(dir, arch string) error {
+	bins, _ := os.ReadDir(dir)
+	for _, b := range bins {
+		if !b.Type().IsRegular() {
+			continue
+		}
+		f, err := elf.Open(filepath.Join(dir, b.Name()))
+		if err != nil {
+			continue // not a program
+		}
+		m := f.Machine
+		f.Close()
+		want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
+		if m != want {
+			return fmt.Errorf("%s is built for %v, not the guest's %s (make lab ARCH=%s builds the programs for it)", filepath.Join(dir, b.Name()), m, arch, arch)
+		}
+	}
+	return nil
+}
+
+// treeFiles lists the overlay files taken from the tree: our programs
+// (binDir/*) at /opt/lvskit/bin, the source tree (tracked and
+// untracked-but-not-ignored files) at /src, and testscripts/golden/hosts
+// as /etc/hosts.
+func treeFiles(root, binDir string) ([]vm.Entry, error) {
 	var files []vm.Entry
 	files = append(files, vm.Entry{Path: guestBin, Dir: true, Mode: 0o755})
-	bins, _ := os.ReadDir(filepath.Join(root, "bin"))
+	bins, _ := os.ReadDir(binDir)
 	for _, b := range bins {
 		if b.Type().IsRegular() {
-			files = append(files, vm.Entry{Path: guestBin + "/" + b.Name(), HostPath: filepath.Join(root, "bin", b.Name()), Mode: 0o755})
+			files = append(files, vm.Entry{Path: guestBin + "/" + b.Name(), HostPath: filepath.Join(binDir, b.Name()), Mode: 0o755})
 		}
 	}
 	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,32 @@ func TestRunPatternSelectsLabTests(t *testing.T) {
 	}
 	if _, _, err := runPattern(tests, "("); err == nil {
 		t.Error("a bad -run pattern is not an error")
+	}
+}
+
+// TestCheckBinArchRefusesForeignPrograms: a bin/ built for the host is
+// refused for an arm64 guest and taken for an amd64 one; files that are
+// not programs are ignored.
+func TestCheckBinArchRefusesForeignPrograms(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Fatalf("the lab runs on amd64 hosts; this is %s", runtime.GOARCH)
+	}
+	dir := t.TempDir()
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ipvsadm"), self, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkBinArch(dir, "amd64"); err != nil {
+		t.Errorf("amd64 programs for an amd64 guest: %v", err)
+	}
+	err = checkBinArch(dir, "arm64")
+	if err == nil || !strings.Contains(err.Error(), "EM_X86_64") || !strings.Contains(err.Error(), "make lab ARCH=arm64") {
+		t.Errorf("amd64 programs for an arm64 guest: %v", err)
 	}
 }

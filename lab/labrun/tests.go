@@ -217,7 +217,9 @@ func order(pkgs []*testPkg, est map[string]float64) []*testPkg {
 }
 
 // timingsFile keeps each package's last run time, to order the queue.
-func timingsFile(lab *vm.Lab) string { return filepath.Join(lab.CacheDir, "timings.json") }
+func timingsFile(lab *vm.Lab) string {
+	return filepath.Join(lab.CacheDir, lab.Suffixed("timings")+".json")
+}
 
 func readTimings(lab *vm.Lab) map[string]float64 {
 	est := map[string]float64{}
@@ -312,7 +314,7 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 // buildTests compiles each package's lab test binary (static), two at a
 // time.
 func buildTests(lab *vm.Lab, pkgs []*testPkg) {
-	dir := filepath.Join(lab.CacheDir, "tests")
+	dir := filepath.Join(lab.CacheDir, lab.Suffixed("tests"))
 	_ = os.MkdirAll(dir, 0o755)
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
@@ -327,7 +329,7 @@ func buildTests(lab *vm.Lab, pkgs []*testPkg) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			_, p.buildErr = vm.GoBuild(lab.Root, p.binary, "test", "-c", "-tags", "lab", p.ImportPath)
+			_, p.buildErr = lab.GoBuild(p.binary, "test", "-c", "-tags", "lab", p.ImportPath)
 		}(p)
 	}
 	wg.Wait()

@@ -20,7 +20,7 @@ import (
 
 // baseFormat changes whenever the builder lays the image out differently, so
 // cached bases from an older builder are not reused.
-const baseFormat = "lvskit-lab-base-4"
+const baseFormat = "lvskit-lab-base-5"
 
 // Base is the cached part of the lab's initramfs: Debian's user space and
 // kernel modules, everything that does not depend on the source tree. It is
@@ -31,6 +31,7 @@ type Base struct {
 	Path      string        // the .cpio file
 	Kernel    string        // the vmlinuz it was built for
 	KVer      string        // its release, e.g. 6.1.0-57-cloud-amd64
+	Arch      *Arch         // the guest architecture it was built for
 	Cached    bool          // reused, not built now
 	BuildTime time.Duration // time spent building (or checking the cache)
 	Files     int
@@ -70,14 +71,16 @@ var lazyModuleFiles = []string{
 	"kernel/drivers/net/tun.ko",
 }
 
-// Programs copied from the host (with their shared libraries): the guest
+// Programs copied from the guest's files (with their shared libraries): the guest
 // shell (dash, as /bin/sh: busybox's ash runs its own applets before PATH,
 // which would shadow iproute2 and iptables), bash for Debian's
 // ipvsadm-save/-restore scripts, iproute2, iptables, the reference
 // ipvsadm, BIRD 2 (daemon and both clients) for the routers and
 // directors of the ECMP tests, Debian's keepalived 2.2.7, the oracle of
-// lvsctl's health checks and keepalived import, and tmux and procps' watch,
-// which drive and measure lvsctl top.
+// lvsctl's health checks and keepalived import, tmux and procps' watch,
+// which drive and measure lvsctl top, and dpkg with the LSB init
+// functions, for the package tests (Debian's ipvsadm, then ours, installed
+// with dpkg in a copy of the guest's system).
 var hostPrograms = []string{
 	"/bin/dash", "/bin/bash",
 	"/bin/ip", "/sbin/ip", "/sbin/bridge",
@@ -86,6 +89,10 @@ var hostPrograms = []string{
 	"/usr/sbin/bird", "/usr/sbin/birdc", "/usr/sbin/birdcl",
 	"/usr/sbin/keepalived",
 	"/usr/bin/tmux", "/usr/bin/watch",
+	"/usr/bin/dpkg", "/usr/bin/dpkg-deb", "/usr/bin/dpkg-query", "/usr/bin/dpkg-split",
+	"/usr/bin/dpkg-divert", "/usr/bin/dpkg-trigger", "/usr/bin/dpkg-maintscript-helper",
+	"/usr/bin/dpkg-statoverride", "/usr/bin/update-alternatives", "/bin/tar",
+	"/usr/lib/lsb/init-functions",
 }
 
 // terminfos are the terminal descriptions tmux and watch read (ncurses
@@ -98,14 +105,12 @@ var terminfos = []string{
 	"/usr/lib/locale/C.utf8/LC_CTYPE",
 }
 
-const xtablesPlugins = "/usr/lib/x86_64-linux-gnu/xtables"
-
-// FindKernel returns the newest Debian cloud kernel image in /boot and its
-// release.
-func FindKernel() (vmlinuz, kver string, err error) {
-	matches, _ := filepath.Glob("/boot/vmlinuz-*-cloud-amd64")
+// FindKernel returns the newest Debian cloud kernel image of a's guest
+// files and its release.
+func FindKernel(a *Arch) (vmlinuz, kver string, err error) {
+	matches, _ := filepath.Glob(a.hostPath("/boot/vmlinuz-*-" + a.flavour))
 	if len(matches) == 0 {
-		return "", "", fmt.Errorf("lab: no /boot/vmlinuz-*-cloud-amd64 (install linux-image-cloud-amd64)")
+		return "", "", fmt.Errorf("lab: no %s (install linux-image-%s)", a.hostPath("/boot/vmlinuz-*-"+a.flavour), a.flavour)
 	}
 	sort.Slice(matches, func(i, j int) bool { return versionLess(matches[i], matches[j]) })
 	vmlinuz = matches[len(matches)-1]
@@ -115,7 +120,7 @@ func FindKernel() (vmlinuz, kver string, err error) {
 		return "", "", fmt.Errorf("lab: kernel image not readable (run as root): %w", err)
 	}
 	f.Close()
-	if _, err := os.Stat(filepath.Join("/lib/modules", kver, "modules.dep")); err != nil {
+	if _, err := os.Stat(a.hostPath(filepath.Join("/lib/modules", kver, "modules.dep"))); err != nil {
 		return "", "", fmt.Errorf("lab: kernel %s has no modules: %w", kver, err)
 	}
 	return vmlinuz, kver, nil
@@ -159,56 +164,57 @@ type manifest map[string]Entry
 
 func (m manifest) add(e Entry) { e.Path = merged(path.Clean(e.Path)); m[e.Path] = e }
 
-// addHostFile adds a host file (or symlink, with what it points to) and,
-// for ELF files, its shared libraries.
-func (m manifest) addHostFile(p string, seen map[string]bool) error {
-	fi, err := os.Lstat(p)
+// addHostFile adds the guest file p from a's files (a symlink with what it
+// points to) and, for ELF files, its shared libraries.
+func (m manifest) addHostFile(a *Arch, p string, seen map[string]bool) error {
+	fi, err := os.Lstat(a.hostPath(p))
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		target, err := os.Readlink(p)
+		target, err := os.Readlink(a.hostPath(p))
 		if err != nil {
 			return err
 		}
 		m.add(Entry{Path: p, Link: target})
-		real, err := filepath.EvalSymlinks(p)
+		real, err := a.resolve(p)
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", p, err)
 		}
-		return m.addHostFile(real, seen)
+		return m.addHostFile(a, real, seen)
 	}
-	m.add(Entry{Path: p, HostPath: p, Mode: fi.Mode().Perm()})
-	if !isELF(p) {
+	m.add(Entry{Path: p, HostPath: a.hostPath(p), Mode: fi.Mode().Perm()})
+	if !isELF(a.hostPath(p)) {
 		return nil
 	}
-	libs, err := sharedLibs(p, seen)
+	libs, err := sharedLibs(a, p, seen)
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)
 	}
 	for _, lib := range libs {
-		real, err := filepath.EvalSymlinks(lib)
+		real, err := a.resolve(lib)
 		if err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
-		fi, err := os.Stat(real)
+		fi, err := os.Stat(a.hostPath(real))
 		if err != nil {
 			return fmt.Errorf("lab: %w", err)
 		}
-		m.add(Entry{Path: lib, HostPath: real, Mode: fi.Mode().Perm()})
+		m.add(Entry{Path: lib, HostPath: a.hostPath(real), Mode: fi.Mode().Perm()})
 	}
 	return nil
 }
 
-// BuildBase returns the base initramfs for the newest cloud kernel, building
-// it into cacheDir unless a base built from the same inputs is there.
-func BuildBase(cacheDir string, log io.Writer) (*Base, error) {
+// BuildBase returns the base initramfs of a for its newest cloud kernel,
+// building it into cacheDir unless a base built from the same inputs is
+// there.
+func BuildBase(cacheDir string, a *Arch, log io.Writer) (*Base, error) {
 	start := time.Now()
-	vmlinuz, kver, err := FindKernel()
+	vmlinuz, kver, err := FindKernel(a)
 	if err != nil {
 		return nil, err
 	}
-	m, err := baseManifest(kver)
+	m, err := baseManifest(a, kver)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +226,7 @@ func BuildBase(cacheDir string, log io.Writer) (*Base, error) {
 		Path:   filepath.Join(cacheDir, "base-"+kver+"-"+key[:16]+".cpio"),
 		Kernel: vmlinuz,
 		KVer:   kver,
+		Arch:   a,
 		Files:  len(m),
 	}
 	if _, err := os.Stat(b.Path); err == nil {
@@ -301,7 +308,7 @@ func (m manifest) key(vmlinuz string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func baseManifest(kver string) (manifest, error) {
+func baseManifest(a *Arch, kver string) (manifest, error) {
 	m := manifest{}
 	for _, d := range []string{"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib64", "/usr/local/bin",
 		"/usr/local/sbin", "/etc", "/etc/lab", "/etc/bird", "/proc", "/sys", "/dev", "/run", "/root", "/opt", "/mnt", "/var", "/src"} {
@@ -319,29 +326,36 @@ func baseManifest(kver string) (manifest, error) {
 	m.add(Entry{Path: "/dev/console", IsDev: true, Dev: [2]uint32{5, 1}, Mode: 0o600})
 
 	seen := map[string]bool{}
-	if err := addBusybox(m, seen); err != nil {
+	if err := addBusybox(a, m, seen); err != nil {
 		return nil, err
 	}
 	programs := append([]string(nil), hostPrograms...)
-	plugins, _ := filepath.Glob(filepath.Join(xtablesPlugins, "*.so"))
+	xtablesPlugins := "/usr/lib/" + a.triplet + "/xtables"
+	plugins, _ := filepath.Glob(filepath.Join(a.hostPath(xtablesPlugins), "*.so"))
 	if len(plugins) == 0 {
-		return nil, fmt.Errorf("lab: no iptables plugins in %s (install iptables)", xtablesPlugins)
+		return nil, fmt.Errorf("lab: no iptables plugins in %s (install iptables)", a.hostPath(xtablesPlugins))
 	}
-	programs = append(programs, plugins...)
+	for _, p := range plugins {
+		programs = append(programs, path.Join(xtablesPlugins, filepath.Base(p)))
+	}
+	hooks, _ := filepath.Glob(a.hostPath("/usr/lib/lsb/init-functions.d/*"))
+	for _, p := range hooks {
+		programs = append(programs, "/usr/lib/lsb/init-functions.d/"+filepath.Base(p))
+	}
 	programs = append(programs, terminfos...)
 	for _, p := range programs {
-		if err := m.addHostFile(p, seen); err != nil {
+		if err := m.addHostFile(a, p, seen); err != nil {
 			return nil, err
 		}
 	}
 	m.add(Entry{Path: "/usr/bin/sh", Link: "dash"})
-	if err := addXtablesLinks(m); err != nil {
+	if err := addXtablesLinks(a, m); err != nil {
 		return nil, err
 	}
 	if err := addEtc(m); err != nil {
 		return nil, err
 	}
-	if err := addModules(m, kver); err != nil {
+	if err := addModules(a, m, kver); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -349,19 +363,23 @@ func baseManifest(kver string) (manifest, error) {
 
 // addBusybox adds busybox and a link for each applet that no real program
 // provides (the real ones are added after and must win on every PATH).
-func addBusybox(m manifest, seen map[string]bool) error {
-	bb, err := exec.LookPath("busybox")
-	if err != nil {
-		return fmt.Errorf("lab: busybox not found (install busybox-static)")
+func addBusybox(a *Arch, m manifest, seen map[string]bool) error {
+	bb := "/bin/busybox"
+	if !a.Foreign() {
+		var err error
+		if bb, err = exec.LookPath("busybox"); err != nil {
+			return fmt.Errorf("lab: busybox not found (install busybox-static)")
+		}
 	}
-	if err := m.addHostFile(bb, seen); err != nil {
+	if err := m.addHostFile(a, bb, seen); err != nil {
 		return err
 	}
-	real, _ := filepath.EvalSymlinks(bb)
-	m.add(Entry{Path: "/usr/bin/busybox", HostPath: real, Mode: 0o755})
-	out, err := exec.Command(bb, "--list-full").Output()
+	real, _ := a.resolve(bb)
+	m.add(Entry{Path: "/usr/bin/busybox", HostPath: a.hostPath(real), Mode: 0o755})
+	name, args := a.guestCommand(real, "--list-full")
+	out, err := exec.Command(name, args...).Output()
 	if err != nil {
-		return fmt.Errorf("lab: busybox --list-full: %w", err)
+		return fmt.Errorf("lab: %s %s: %w", name, strings.Join(args, " "), err)
 	}
 	shadowed := map[string]bool{}
 	for _, p := range hostPrograms {
@@ -381,8 +399,10 @@ func addBusybox(m manifest, seen map[string]bool) error {
 
 // addXtablesLinks recreates the host's iptables command names, pointing
 // straight at the multi-call binaries (Debian's alternatives resolved to
-// their default, nft; the -legacy names stay legacy).
-func addXtablesLinks(m manifest) error {
+// their default, nft; the -legacy names stay legacy). A foreign guest's
+// unpacked packages have no alternatives; the names are the host's (the
+// same Debian 12 iptables, which Arm64Packages installs).
+func addXtablesLinks(a *Arch, m manifest) error {
 	ents, err := os.ReadDir("/usr/sbin")
 	if err != nil {
 		return err
@@ -398,6 +418,9 @@ func addXtablesLinks(m manifest) error {
 		}
 		switch filepath.Base(real) {
 		case "xtables-nft-multi", "xtables-legacy-multi":
+			if _, err := os.Stat(a.hostPath("/usr/sbin/" + filepath.Base(real))); err != nil {
+				return fmt.Errorf("lab: the guest has no %s: %w", filepath.Base(real), err)
+			}
 			m.add(Entry{Path: "/usr/sbin/" + e.Name(), Link: filepath.Base(real)})
 			n++
 		}
@@ -443,8 +466,8 @@ func modName(rel string) string {
 	return strings.ReplaceAll(base, "-", "_")
 }
 
-func readModuleTree(kver string) (*moduleTree, error) {
-	t := &moduleTree{dir: filepath.Join("/lib/modules", kver), byName: map[string]string{}, deps: map[string][]string{}}
+func readModuleTree(a *Arch, kver string) (*moduleTree, error) {
+	t := &moduleTree{dir: a.hostPath(filepath.Join("/lib/modules", kver)), byName: map[string]string{}, deps: map[string][]string{}}
 	f, err := os.Open(filepath.Join(t.dir, "modules.dep"))
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
@@ -478,8 +501,8 @@ func (t *moduleTree) closure(rel string, set map[string]bool) {
 // modprobe resolves from the guest kernel's modules.dep and softdeps, host
 // configuration ignored), the on-demand ones, and modules.dep/alias files
 // restricted to what the image holds.
-func addModules(m manifest, kver string) error {
-	t, err := readModuleTree(kver)
+func addModules(a *Arch, m manifest, kver string) error {
+	t, err := readModuleTree(a, kver)
 	if err != nil {
 		return err
 	}
@@ -495,7 +518,11 @@ func addModules(m manifest, kver string) error {
 			names = append(names, n)
 		}
 	}
-	args := append([]string{"-C", "/dev/null", "-S", kver, "--show-depends", "-a"}, names...)
+	args := []string{"-C", "/dev/null", "-S", kver, "--show-depends", "-a"}
+	if a.Foreign() {
+		args = append(args, "-d", a.Root)
+	}
+	args = append(args, names...)
 	out, err := exec.Command("modprobe", args...).Output()
 	if err != nil {
 		return fmt.Errorf("lab: modprobe --show-depends: %w (install kmod)", err)

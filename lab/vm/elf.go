@@ -8,23 +8,12 @@ import (
 	"strings"
 )
 
-// libDirs are the directories Debian's amd64 dynamic loader searches without
-// an ld.so.cache, which the lab image does not have.
-var libDirs = []string{
-	"/lib/x86_64-linux-gnu",
-	"/usr/lib/x86_64-linux-gnu",
-	"/lib64",
-	"/usr/lib64",
-	"/lib",
-	"/usr/lib",
-}
-
-// sharedLibs returns the host paths of everything bin needs at run time:
+// sharedLibs returns the guest paths of everything bin needs at run time:
 // its program interpreter and the transitive closure of its DT_NEEDED
 // libraries. Reading the ELF headers is what ldd reports without running the
 // loader once per file (iptables alone brings a hundred plugins).
-func sharedLibs(bin string, seen map[string]bool) ([]string, error) {
-	f, err := elf.Open(bin)
+func sharedLibs(a *Arch, bin string, seen map[string]bool) ([]string, error) {
+	f, err := elf.Open(a.hostPath(bin))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", bin, err)
 	}
@@ -57,12 +46,12 @@ func sharedLibs(bin string, seen map[string]bool) ([]string, error) {
 			}
 		}
 	}
-	dirs = append(dirs, libDirs...)
+	dirs = append(dirs, a.libDirs()...)
 	for _, name := range needed {
 		lib := ""
 		for _, d := range dirs {
 			cand := filepath.Join(d, name)
-			if _, err := os.Stat(cand); err == nil {
+			if _, err := os.Stat(a.hostPath(cand)); err == nil {
 				lib = cand
 				break
 			}
@@ -75,7 +64,7 @@ func sharedLibs(bin string, seen map[string]bool) ([]string, error) {
 		}
 		seen[lib] = true
 		out = append(out, lib)
-		more, err := sharedLibs(lib, seen)
+		more, err := sharedLibs(a, lib, seen)
 		if err != nil {
 			return nil, err
 		}

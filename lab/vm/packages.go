@@ -9,8 +9,8 @@ import (
 // Packages are the Debian 12 packages the lab takes its VM from: the
 // emulator, the guest kernel with its modules, the guest user space, the
 // reference ipvsadm, BIRD 2, keepalived, tmux and watch (with the
-// terminal descriptions they read), and the host tools the image builder runs (modprobe
-// resolves module order).
+// terminal descriptions they read), and the host tools the image builder
+// runs (modprobe resolves module order).
 var Packages = []string{
 	"qemu-system-x86",
 	"linux-image-cloud-amd64",
@@ -31,13 +31,21 @@ var Packages = []string{
 	"libc-bin",     // C.UTF-8, the locale tmux needs
 }
 
-// MissingPackages returns the packages of Packages that dpkg does not list
-// as installed.
-func MissingPackages() ([]string, error) {
+// Arm64Packages are the host's packages of the arm64 lab: the emulator,
+// qemu-aarch64-static (busybox lists its applets under it), and what the
+// image builder takes from the host: modprobe and depmod (kmod), cpio,
+// netbase's /etc files, and iptables' command names. The guest's own
+// packages are arm64 builds unpacked by tools/lab-root.sh (the Makefile's
+// LAB_GUEST_PACKAGES).
+var Arm64Packages = []string{"qemu-system-arm", "qemu-user-static", "kmod", "cpio", "netbase", "iptables"}
+
+// MissingPackages returns the packages of pkgs that dpkg does not list as
+// installed (on the host: only the host's own architecture counts).
+func MissingPackages(pkgs []string) ([]string, error) {
 	if _, err := exec.LookPath("dpkg-query"); err != nil {
-		return nil, fmt.Errorf("lab: dpkg-query not found: the lab needs a Debian 12 host (packages: %s)", strings.Join(Packages, " "))
+		return nil, fmt.Errorf("lab: dpkg-query not found: the lab needs a Debian 12 host (packages: %s)", strings.Join(pkgs, " "))
 	}
-	args := append([]string{"-W", "-f", "${Package} ${db:Status-Abbrev}\n"}, Packages...)
+	args := append([]string{"-W", "-f", "${Package} ${db:Status-Abbrev}\n"}, pkgs...)
 	// dpkg-query exits 1 when some package is unknown; its output still
 	// lists the known ones.
 	out, _ := exec.Command("dpkg-query", args...).Output()
@@ -49,7 +57,7 @@ func MissingPackages() ([]string, error) {
 		}
 	}
 	var missing []string
-	for _, p := range Packages {
+	for _, p := range pkgs {
 		if !installed[p] {
 			missing = append(missing, p)
 		}
@@ -62,8 +70,8 @@ func MissingPackages() ([]string, error) {
 // `make deps` installs every package the suite needs, once, before any test
 // runs (several test processes installing at once is what made a fresh
 // machine's first run fail).
-func CheckPackages() error {
-	missing, err := MissingPackages()
+func CheckPackages(pkgs []string) error {
+	missing, err := MissingPackages(pkgs)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,9 @@
 // the lab is made of are installed, builds (and caches) the base initramfs
 // from them, adds a per-run overlay with the plan and the files of the run,
 // boots Debian 12's cloud kernel in QEMU (TCG, no network device) and
-// streams back what the guest reports.
+// streams back what the guest reports. The guest is amd64 (the host's own
+// packages) or arm64 (Debian's arm64 packages unpacked beside the tree):
+// Arch holds what differs.
 //
 // One boot runs a whole plan: the guest's /init (lab/guestinit) runs the
 // steps in order and reports each step's output and exit status over a
@@ -33,6 +35,7 @@ import (
 type Lab struct {
 	Root      string // module root (where go.mod is)
 	CacheDir  string // <Root>/.cache/lab
+	Arch      *Arch  // the guest's architecture
 	Base      *Base
 	GuestInit string // the built guest /init
 	MemoryMiB int    // guest memory; default 1024
@@ -50,22 +53,23 @@ type Lab struct {
 	Verbose   bool
 }
 
-// New prepares a lab for the module rooted at root: checks that the lab's
-// packages are installed (`make deps` installs them), builds or reuses the
-// base image, builds the guest's /init.
-func New(root string, log io.Writer) (*Lab, error) {
-	if err := CheckPackages(); err != nil {
+// New prepares a lab of architecture a for the module rooted at root:
+// checks that the lab's packages are installed (`make deps` installs them),
+// builds or reuses the base image, builds the guest's /init.
+func New(root string, a *Arch, log io.Writer) (*Lab, error) {
+	if err := CheckPackages(a.Packages); err != nil {
 		return nil, err
 	}
 	l := &Lab{
 		Root:        root,
 		CacheDir:    filepath.Join(root, ".cache", "lab"),
+		Arch:        a,
 		MemoryMiB:   1024,
 		BootTimeout: 180 * time.Second,
 		SlowBoot:    90 * time.Second,
 		Log:         log,
 	}
-	base, err := BuildBase(l.CacheDir, log)
+	base, err := BuildBase(l.CacheDir, a, log)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +81,7 @@ func New(root string, log io.Writer) (*Lab, error) {
 		}
 	}
 	l.Base = base
-	init, err := GoBuild(root, filepath.Join(l.CacheDir, "guestinit"), "build", "./lab/guestinit")
+	init, err := l.GoBuild(filepath.Join(l.CacheDir, l.Suffixed("guestinit")), "build", "./lab/guestinit")
 	if err != nil {
 		return nil, err
 	}
@@ -85,10 +89,26 @@ func New(root string, log io.Writer) (*Lab, error) {
 	return l, nil
 }
 
-// GoBuild runs the go command in root with CGO disabled (static binaries
-// for the guest): args are "build"/"test -c ..." style arguments; -o out is
-// added. It returns out.
-func GoBuild(root, out string, args ...string) (string, error) {
+// Suffixed is name for the host's architecture, name-ARCH for another:
+// cache files of the two labs of one tree stay apart.
+func (l *Lab) Suffixed(name string) string {
+	if !l.Arch.Foreign() {
+		return name
+	}
+	return name + "-" + l.Arch.Name
+}
+
+// GoBuild runs the go command in the lab's module root with CGO disabled
+// for the guest's architecture (static binaries for the guest): args are
+// "build"/"test -c ..." style arguments; -o out is added. It returns out.
+func (l *Lab) GoBuild(out string, args ...string) (string, error) {
+	return GoBuild(l.Root, l.Arch.Name, out, args...)
+}
+
+// GoBuild runs the go command in root with CGO disabled and GOARCH=goarch
+// (static linux/goarch binaries for the guest): args are "build"/"test -c
+// ..." style arguments; -o out is added. It returns out.
+func GoBuild(root, goarch, out string, args ...string) (string, error) {
 	goCmd := os.Getenv("GO")
 	if goCmd == "" {
 		goCmd = "go"
@@ -100,7 +120,7 @@ func GoBuild(root, out string, args ...string) (string, error) {
 	full := append([]string{args[0], "-trimpath", "-ldflags=-s -w", "-o", tmp}, args[1:]...)
 	cmd := exec.Command(goCmd, full...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	var buf bytes.Buffer
 	cmd.Stdout = &buf
 	cmd.Stderr = &buf
@@ -244,26 +264,21 @@ func (l *Lab) writeInitrd(dst string, r Run, rep *Report) error {
 	return out.Close()
 }
 
+// qemuArgs: the kernel console to a file for diagnostics; the guest's
+// ttyS1 is the results channel, on QEMU's stdio.
 func (l *Lab) qemuArgs(initrd, console string) []string {
-	return []string{
-		"-accel", "tcg", "-machine", "pc", "-m", strconv.Itoa(l.MemoryMiB), "-smp", "1",
-		"-nodefaults", "-no-user-config", "-display", "none", "-nic", "none", "-no-reboot",
-		"-kernel", l.Base.Kernel, "-initrd", initrd,
-		"-append", l.cmdline(),
-		// ttyS0: kernel console, to a file for diagnostics; ttyS1: results
-		"-serial", "file:" + console, "-serial", "stdio",
-	}
+	return l.Arch.qemuArgs(l.MemoryMiB, l.Base.Kernel, initrd, l.cmdline(), console)
 }
 
 func (l *Lab) cmdline() string {
 	if l.Verbose {
-		return "console=ttyS0 panic=-1 printk.time=1"
+		return "console=" + l.Arch.console + " panic=-1 printk.time=1"
 	}
-	return "console=ttyS0 panic=-1 quiet"
+	return "console=" + l.Arch.console + " panic=-1 quiet"
 }
 
 func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console string) error {
-	cmd := exec.Command("qemu-system-x86_64", l.qemuArgs(initrd, console)...)
+	cmd := exec.Command(l.Arch.Qemu, l.qemuArgs(initrd, console)...)
 	var qerr bytes.Buffer
 	cmd.Stderr = &qerr
 	stdout, err := cmd.StdoutPipe()

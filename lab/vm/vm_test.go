@@ -162,7 +162,7 @@ func TestVersionLessOrdersKernelsNumerically(t *testing.T) {
 }
 
 func TestSharedLibsOfDash(t *testing.T) {
-	libs, err := sharedLibs("/bin/dash", map[string]bool{})
+	libs, err := sharedLibs(Arches["amd64"], "/bin/dash", map[string]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,6 +176,41 @@ func TestSharedLibsOfDash(t *testing.T) {
 	}
 	if isELF("/etc/services") || !isELF("/bin/dash") {
 		t.Error("isELF misjudges a text file or dash")
+	}
+}
+
+// TestResolveStaysInTheGuestRoot: a foreign guest's links, absolute or
+// relative, resolve inside its unpacked tree, never on the host.
+func TestResolveStaysInTheGuestRoot(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"usr/bin", "usr/sbin"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "usr/bin/ip"), []byte("ip"), 0o755))
+	must(os.Symlink("usr/bin", filepath.Join(root, "bin")))
+	must(os.Symlink("/bin/ip", filepath.Join(root, "usr/sbin/ip")))
+	must(os.Symlink("../bin/ip", filepath.Join(root, "usr/sbin/ip2")))
+	must(os.Symlink("/etc/passwd", filepath.Join(root, "usr/sbin/host")))
+	a := &Arch{Name: "arm64", Root: root, triplet: "aarch64-linux-gnu"}
+	for _, p := range []string{"/usr/sbin/ip", "/usr/sbin/ip2", "/bin/ip"} {
+		got, err := a.resolve(p)
+		if err != nil || got != "/usr/bin/ip" {
+			t.Errorf("resolve(%s) = %q, %v; want /usr/bin/ip", p, got, err)
+		}
+	}
+	if got, err := a.resolve("/usr/sbin/host"); err == nil {
+		t.Errorf("resolve(/usr/sbin/host) = %q, want an error: /etc/passwd is not in the guest's tree", got)
+	}
+	if a.hostPath("/usr/bin/ip") != filepath.Join(root, "usr/bin/ip") {
+		t.Errorf("hostPath = %s", a.hostPath("/usr/bin/ip"))
 	}
 }
 

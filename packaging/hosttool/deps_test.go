@@ -38,7 +38,7 @@ func makefilePackages(t *testing.T) []string {
 // a fresh machine's first `make test` finds everything installed.
 func TestDepsInstallsWhatTestsRequire(t *testing.T) {
 	deps := makefilePackages(t)
-	for _, p := range vm.Packages {
+	for _, p := range append(slices.Clone(vm.Packages), vm.Arm64Packages...) {
 		if !slices.Contains(deps, p) {
 			t.Errorf("the lab needs %s, which `make deps` does not install", p)
 		}

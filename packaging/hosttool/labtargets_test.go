@@ -24,7 +24,9 @@ func TestMakefileLabTargetsNameTests(t *testing.T) {
 	testFunc := regexp.MustCompile(`(?m)^func (Test\w+)\(t \*testing\.T\)`)
 	checked := 0
 	for _, m := range line.FindAllStringSubmatch(src, -1) {
-		run := m[1]
+		// TestDifferential/^(a|b)$ runs the corpus files a and b: each
+		// must be a file of the package's differential corpus.
+		run, sub, _ := strings.Cut(m[1], "/")
 		var dirs []string
 		for _, f := range strings.Fields(m[2]) {
 			if strings.HasPrefix(f, "./") {
@@ -34,6 +36,24 @@ func TestMakefileLabTargetsNameTests(t *testing.T) {
 		if len(dirs) == 0 {
 			t.Errorf("Makefile: -run %s names no package", run)
 			continue
+		}
+		if sub != "" {
+			g := regexp.MustCompile(`^\^\((.*)\)\$$`).FindStringSubmatch(sub)
+			if g == nil {
+				t.Errorf("Makefile: -run %s/%s: the subtest pattern is not ^(a|b|...)$", run, sub)
+				continue
+			}
+			for _, f := range strings.Split(g[1], "|") {
+				found := false
+				for _, d := range dirs {
+					_, err := os.Stat(filepath.Join("../..", d, "differential", f+".txt"))
+					found = found || err == nil
+				}
+				if !found {
+					t.Errorf("Makefile: -run %s/%s: no corpus file %s.txt in %v", run, sub, f, dirs)
+				}
+				checked++
+			}
 		}
 		var tests []string
 		for _, d := range dirs {
