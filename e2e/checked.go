@@ -3,14 +3,9 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"strings"
 	"time"
@@ -59,7 +54,7 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 				return err
 			}
 			closers = append(closers, pc)
-			go serveDatagrams(pc, kind == "dns")
+			go serveDatagrams(ctx, pc, kind == "dns")
 		default:
 			return fmt.Errorf("%q: kind tcp, https, udp or dns", spec)
 		}
@@ -93,21 +88,14 @@ func acceptHTTP(ln net.Listener) {
 	}
 }
 
-func serveDatagrams(pc net.PacketConn, dns bool) {
-	buf := make([]byte, 1500)
-	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
-			return
+func serveDatagrams(ctx context.Context, pc net.PacketConn, dns bool) {
+	answerDatagrams(ctx, pc, func(q []byte) []byte {
+		if !dns {
+			return q
 		}
-		out := buf[:n]
-		if dns {
-			if out, err = dnsAnswer(buf[:n]); err != nil {
-				continue
-			}
-		}
-		pc.WriteTo(out, from)
-	}
+		a, _ := dnsAnswer(q)
+		return a
+	})
 }
 
 // dnsAnswer answers q with one record of the type asked (A, AAAA or SOA;
@@ -150,17 +138,4 @@ func dnsAnswer(q []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Finish()
-}
-
-func selfSigned() (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
 }

@@ -486,7 +486,7 @@ func TestRunChecksHTTPSAndDNS(t *testing.T) {
 	}
 	n.start("rs1", "https", "rs1", cert, key, "172.16.0.2:443")
 	sick := filepath.Join(t.TempDir(), "servfail")
-	n.start("rs2", "dnsd", "172.16.0.3:53", "192.0.2.53", sick)
+	n.start("rs2", "dnsd", "172.16.0.3:53", sick)
 	doc := `version: 2
 services:
   - protocol: tcp

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -31,8 +30,8 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	udpecho NAME ADDR        UDP server answering "NAME DATAGRAM"; prints "ready"
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
 //	https NAME CERT KEY ADDR echo server over TLS; prints "ready"
-//	dnsd ADDR ANSWER SICK    DNS server answering A queries with ANSWER, SERVFAIL
-//	                         while the file SICK exists; prints "ready"
+//	dnsd ADDR SICK           DNS server answering each query with a record of its
+//	                         type, SERVFAIL while the file SICK exists; prints "ready"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
 //	                         {"ready":N,...}, then answers mark, clock, report, quit on stdin
@@ -108,17 +107,13 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 		fmt.Fprintln(stdout, "ready")
 		return ServeEchoTLS(ctx, args[0], args[1], args[2], ln)
-	case role == "dnsd" && len(args) == 3:
-		answer, err := netip.ParseAddr(args[1])
-		if err != nil {
-			return err
-		}
+	case role == "dnsd" && len(args) == 2:
 		pc, err := net.ListenPacket("udp4", args[0])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeDNS(ctx, pc, answer, args[2])
+		return ServeDNS(ctx, pc, args[1])
 	case role == "flows":
 		cfg, err := flowsConfigFromArgs(args)
 		if err != nil {

@@ -20,13 +20,12 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// WriteSelfSigned writes cert.pem and key.pem into dir: a certificate for
-// the addresses ips, signed by itself, so cert.pem is also the CA a client
-// verifies it with. It returns the two paths.
-func WriteSelfSigned(dir string, ips ...netip.Addr) (cert, key string, err error) {
+// selfSignedPEM makes a certificate for the addresses ips, signed by
+// itself (so it is its own CA), and its key, both PEM-encoded.
+func selfSignedPEM(ips ...netip.Addr) (certPEM, keyPEM []byte, err error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -43,16 +42,36 @@ func WriteSelfSigned(dir string, ips ...netip.Addr) (cert, key string, err error
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
+// selfSigned is a certificate for no address in particular, for servers
+// whose clients do not verify it.
+func selfSigned() (*tls.Certificate, error) {
+	certPEM, keyPEM, err := selfSignedPEM()
+	if err != nil {
+		return nil, err
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	return &c, err
+}
+
+// WriteSelfSigned writes cert.pem and key.pem into dir: a certificate for
+// the addresses ips, signed by itself, so cert.pem is also the CA a client
+// verifies it with. It returns the two paths.
+func WriteSelfSigned(dir string, ips ...netip.Addr) (cert, key string, err error) {
+	certPEM, keyPEM, err := selfSignedPEM(ips...)
 	if err != nil {
 		return "", "", err
 	}
 	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	err = errors.Join(
-		os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
-		os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	err = errors.Join(os.WriteFile(cert, certPEM, 0o644), os.WriteFile(key, keyPEM, 0o600))
 	return cert, key, err
 }
 
@@ -65,14 +84,42 @@ func ServeEchoTLS(ctx context.Context, name, certFile, keyFile string, ln net.Li
 	return ServeEcho(ctx, name, nil, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}))
 }
 
-// ServeDNS answers A queries for any name with answer, and every query
-// with SERVFAIL while the file sick exists, until ctx ends.
-func ServeDNS(ctx context.Context, pc net.PacketConn, answer netip.Addr, sick string) error {
-	go func() {
-		<-ctx.Done()
-		pc.Close()
-	}()
-	buf := make([]byte, 1500)
+// ServeDNS answers every query as dnsAnswer does, and with SERVFAIL while
+// the file sick exists, until ctx ends.
+func ServeDNS(ctx context.Context, pc net.PacketConn, sick string) error {
+	return answerDatagrams(ctx, pc, func(q []byte) []byte {
+		if _, err := os.Stat(sick); err == nil {
+			return dnsFailure(q)
+		}
+		a, _ := dnsAnswer(q)
+		return a
+	})
+}
+
+// dnsFailure answers q with SERVFAIL (nil if q does not parse).
+func dnsFailure(q []byte) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(q)
+	if err != nil {
+		return nil
+	}
+	question, err := p.Question()
+	if err != nil {
+		return nil
+	}
+	out, _ := (&dnsmessage.Message{
+		Header:    dnsmessage.Header{ID: h.ID, Response: true, RCode: dnsmessage.RCodeServerFailure},
+		Questions: []dnsmessage.Question{question},
+	}).Pack()
+	return out
+}
+
+// answerDatagrams sends each datagram on pc what answer makes of it
+// (nothing when it makes nil), until ctx ends.
+func answerDatagrams(ctx context.Context, pc net.PacketConn, answer func(q []byte) []byte) error {
+	stop := context.AfterFunc(ctx, func() { pc.Close() })
+	defer stop()
+	buf := make([]byte, 2048)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
@@ -81,31 +128,10 @@ func ServeDNS(ctx context.Context, pc net.PacketConn, answer netip.Addr, sick st
 			}
 			return err
 		}
-		var p dnsmessage.Parser
-		h, err := p.Start(buf[:n])
-		if err != nil {
-			continue
+		if out := answer(buf[:n]); out != nil {
+			if _, err := pc.WriteTo(out, from); err != nil && ctx.Err() != nil {
+				return nil
+			}
 		}
-		q, err := p.Question()
-		if err != nil {
-			continue
-		}
-		reply := dnsmessage.Message{
-			Header:    dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true},
-			Questions: []dnsmessage.Question{q},
-		}
-		if _, err := os.Stat(sick); err == nil {
-			reply.RCode = dnsmessage.RCodeServerFailure
-		} else if q.Type == dnsmessage.TypeA {
-			reply.Answers = []dnsmessage.Resource{{
-				Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 60},
-				Body:   &dnsmessage.AResource{A: answer.As4()},
-			}}
-		}
-		out, err := reply.Pack()
-		if err != nil {
-			return err
-		}
-		pc.WriteTo(out, from)
 	}
 }

@@ -14,23 +14,7 @@ import (
 // ServeUDPEcho answers every datagram on pc with "NAME " and the datagram,
 // until ctx ends.
 func ServeUDPEcho(ctx context.Context, name string, pc net.PacketConn) error {
-	go func() {
-		<-ctx.Done()
-		pc.Close()
-	}()
-	buf := make([]byte, 2048)
-	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if _, err := pc.WriteTo(append([]byte(name+" "), buf[:n]...), from); err != nil && ctx.Err() != nil {
-			return nil
-		}
-	}
+	return answerDatagrams(ctx, pc, func(q []byte) []byte { return append([]byte(name+" "), q...) })
 }
 
 // UDPAnswer is one datagram a UDP flow sent and who answered it ("" when
