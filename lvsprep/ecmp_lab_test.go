@@ -41,12 +41,12 @@ func TestLabDirectorECMP(t *testing.T) {
 		t.Fatalf("apply: %+v", r)
 	}
 	for f, want := range map[string]string{"vs/sloppy_tcp": "1", "vs/sloppy_sctp": "1", "vs/schedule_icmp": "1", "vs/conntrack": "0",
-		"conf/all/arp_ignore": "1", "conf/all/arp_announce": "2"} {
+		"conf/all/arp_ignore": "1", "conf/all/arp_announce": "2", "conf/all/accept_local": "1"} {
 		if v, _ := os.ReadFile("/proc/sys/net/ipv4/" + f); strings.TrimSpace(string(v)) != want {
 			t.Errorf("%s = %q, want %s", f, v, want)
 		}
 	}
-	if r := lvsprep("director", "ecmp", "--vip", "192.0.2.10"); r.Code != 0 || !strings.Contains(r.Stdout, "0 changed, 11 already in place") {
+	if r := lvsprep("director", "ecmp", "--vip", "192.0.2.10"); r.Code != 0 || !strings.Contains(r.Stdout, "0 changed, 12 already in place") {
 		t.Errorf("second apply: %+v", r)
 	}
 	ipvsadm := labtest.Ours("ipvsadm")
