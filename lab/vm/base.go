@@ -342,9 +342,16 @@ func baseManifest(a *Arch, kver string) (manifest, error) {
 	for _, p := range hooks {
 		programs = append(programs, "/usr/lib/lsb/init-functions.d/"+filepath.Base(p))
 	}
-	programs = append(programs, terminfos...)
 	for _, p := range programs {
 		if err := m.addHostFile(a, p, seen); err != nil {
+			return nil, err
+		}
+	}
+	// Terminal descriptions and the locale's character classes are the
+	// same data on every architecture (and Arch: all packages are not in a
+	// foreign architecture's tree): the host's serve every guest.
+	for _, p := range terminfos {
+		if err := m.addHostFile(Arches["amd64"], p, seen); err != nil {
 			return nil, err
 		}
 	}
