@@ -501,6 +501,10 @@ func entryLines(data []byte) lineTable {
 	var out lineTable
 	var stack []frame
 	lastKey := ""
+	// Offsets only grow: count the newlines since the last entry, not from
+	// the start each time (a 10,000-entry document took 0.6 s that way).
+	var counted int64
+	line := 1
 	dec := json.NewDecoder(bytes.NewReader(data))
 	for {
 		off := dec.InputOffset()
@@ -521,7 +525,10 @@ func entryLines(data []byte) lineTable {
 		switch tok {
 		case json.Delim('{'):
 			if top != nil && !top.object && (top.name == "services" || top.name == "destinations" || top.name == "checks") {
-				out = append(out, lineAt(data, nextNonBlank(data, off)))
+				at := min(nextNonBlank(data, off), int64(len(data)))
+				line += bytes.Count(data[counted:at], []byte{'\n'})
+				counted = at
+				out = append(out, line)
 			}
 			stack = append(stack, frame{object: true, wantKey: true})
 		case json.Delim('['):
