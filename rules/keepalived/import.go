@@ -391,6 +391,29 @@ type timing struct {
 	host                      string // virtualhost: HTTP_GET and SSL_GET's Host
 }
 
+// set reads one of the timer keywords a virtual server, a real server and
+// a check share (a check's misc_timeout and nb_get_retry are synonyms);
+// each level's value overrides the one above.
+func (t *timing) set(b *Stmt, kw string, args []string) error {
+	var err error
+	switch kw {
+	case "delay_loop":
+		t.delayLoop, err = seconds(b, args)
+	case "connect_timeout", "misc_timeout":
+		t.connectTimeout, err = seconds(b, args)
+	case "retry", "nb_get_retry":
+		if len(args) != 1 {
+			return errAt(b, "%s: want one value", kw)
+		}
+		n, perr := parseUint(args[0], 31)
+		if perr != nil {
+			return errAt(b, "retry %q: want a count", args[0])
+		}
+		t.retry = int(n)
+	}
+	return err
+}
+
 // methods maps keepalived's lb_kind to desired's method names.
 var methods = map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}
 
@@ -477,28 +500,10 @@ func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
 				return nil, errAt(b, "ip_family %q: inet or inet6", v)
 			}
 			js.Family = v
-		case "delay_loop":
-			v, err := seconds(b, args)
-			if err != nil {
+		case "delay_loop", "connect_timeout", "retry":
+			if err := t.set(b, kw, args); err != nil {
 				return nil, err
 			}
-			t.delayLoop = v
-		case "connect_timeout":
-			v, err := seconds(b, args)
-			if err != nil {
-				return nil, err
-			}
-			t.connectTimeout = v
-		case "retry":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			n, err := parseUint(v, 31)
-			if err != nil {
-				return nil, errAt(b, "retry %q: want a count", v)
-			}
-			t.retry = int(n)
 		case "inhibit_on_failure":
 			v, err := boolArg(b, args)
 			if err != nil {
@@ -780,20 +785,10 @@ func (c *conv) realServer(r *Stmt, method string, tun *desired.JSONTunnel, t tim
 				return nil, errAt(b, "virtualhost: want one value")
 			}
 			t.host = args[0]
-		case "delay_loop":
-			if t.delayLoop, err = seconds(b, args); err != nil {
+		case "delay_loop", "connect_timeout", "retry":
+			if err := t.set(b, kw, args); err != nil {
 				return nil, err
 			}
-		case "connect_timeout":
-			if t.connectTimeout, err = seconds(b, args); err != nil {
-				return nil, err
-			}
-		case "retry":
-			n, err := num(31)
-			if err != nil {
-				return nil, err
-			}
-			t.retry = int(n)
 		case "TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "UDP_CHECK", "MISC_CHECK":
 			checks = append(checks, b)
 		case "PING_CHECK", "SMTP_CHECK", "FILE_CHECK", "BFD_CHECK":
@@ -877,7 +872,6 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 			}
 			return args[0], nil
 		}
-		var err error
 		switch kw {
 		case "connect_port":
 			v, err := one()
@@ -889,24 +883,10 @@ func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
 				return nil, errAt(b, "connect_port %q: not a port", v)
 			}
 			s.Port = int(p)
-		case "connect_timeout", "misc_timeout":
-			if t.connectTimeout, err = seconds(b, args); err != nil {
+		case "connect_timeout", "misc_timeout", "delay_loop", "retry", "nb_get_retry":
+			if err := t.set(b, kw, args); err != nil {
 				return nil, err
 			}
-		case "delay_loop":
-			if t.delayLoop, err = seconds(b, args); err != nil {
-				return nil, err
-			}
-		case "retry", "nb_get_retry":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			n, err := parseUint(v, 31)
-			if err != nil {
-				return nil, errAt(b, "retry %q: want a count", v)
-			}
-			t.retry = int(n)
 		case "url":
 			urls = append(urls, b)
 		case "virtualhost":
