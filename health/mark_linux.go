@@ -1,6 +1,8 @@
 package health
 
 import (
+	"fmt"
+	"net/netip"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -20,4 +22,34 @@ func markControl(mark uint32) func(network, address string, c syscall.RawConn) e
 		}
 		return nil
 	}
+}
+
+// sourceToward is the address the kernel picks to reach addr: a connected
+// datagram socket looks the route up and sends nothing. Raw system calls,
+// as it runs before every via-vip probe: a net.Conn would also register
+// with the poller.
+func sourceToward(addr netip.Addr) (netip.Addr, error) {
+	family, sa := unix.AF_INET6, unix.Sockaddr(&unix.SockaddrInet6{Port: 9, Addr: addr.As16()})
+	if addr.Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: 9, Addr: addr.As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, sa); err != nil {
+		return netip.Addr{}, err
+	}
+	local, err := unix.Getsockname(fd)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	switch l := local.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrFrom4(l.Addr), nil
+	case *unix.SockaddrInet6:
+		return netip.AddrFrom16(l.Addr), nil
+	}
+	return netip.Addr{}, fmt.Errorf("local address of family %T", local)
 }

@@ -56,6 +56,9 @@ func TestDialerThrough(t *testing.T) {
 			t.Errorf("%s: local address %q, want %q", typ, got, want)
 		}
 	}
+	if d, err := dialer(Target{Mark: 7, Through: netip.MustParseAddr("::1"), Spec: Spec{Type: "tcp"}}); err != nil || d.LocalAddr.String() != "[::1]:0" {
+		t.Errorf("through ::1: local address %v (%v), want [::1]:0", d, err)
+	}
 	if d, _ := dialer(Target{Mark: 7, Spec: Spec{Type: "tcp"}}); d.LocalAddr != nil {
 		t.Errorf("no real server to cross: local address %v, want none", d.LocalAddr)
 	}

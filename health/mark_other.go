@@ -4,6 +4,7 @@ package health
 
 import (
 	"errors"
+	"net/netip"
 	"syscall"
 )
 
@@ -12,4 +13,9 @@ func markControl(mark uint32) func(network, address string, c syscall.RawConn) e
 	return func(string, string, syscall.RawConn) error {
 		return &markError{mark, errors.New("not on this system (Linux only)")}
 	}
+}
+
+// sourceToward refuses: via-vip probes need SO_MARK, which is Linux's.
+func sourceToward(netip.Addr) (netip.Addr, error) {
+	return netip.Addr{}, errors.New("not on this system (Linux only)")
 }

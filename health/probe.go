@@ -109,17 +109,6 @@ func dialer(t Target) (*net.Dialer, error) {
 	return d, nil
 }
 
-// sourceToward is the address the kernel picks to reach addr: a connected
-// UDP socket looks the route up and sends nothing.
-func sourceToward(addr netip.Addr) (netip.Addr, error) {
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(addr, 9)))
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
-}
-
 // probeError is a failure's short text over its cause, which stays
 // visible to errors.Is (a deadline, say).
 type probeError struct {
