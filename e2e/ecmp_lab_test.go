@@ -641,7 +641,7 @@ func TestECMP(t *testing.T) {
 	l.sub(t, "real server leaves", func(t *testing.T) { l.realServerLeaves(t, &res, full) })
 	l.sub(t, "order and flows moved", func(t *testing.T) { l.orderAndFlowsMoved(t, &res, full) })
 	l.sub(t, "drift then director loss", func(t *testing.T) { l.driftThenDirectorLoss(t, &res, full) })
-	l.sub(t, "health checks", func(t *testing.T) { l.healthChecks(t, &res, full) })
+	l.sub(t, "health checks", func(t *testing.T) { l.healthChecks(t, &res) })
 
 	t.Logf("ECMP, %d connections (a line every %v-%v each), %d directors, scenarios in %.0f s (VM CPU %.0f %% busy, %d packets dropped by full backlog queues, failed opens by reason: %q):\n%s", ecmpFlows, ecmpInterval/2, ecmpInterval*3/2, len(ecmpDirs),
 		time.Since(started).Seconds(), 100*cpuBusy(cpu0, cpuTimes(t)), softnetDrops(t)-drops0, sortedCounts(l.openErrors), res.tables())

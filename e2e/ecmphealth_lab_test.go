@@ -48,7 +48,7 @@ services:
 // out; when it answers again, every director brings it back; restarting
 // run on one director (SIGTERM) and killing and restarting it on another
 // (SIGKILL) breaks none.
-func (l *ecmpLab) healthChecks(t *testing.T, res *ecmpResults, _ string) {
+func (l *ecmpLab) healthChecks(t *testing.T, res *ecmpResults) {
 	file := writeFile(t, "ecmp.yaml", ecmpChecked())
 	svc, rs4 := ecmpVIPPort, ecmpAddr["rs4"]+":"+ecmpPort
 	journals := map[string]string{}
