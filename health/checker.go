@@ -402,7 +402,6 @@ func (c *Checker) randN(d time.Duration) time.Duration {
 // lateness figures.
 func (c *Checker) Snapshot() Status {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	st := Status{Targets: make([]TargetState, 0, len(c.entries)), InFlight: c.inFlight}
 	for _, e := range c.entries {
 		st.Targets = append(st.Targets, TargetState{
@@ -412,8 +411,10 @@ func (c *Checker) Snapshot() Status {
 			LastChange: e.lastChange,
 		})
 	}
-	slices.SortFunc(st.Targets, func(a, b TargetState) int { return a.Key.compare(b.Key) })
 	st.Lateness = c.late.stats(time.Now())
+	c.mu.Unlock()
+	// Sorted outside the lock: probes record their results meanwhile.
+	slices.SortFunc(st.Targets, func(a, b TargetState) int { return a.Key.compare(b.Key) })
 	return st
 }
 

@@ -52,7 +52,7 @@ const ResultOK = "ok"
 type TargetState struct {
 	Key TargetKey `json:"key"`
 	// Target is the first target given with this key.
-	Target Target `json:"target"`
+	Target Target `json:"target,omitzero"`
 	State  State  `json:"state"`
 	// Passes and Fails count the consecutive passes and failures up to
 	// the last probe (one of them is 0).

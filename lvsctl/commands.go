@@ -547,7 +547,7 @@ func toJSONRun(st *runState) *jsonRun {
 		h := s.Health
 		out.Servers = append(out.Servers, jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
 			State: h.State.String(), Result: h.Result, Passes: h.Passes, Fails: h.Fails, LastChange: h.LastChange,
-			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: h.Target.Spec.Type})
+			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.checkType()})
 	}
 	return out
 }
@@ -578,7 +578,7 @@ func (r *runner) writeRunStatus(st *runState) error {
 		if !h.LastChange.IsZero() {
 			since = h.LastChange.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), h.Target.Spec.Type,
+		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), s.checkType(),
 			fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
 	}
 	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)

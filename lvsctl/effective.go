@@ -47,7 +47,7 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 	for _, m := range marks {
 		used[m] = true
 	}
-	var out []checked
+	out := make([]checked, 0, len(h.Checks))
 	for i := range want.Services {
 		s := &want.Services[i]
 		sk := rules.KeyOf(&s.Service)

@@ -201,7 +201,7 @@ func (j *fileJournal) writeFile(name string, v any) error {
 		}
 		return unix.Fsync(j.fd)
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ type result struct {
 	stdout, stderr string
 }
 
-func testEnv(t *testing.T, f *ipvstest.Fake) Env {
+func testEnv(t testing.TB, f *ipvstest.Fake) Env {
 	t.Helper()
 	return Env{
 		Open:       func() (ipvs.Client, error) { return keepOpen{f}, nil },

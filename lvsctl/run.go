@@ -34,8 +34,12 @@ const (
 	// servers flapping at once (a director short of CPU) cannot keep run
 	// rereading a large table back to back.
 	healthDuty = 5
-	// resyncEvery is how often run puts back what someone else changed.
+	// resyncEvery is how often run puts back what someone else changed,
+	// and writes its record for status; resyncDuty keeps resyncs to at
+	// most a twentieth of the time where reading a large table takes
+	// seconds (10,000 real servers on a slow processor).
 	resyncEvery = 30 * time.Second
+	resyncDuty  = 20
 	// drainPoll is how often leaving real servers' connections are read.
 	drainPoll = time.Second
 )
@@ -161,9 +165,11 @@ func (r *runner) run(f *runCmd) (int, error) {
 			}
 			r.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
+			start := time.Now()
 			if err := l.reconcile(""); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 			}
+			resync.Reset(max(resyncEvery, resyncDuty*time.Since(start)))
 		case <-drain.C:
 			if len(l.drains) > 0 {
 				l.pollDrains()
@@ -256,19 +262,27 @@ func (l *runLoop) seed(prior *runState) error {
 	return nil
 }
 
-// state is the checker's state of a target.
-func (l *runLoop) stateFunc() func(health.TargetKey) health.State {
-	m := map[health.TargetKey]health.State{}
-	for _, t := range l.checker.Snapshot().Targets {
-		m[t.Key] = t.State
+// byKey indexes a snapshot's targets by key.
+func byKey(snap health.Status) map[health.TargetKey]*health.TargetState {
+	m := make(map[health.TargetKey]*health.TargetState, len(snap.Targets))
+	for i := range snap.Targets {
+		m[snap.Targets[i].Key] = &snap.Targets[i]
 	}
-	return func(k health.TargetKey) health.State { return m[k] }
+	return m
 }
 
 // reconcile makes the kernel's table the effective one and records the
 // state; why names the cause in the log ("" for a quiet resync).
 func (l *runLoop) reconcile(why string) error {
-	eff, allDown := effective(l.want, l.health, l.probes, l.stateFunc(), l.drains, l.inSvc)
+	snap := l.checker.Snapshot()
+	states := byKey(snap)
+	state := func(k health.TargetKey) health.State {
+		if t := states[k]; t != nil {
+			return t.State
+		}
+		return health.Unknown
+	}
+	eff, allDown := effective(l.want, l.health, l.probes, state, l.drains, l.inSvc)
 	now := map[rules.ServiceKey]bool{}
 	for _, k := range allDown {
 		now[k] = true
@@ -292,7 +306,7 @@ func (l *runLoop) reconcile(why string) error {
 		}
 	}}
 	res, err := a.Converge(context.Background(), eff, rules.DiffOptions{OwnProbes: true}, nil)
-	l.save()
+	l.saveSnapshot(snap, states)
 	if l.metrics != nil {
 		l.metrics.publish(l)
 	}
@@ -312,12 +326,13 @@ func (l *runLoop) reconcile(why string) error {
 // right, and the next save may succeed.
 func (l *runLoop) save() {
 	snap := l.checker.Snapshot()
-	byKey := make(map[health.TargetKey]health.TargetState, len(snap.Targets))
-	for _, t := range snap.Targets {
-		byKey[t.Key] = t
-	}
+	l.saveSnapshot(snap, byKey(snap))
+}
+
+// saveSnapshot is save with the checker's snapshot at hand.
+func (l *runLoop) saveSnapshot(snap health.Status, states map[health.TargetKey]*health.TargetState) {
 	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
-		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: snap.Lateness}
+		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: snap.Lateness, Servers: make([]runServer, 0, len(l.probes))}
 	weights := map[desired.DestRef]uint32{}
 	for i := range l.want.Services {
 		s := &l.want.Services[i]
@@ -326,10 +341,16 @@ func (l *runLoop) save() {
 		}
 	}
 	for _, c := range l.probes {
-		ts := byKey[c.key]
-		ts.Key = c.key
+		var ts health.TargetState
+		if p := states[c.key]; p != nil {
+			ts = *p
+		}
+		// The record keeps the check's type, not its whole target: the
+		// file has the rest, and 10,000 targets written at every
+		// reconcile were most of its cost.
+		ts.Key, ts.Target = c.key, health.Target{}
 		st.Servers = append(st.Servers, runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
-			InService: l.inSvc[c.ref], Weight: weights[c.ref], Health: ts})
+			InService: l.inSvc[c.ref], Weight: weights[c.ref], Check: c.target.Spec.Type, Health: ts})
 	}
 	for k := range l.allDown {
 		st.AllDown = append(st.AllDown, k.String())
@@ -411,15 +432,15 @@ func (l *runLoop) reload() error {
 			delete(l.drains, ref) // back in the file: its weight comes back with it
 		}
 	}
-	for k := range l.marks {
-		found := false
+	if len(l.marks) > 0 {
+		kept := make(map[string]bool, len(probes))
 		for _, p := range probes {
-			if refName(p.ref) == k {
-				found = true
-			}
+			kept[refName(p.ref)] = true
 		}
-		if !found {
-			delete(l.marks, k)
+		for k := range l.marks {
+			if !kept[k] {
+				delete(l.marks, k)
+			}
 		}
 	}
 	l.want, l.health, l.probes = want, h, probes

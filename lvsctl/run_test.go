@@ -130,12 +130,12 @@ type runHarness struct {
 	stderr syncBuffer
 }
 
-func startRun(t *testing.T, f *ipvstest.Fake, file string, env Env) *runHarness {
+func startRun(t testing.TB, f *ipvstest.Fake, file string, env Env) *runHarness {
 	t.Helper()
 	return startRunArgs(t, f, env, "--drain-timeout", "0", file)
 }
 
-func startRunArgs(t *testing.T, f *ipvstest.Fake, env Env, args ...string) *runHarness {
+func startRunArgs(t testing.TB, f *ipvstest.Fake, env Env, args ...string) *runHarness {
 	t.Helper()
 	file := args[len(args)-1]
 	h := &runHarness{c: lockedClient{&sync.Mutex{}, f}, probes: &fakeProbes{down: map[string]bool{}},
@@ -163,7 +163,7 @@ func startRunArgs(t *testing.T, f *ipvstest.Fake, env Env, args ...string) *runH
 	return h
 }
 
-func (h *runHarness) stop(t *testing.T) result {
+func (h *runHarness) stop(t testing.TB) result {
 	t.Helper()
 	h.cancel()
 	select {
@@ -430,6 +430,26 @@ func TestRunRefusesABadRecord(t *testing.T) {
 		}
 		if after := c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] || after[rs2] != before[rs2] {
 			t.Errorf("%s record: the table changed: %v, was %v", name, after, before)
+		}
+	}
+}
+
+// TestRecordCheckType: the record names each server's check type; one
+// written before it did has the type in the health state's target.
+func TestRecordCheckType(t *testing.T) {
+	for rec, want := range map[string]string{
+		`{"service":"-t 10.0.0.1:80","destination":"192.168.1.1:80","check":"http","health":{"key":{"addr":"192.168.1.1:80","spec":"x"},"state":"up"}}`:                                           "http",
+		`{"service":"-t 10.0.0.1:80","destination":"192.168.1.1:80","health":{"key":{"addr":"192.168.1.1:80","spec":"x"},"target":{"addr":"192.168.1.1:80","spec":{"type":"dns"}},"state":"up"}}`: "dns",
+	} {
+		var s runServer
+		if err := json.Unmarshal([]byte(rec), &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.checkType(); got != want {
+			t.Errorf("%s: check type %q, want %q", rec, got, want)
+		}
+		if b, _ := json.Marshal(runServer{Check: "tcp"}); strings.Contains(string(b), `"target"`) {
+			t.Errorf("a record without a target writes one: %s", b)
 		}
 	}
 }

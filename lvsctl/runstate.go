@@ -47,7 +47,9 @@ type runServer struct {
 	InService   bool   `json:"in_service"`
 	// Weight is the file's weight for the server, which it has when in
 	// service (lvsctl top shows it beside the kernel's).
-	Weight uint32             `json:"weight,omitempty"`
+	Weight uint32 `json:"weight,omitempty"`
+	// Check is the check's type (tcp, http, …).
+	Check  string             `json:"check,omitempty"`
 	Health health.TargetState `json:"health"`
 }
 
@@ -71,6 +73,15 @@ func (j *fileJournal) loadRunState() (*runState, error) {
 func (j *fileJournal) saveRunState(st *runState) error {
 	st.Version, st.Boot, st.Namespace, st.Cookie = runStateVersion, j.boot, j.ns, j.cookie
 	return j.writeFile(runStateName, st)
+}
+
+// checkType is the type of s's check; a record written before Check
+// existed has it in the health state's target.
+func (s *runServer) checkType() string {
+	if s.Check != "" {
+		return s.Check
+	}
+	return s.Health.Target.Spec.Type
 }
 
 // held lists the real servers a run keeps out of service, by refName.
