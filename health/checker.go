@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -113,12 +114,23 @@ func (c *Checker) Set(targets []Target) error {
 		cfg *config
 	}
 	items := make([]item, 0, len(targets))
-	for _, t := range targets {
-		cfg, err := compileTarget(t)
-		if err != nil {
+	// The real servers of a service come together and share its spec:
+	// compiled and keyed once for the run.
+	var last *Target
+	var lastCfg *config
+	var lastKey string
+	for i, t := range targets {
+		if last == nil || !reflect.DeepEqual(last.Spec, t.Spec) {
+			cfg, err := compile(t.Spec)
+			if err != nil {
+				return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
+			}
+			last, lastCfg, lastKey = &targets[i], cfg, t.specKey()
+		}
+		if err := checkTarget(t, lastCfg); err != nil {
 			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 		}
-		items = append(items, item{t.Key(), t, cfg})
+		items = append(items, item{t.keyWith(lastKey), t, lastCfg})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

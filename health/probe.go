@@ -39,10 +39,15 @@ func compileTarget(t Target) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c, checkTarget(t, c)
+}
+
+// checkTarget checks that t fits its compiled spec c.
+func checkTarget(t Target, c *config) error {
 	if c.spec.Via == "vip" && t.Mark == 0 {
-		return nil, errors.New("via vip: the target has no mark to reach its real server by")
+		return errors.New("via vip: the target has no mark to reach its real server by")
 	}
-	return c, nil
+	return nil
 }
 
 // probeTimed runs probe under c's timeout and words a timeout as one.

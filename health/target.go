@@ -47,9 +47,19 @@ type TargetKey struct {
 
 // Key returns t's key.
 func (t Target) Key() TargetKey {
+	return t.keyWith(t.specKey())
+}
+
+// specKey is the Spec part of t's key.
+func (t Target) specKey() string {
 	s := t.Spec
 	s.Port = 0 // in Addr
-	k := TargetKey{Addr: t.probeAddr(), Mark: t.Mark, Spec: s.Key()}
+	return s.Key()
+}
+
+// keyWith is Key with the Spec part already known.
+func (t Target) keyWith(specKey string) TargetKey {
+	k := TargetKey{Addr: t.probeAddr(), Mark: t.Mark, Spec: specKey}
 	if t.Spec.Type == "exec" {
 		env := t.execEnv()
 		slices.Sort(env)
