@@ -389,6 +389,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 		r.Broken, r.AtMark, r.Reasons, r.Pending, r.RecoveryMS, r.MaxGapMS, sortedCounts(r.ByServer))
 	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
 		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
+		l.diagnose(r)
 	}
 
 	var probe ProbeResult
@@ -427,9 +428,26 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	r = f.report()
 	if r.Broken != 0 {
 		t.Errorf("%d connections broke after dir1 came back (first error: %s)", r.Broken, r.FirstError)
+		l.diagnose(r)
 	}
 	t.Logf("after dir1 came back as the backup: %d of %d connections broken", r.Broken, r.AtMark)
 	f.quit()
+}
+
+// diagnose logs what tells why connections broke in a failover: where
+// they broke, each director's connection states, sync daemons and VIP.
+func (l *vrrpLab) diagnose(r FlowReport) {
+	l.t.Helper()
+	l.t.Logf("broken by real server: %s; by reason: %v", sortedCounts(r.BrokenByServer), r.Reasons)
+	for _, d := range []string{"dir1", "dir2"} {
+		states := map[string]int{}
+		for _, line := range strings.Split(l.ipvsadm(d, "-Lnc"), "\n") {
+			if f := strings.Fields(line); len(f) == 6 && f[4] == vrrpVIPPort {
+				states[f[2]]++
+			}
+		}
+		l.t.Logf("%s: VIP held %t; daemons %q; connections to the VIP by state: %s", d, l.holdsVIP(d), l.syncDaemon(d), sortedCounts(states))
+	}
 }
 
 // killedKeepalived: keepalived on the master is killed (SIGKILL, or a
@@ -457,6 +475,7 @@ func (l *vrrpLab) killedKeepalived(t *testing.T) {
 	t.Logf("both directors holding the VIP: %d of %d connections broken (%v), %d still waiting; the longest wait %d ms", r.Broken, r.AtMark, r.Reasons, r.Pending, r.MaxGapMS)
 	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
 		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
+		l.diagnose(r)
 	}
 
 	l.kp["dir1"] = l.keepalived("dir1", VRRPKeepalived("dir1", 150))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -65,6 +66,32 @@ func TestTestCountReadsTopLevelResults(t *testing.T) {
 	}
 	if c.passed != 2 || c.failed != 1 || c.skipped != 1 {
 		t.Errorf("counted %d passed, %d failed, %d skipped; want 2, 1, 1", c.passed, c.failed, c.skipped)
+	}
+}
+
+// TestTestCountKeepsFailedTestsLines: the summary repeats what each failed
+// test logged, its subtests' lines under their own names.
+func TestTestCountKeepsFailedTestsLines(t *testing.T) {
+	var c testCount
+	c.feed([]byte("=== RUN   TestA\n    a_test.go:1: fine\n--- PASS: TestA (0s)\n=== RUN   TestB\n=== RUN   TestB/one\n" +
+		"    b_test.go:2: one broke\n=== RUN   TestB/two\n    b_test.go:3: two fine\n=== NAME  TestB\n    b_test.go:4: after both\n" +
+		"--- FAIL: TestB (0s)\n    --- FAIL: TestB/one (0s)\n    --- PASS: TestB/two (0s)\nFAIL\n"))
+	var b strings.Builder
+	c.writeFailures(&b, "pkg")
+	want := "--- lab: pkg TestB failed; its last lines:\n    b_test.go:4: after both\n" +
+		"--- lab: pkg TestB/one failed; its last lines:\n    b_test.go:2: one broke\n"
+	if b.String() != want {
+		t.Errorf("failures:\n%s\nwant:\n%s", b.String(), want)
+	}
+	for range 2 * keptLines {
+		c.feed([]byte("=== RUN   TestC\n"))
+	}
+	c.current = "TestC"
+	for i := range 2 * keptLines {
+		c.feed([]byte(fmt.Sprintf("    c_test.go:%d: x\n", i)))
+	}
+	if l := c.logs["TestC"]; len(l) != keptLines || !strings.Contains(l[len(l)-1], fmt.Sprint(2*keptLines-1)) {
+		t.Errorf("TestC kept %d lines, the last %q; want the last %d", len(l), l[len(l)-1], keptLines)
 	}
 }
 

@@ -37,11 +37,19 @@ type testPkg struct {
 	count      testCount
 }
 
-// testCount counts the top-level test results a -test.v binary reports.
+// testCount counts the top-level test results a -test.v binary reports,
+// and keeps the last lines each test logged, so that the summary can
+// repeat the failures' own lines after thousands of others.
 type testCount struct {
 	passed, failed, skipped int
 	partial                 []byte // an unfinished line
+	current                 string // the test whose lines come
+	logs                    map[string][]string
+	failures                []string // failed tests, subtests included, in order
 }
+
+// keptLines is how many of its last lines a test's log keeps.
+const keptLines = 40
 
 func (c *testCount) feed(p []byte) {
 	c.partial = append(c.partial, p...)
@@ -59,6 +67,47 @@ func (c *testCount) feed(p []byte) {
 			c.failed++
 		case strings.HasPrefix(line, "--- SKIP: "):
 			c.skipped++
+		}
+		c.keep(line)
+	}
+}
+
+// keep files line under the test it belongs to (go test -v names the test
+// whose output follows in its === lines) and notes failed tests.
+func (c *testCount) keep(line string) {
+	for _, marker := range []string{"=== RUN   ", "=== NAME  ", "=== CONT  "} {
+		if name, ok := strings.CutPrefix(line, marker); ok {
+			c.current = strings.TrimSpace(name)
+			return
+		}
+	}
+	trimmed := strings.TrimLeft(line, " ")
+	if rest, ok := strings.CutPrefix(trimmed, "--- FAIL: "); ok {
+		name, _, _ := strings.Cut(rest, " ")
+		c.failures = append(c.failures, name)
+		return
+	}
+	if strings.HasPrefix(trimmed, "--- ") {
+		return // a passed or skipped subtest's result
+	}
+	if c.current == "" || !strings.HasPrefix(line, "    ") {
+		return
+	}
+	if c.logs == nil {
+		c.logs = map[string][]string{}
+	}
+	l := append(c.logs[c.current], line)
+	if len(l) > keptLines {
+		l = l[len(l)-keptLines:]
+	}
+	c.logs[c.current] = l
+}
+
+// writeFailures prints the kept lines of each failed test that logged any.
+func (c *testCount) writeFailures(w io.Writer, pkg string) {
+	for _, name := range c.failures {
+		if lines := c.logs[name]; len(lines) > 0 {
+			fmt.Fprintf(w, "--- lab: %s %s failed; its last lines:\n%s\n", pkg, name, strings.Join(lines, "\n"))
 		}
 	}
 }
@@ -158,6 +207,9 @@ func runVMs(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, runna
 func summarize(pkgs []*testPkg, runs vmRuns, buildTime time.Duration, start time.Time) int {
 	failed := 0
 	var total testCount
+	for _, p := range pkgs {
+		p.count.writeFailures(os.Stdout, p.ImportPath)
+	}
 	fmt.Println("--- lab summary")
 	for _, p := range pkgs {
 		status := "ok  "
