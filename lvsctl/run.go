@@ -67,6 +67,7 @@ type runLoop struct {
 // run applies FILE with health, then keeps the table as FILE says until
 // SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
 func (r *runner) run(f *runCmd) (int, error) {
+	longRunning()
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
 		return ExitUsage, err

@@ -3,12 +3,14 @@ package lvsctl
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl/top"
 	"github.com/lvskit/lvskit/rules"
@@ -261,5 +263,53 @@ func TestTopSourceReadsWhatTheScreenShows(t *testing.T) {
 	now = now.Add(time.Second)
 	if in, err = src(none); err != nil || has(in, later) || !has(in, added) {
 		t.Errorf("1 s after a dump the services are read again (%v)", err)
+	}
+}
+
+// TestTopReadsTheRunRecordWhenItChanges: each frame shows lvsctl run's
+// record as the file has it, read again only when it was rewritten.
+func TestTopReadsTheRunRecordWhenItChanges(t *testing.T) {
+	_, env := seeded(t)
+	env.Now = time.Now
+	r := &runner{env: env, errOut: io.Discard}
+	client, err := env.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(result string) {
+		t.Helper()
+		j, err := r.journal(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		st := &runState{PID: os.Getpid(), Servers: []runServer{{Service: "-t 10.0.0.1:80", Destination: "192.168.1.1:80",
+			Check: "tcp", Health: health.TargetState{State: health.Down, Result: result}}}}
+		if err := j.saveRunState(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := r.topSource(client)
+	result := func() string {
+		t.Helper()
+		in, err := src(top.Want{Services: map[rules.ServiceKey]bool{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !in.RunActive {
+			t.Fatalf("run not active: %+v", in.Run)
+		}
+		return in.Run["-t 10.0.0.1:80 -r 192.168.1.1:80"].Result
+	}
+	write("connection refused")
+	if got := result(); got != "connection refused" {
+		t.Errorf("first frame: %q", got)
+	}
+	write("timeout after 1s")
+	if got := result(); got != "timeout after 1s" {
+		t.Errorf("after the record changed: %q", got)
+	}
+	if got := result(); got != "timeout after 1s" {
+		t.Errorf("unchanged record: %q", got)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -60,6 +59,8 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		lastFull time.Time
 		lastDump time.Time // of the services, whole or not
 		fullTook time.Duration
+		dumpTook time.Duration
+		run      recordCache
 	)
 	return func(want top.Want) (top.Input, error) {
 		now := r.env.Now()
@@ -71,13 +72,16 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 				set.Sort() // frames list as list does; the screen orders itself
 			}
 			fullTook, lastFull, lastDump = time.Since(start), now, now
-		} else if want.Only || now.Sub(lastDump) < topEstimatorPeriod {
+		} else if want.Only || now.Sub(lastDump) < max(topEstimatorPeriod, 10*dumpTook) {
 			// The kernel's estimates, by which a dump would reorder the
-			// services, have not moved since the last dump.
+			// services, have not moved since the last dump; or the dump
+			// is slow (10,000 services on a slow processor), and reorders
+			// at most a tenth of the time.
 			set, err = last, readShown(client, want, last, cache)
 		} else {
+			start := time.Now()
 			set, err = readSome(client, want, cache)
-			lastDump = now
+			dumpTook, lastDump = time.Since(start), now
 		}
 		if err != nil {
 			last, cache = nil, nil // the next read is whole
@@ -99,16 +103,44 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		if jr, err := j.Load(); err == nil && jr != nil {
 			in.Drains = jr.Drains
 		}
-		if st, err := j.loadRunState(); err == nil && st != nil {
+		if st := run.load(j); st != nil {
 			in.RunActive = st.alive()
-			in.Run = make(map[string]top.Health, len(st.Servers))
-			for _, s := range st.Servers {
-				in.Run[s.Service+" -r "+s.Destination] = top.Health{InService: s.InService, Check: s.Health.State.String(),
-					Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0}
-			}
+			in.Run = run.health
 		}
 		return in, nil
 	}
+}
+
+// recordCache keeps lvsctl run's record between frames: it is read again
+// only when the file changed (run rewrites it at each change of the
+// table), not every frame (3 MB of JSON for 10,000 checked servers).
+type recordCache struct {
+	stat   unix.Stat_t
+	st     *runState
+	health map[string]top.Health
+}
+
+func (c *recordCache) load(j *fileJournal) *runState {
+	var now unix.Stat_t
+	if err := unix.Fstatat(j.fd, runStateName, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		c.st, c.health = nil, nil
+		return nil
+	}
+	if c.st != nil && now.Ino == c.stat.Ino && now.Size == c.stat.Size && now.Mtim == c.stat.Mtim {
+		return c.st
+	}
+	st, err := j.loadRunState()
+	if err != nil || st == nil {
+		c.st, c.health = nil, nil
+		return nil
+	}
+	c.stat, c.st = now, st
+	c.health = make(map[string]top.Health, len(st.Servers))
+	for _, s := range st.Servers {
+		c.health[s.Service+" -r "+s.Destination] = top.Health{InService: s.InService, Check: s.Health.State.String(),
+			Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0}
+	}
+	return st
 }
 
 // topFullEvery is how often the screen reads every real server, for the
@@ -213,12 +245,9 @@ func (r *runner) top(c *topCmd) (int, error) {
 		return ExitFailed, err
 	}
 	defer client.Close()
-	// top runs for hours and drops each read's table for the next: the
-	// collector's default pace keeps its memory near two tables, where
-	// lvsctl's short-lived commands collect less often (GOGC=400).
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(100)
-	}
+	// top drops each read's table for the next: the default pace keeps
+	// its memory near two tables.
+	longRunning()
 	m := top.NewModel(time.Duration(c.Delay))
 	m.Sort, m.Reverse, m.Filter = col, c.Reverse, c.Filter
 	src := r.topSource(client)
