@@ -480,9 +480,8 @@ func hostPort(a netip.Addr, port uint16) string {
 	return netip.AddrPortFrom(a, port).String()
 }
 
-// entryLines finds the line of each service and destination object in a
-// JSON document, in document order: the line of each object that opens at
-// the nesting depth of a services or destinations array element.
+// lineTable holds the line of each entry of a document (entryLines), in
+// document order; at is 1 past its end.
 type lineTable []int
 
 func (t lineTable) at(i int) int {
@@ -492,65 +491,97 @@ func (t lineTable) at(i int) int {
 	return 1
 }
 
+// entryLines finds the line of each service, destination and check
+// object of a JSON document: each object that opens directly within an
+// array whose key is "services", "destinations" or "checks". data starts
+// with a document that decoded without error, so it is read as valid
+// JSON, in one pass over its bytes; what follows the document is not
+// read. The key of an array is the last key before it, even for an array
+// within an array, as the Token-based reader this replaces had it.
 func entryLines(data []byte) lineTable {
-	type frame struct {
-		object  bool
-		wantKey bool
-		name    string // an array's key
-	}
 	var out lineTable
-	var stack []frame
-	lastKey := ""
-	// Offsets only grow: count the newlines since the last entry, not from
-	// the start each time (a 10,000-entry document took 0.6 s that way).
-	var counted int64
-	line := 1
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.wantKey {
-			if k, ok := tok.(string); ok {
-				lastKey, top.wantKey = k, false
-				continue
+	// One byte per open object or array, saying which it is.
+	const (
+		object = iota
+		array
+		entries // an array whose key names entries
+	)
+	var stack []byte
+	// entryKey is whether the last key read, anywhere before, names
+	// entries: an array takes the last key as its name, as in
+	// `"services": [`, and so does an array within an array.
+	entryKey := false
+	// Offsets only grow: newlines are counted since the last entry, not
+	// from the start each time.
+	line, counted := 1, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			end := stringEnd(data, i)
+			k := end
+			for k < len(data) && isJSONSpace(data[k]) {
+				k++
 			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			if top != nil && !top.object && (top.name == "services" || top.name == "destinations" || top.name == "checks") {
-				at := min(nextNonBlank(data, off), int64(len(data)))
-				line += bytes.Count(data[counted:at], []byte{'\n'})
-				counted = at
+			if k < len(data) && data[k] == ':' {
+				entryKey = namesEntries(data[i:end])
+			}
+			i = end - 1
+		case '{':
+			if len(stack) > 0 && stack[len(stack)-1] == entries {
+				line += bytes.Count(data[counted:i], []byte{'\n'})
+				counted = i
 				out = append(out, line)
 			}
-			stack = append(stack, frame{object: true, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{name: lastKey})
-		case json.Delim('}'), json.Delim(']'):
+			stack = append(stack, object)
+		case '[':
+			if entryKey {
+				stack = append(stack, entries)
+			} else {
+				stack = append(stack, array)
+			}
+		case '}', ']':
+			if len(stack) <= 1 {
+				return out // the document's end: what follows is not read
+			}
 			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].wantKey = true
-			}
-		default:
-			if top != nil && top.object {
-				top.wantKey = true
-			}
 		}
 	}
+	return out
 }
 
-func nextNonBlank(data []byte, off int64) int64 {
-	for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
-		off++
+// stringEnd is the offset just past the JSON string that starts at
+// data[start] (a quote), or len(data) when it is not closed.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
 	}
-	return off
+	return len(data)
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// namesEntries reports whether quoted, a closed JSON string with its
+// quotes, is the key of an array of entries: services, destinations or
+// checks, as the decoder reads it (escapes undone, letter case kept).
+func namesEntries(quoted []byte) bool {
+	key := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(quoted, &s) != nil {
+			return false
+		}
+		key = []byte(s)
+	}
+	switch string(key) { // compared without a copy
+	case "services", "destinations", "checks":
+		return true
+	}
+	return false
 }
 
 func lineAt(data []byte, off int64) int {
