@@ -208,12 +208,14 @@ func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
 // the defaults and checks are those of rules text; errors name the line of
 // the service or destination at fault. Unknown fields are errors.
 func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
-	set, _, err := readJSON(name, data, res)
+	set, _, err := readJSON(name, data, nil, res)
 	return set, err
 }
 
-// readJSON is ReadJSON with the document's health checks.
-func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Health, error) {
+// readJSON is ReadJSON with the document's health checks. lines are the
+// document's entry lines when its writer knows them (yamlToJSON), nil for
+// entryLines to find.
+func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*rules.Set, *Health, error) {
 	if res == nil {
 		res = names.NewResolver()
 	}
@@ -236,7 +238,9 @@ func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Healt
 		}
 		return nil, nil, &LineError{File: name, Line: 1, Msg: msg}
 	}
-	lines := entryLines(data)
+	if lines == nil {
+		lines = entryLines(data)
+	}
 	r := newReader(name, res)
 	h := newHealth(name, doc.Version)
 	n := 0

@@ -91,15 +91,16 @@ func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading %s: %w", name, err)
 		}
+		var lines lineTable
 		if yaml {
-			if data, err = yamlToJSON(data); err != nil {
+			if data, lines, err = yamlToJSON(data); err != nil {
 				if le, ok := err.(*LineError); ok {
 					le.File = name
 				}
 				return nil, nil, err
 			}
 		}
-		return readJSON(name, data, res)
+		return readJSON(name, data, lines, res)
 	}
 	set, err := readText(name, br, res)
 	return set, nil, err
