@@ -244,6 +244,11 @@ func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*
 	}
 	r := newReader(name, res)
 	h := newHealth(name, doc.Version)
+	dests := 0
+	for i := range doc.Services {
+		dests += len(doc.Services[i].Destinations)
+	}
+	h.sizeHint(len(doc.Services), dests)
 	var svcWords, destWords words
 	n := 0
 	for i := range doc.Services {
