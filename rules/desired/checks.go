@@ -34,9 +34,10 @@ type checksDocument struct {
 // ReadChecks reads a checks document (JSON or YAML) for set, whose
 // services and real servers it names; naming one set lacks is an error.
 func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
+	var lines lineTable // found by yamlToJSON, else below
 	if isYAML(data) {
 		var err error
-		if data, err = yamlToJSON(data); err != nil {
+		if data, lines, err = yamlToJSON(data); err != nil {
 			if le, ok := err.(*LineError); ok {
 				le.File = name
 			}
@@ -57,7 +58,9 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 		s := &set.Services[i]
 		services[rules.KeyOf(&s.Service).String()] = s
 	}
-	lines := entryLines(data)
+	if lines == nil {
+		lines = entryLines(data)
+	}
 	hr := newHealth(name, HealthVersion)
 	n := 0
 	for i, c := range doc.Checks {

@@ -54,11 +54,25 @@ type healthReader struct {
 	version int
 	sys     health.System
 	h       Health
+	// svcHint and destHint size the maps at their first entry: how many
+	// services and real servers the document has.
+	svcHint, destHint int
+	// spec, with its defaults in withDefaults, is the check of the last
+	// real server read: mostly its service's, that of the next ones too.
+	spec         *health.Spec
+	withDefaults health.Spec
 }
 
 func newHealth(name string, version int) *healthReader {
 	return &healthReader{name: name, version: version, sys: healthSystem,
 		h: Health{Checks: map[DestRef]health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
+}
+
+// sizeHint says how many services and real servers the document has.
+// The maps are made that large at their first entry, not grown and
+// rehashed entry by entry, nor made for a document without checks.
+func (hr *healthReader) sizeHint(services, dests int) {
+	hr.svcHint, hr.destHint = services, dests
 }
 
 // healthSystem is what exec checks' programs are checked against (tests
@@ -79,10 +93,10 @@ func (hr *healthReader) needVersion(line int, path string) error {
 
 // service reads the i-th service's health settings.
 func (hr *healthReader) service(line, i int, key rules.ServiceKey, js *JSONService) error {
-	path := fmt.Sprintf("services[%d]", i)
 	if js.Check == nil && js.WhenAllDown == "" && js.SorryServer == "" {
 		return nil
 	}
+	path := fmt.Sprintf("services[%d]", i)
 	if err := hr.needVersion(line, path+".check"); err != nil {
 		return err
 	}
@@ -109,8 +123,16 @@ func (hr *healthReader) service(line, i int, key rules.ServiceKey, js *JSONServi
 	if js.SorryServer != "" && sh.WhenAllDown != Sorry {
 		return hr.errorf(line, "%s.sorry_server is used only with when_all_down sorry", path)
 	}
-	hr.h.Services[key] = sh
+	hr.addService(key, sh)
 	return nil
+}
+
+// addService sets a service's settings.
+func (hr *healthReader) addService(key rules.ServiceKey, sh ServiceHealth) {
+	if len(hr.h.Services) == 0 && hr.svcHint > 0 {
+		hr.h.Services = make(map[rules.ServiceKey]ServiceHealth, hr.svcHint)
+	}
+	hr.h.Services[key] = sh
 }
 
 // dest reads the j-th real server of the i-th service: its own check, or
@@ -128,11 +150,16 @@ func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.De
 		spec = jd.Check
 	}
 	if spec != nil {
-		c := spec.WithDefaults()
-		c.Via = spec.Via // empty: the real server's forwarding method decides
-		hr.h.Checks[DestRef{svc, dest}] = c
+		if spec != hr.spec {
+			hr.spec, hr.withDefaults = spec, spec.WithDefaults()
+			hr.withDefaults.Via = spec.Via // empty: the real server's forwarding method decides
+		}
+		if len(hr.h.Checks) == 0 && hr.destHint > 0 {
+			hr.h.Checks = make(map[DestRef]health.Spec, hr.destHint)
+		}
+		hr.h.Checks[DestRef{svc, dest}] = hr.withDefaults
 		if _, ok := hr.h.Services[svc]; !ok {
-			hr.h.Services[svc] = ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}}
+			hr.addService(svc, ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}})
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm"
 	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
@@ -208,12 +209,14 @@ func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
 // the defaults and checks are those of rules text; errors name the line of
 // the service or destination at fault. Unknown fields are errors.
 func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
-	set, _, err := readJSON(name, data, res)
+	set, _, err := readJSON(name, data, nil, res)
 	return set, err
 }
 
-// readJSON is ReadJSON with the document's health checks.
-func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Health, error) {
+// readJSON is ReadJSON with the document's health checks. lines are the
+// document's entry lines when its writer knows them (yamlToJSON), nil for
+// entryLines to find.
+func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*rules.Set, *Health, error) {
 	if res == nil {
 		res = names.NewResolver()
 	}
@@ -236,17 +239,26 @@ func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Healt
 		}
 		return nil, nil, &LineError{File: name, Line: 1, Msg: msg}
 	}
-	lines := entryLines(data)
+	if lines == nil {
+		lines = entryLines(data)
+	}
 	r := newReader(name, res)
 	h := newHealth(name, doc.Version)
+	dests := 0
+	for i := range doc.Services {
+		dests += len(doc.Services[i].Destinations)
+	}
+	h.sizeHint(len(doc.Services), dests)
+	var svcWords, destWords words
 	n := 0
 	for i := range doc.Services {
 		js := &doc.Services[i]
-		svcArgv, err := js.argv()
-		if err != nil {
+		svcWords.reset()
+		svcWords.add("-A")
+		if err := js.appendArgv(&svcWords); err != nil {
 			return nil, nil, r.errorf(lines.at(n), "service %d: %v", i+1, err)
 		}
-		if err := r.parseArgv(lines.at(n), append([]string{"ipvsadm", "-A"}, svcArgv...)); err != nil {
+		if err := r.parseWords(lines.at(n), &svcWords); err != nil {
 			return nil, nil, err
 		}
 		svcLine := lines.at(n)
@@ -255,17 +267,19 @@ func readJSON(name string, data []byte, res *names.Resolver) (*rules.Set, *Healt
 		if err := h.service(svcLine, i, svcKey, js); err != nil {
 			return nil, nil, err
 		}
-		designator := svcArgv[:2]
+		// The designator follows -A: "-t addr:port", "-f mark", "-f mark -6".
+		designator := 2
 		if js.FWMark != 0 && js.Family == "inet6" {
-			designator = svcArgv[:3]
+			designator = 3
 		}
 		for j := range js.Destinations {
-			dArgv, err := js.Destinations[j].argv()
-			if err != nil {
+			destWords.reset()
+			destWords.add("-a")
+			destWords.addFrom(&svcWords, 1, 1+designator)
+			if err := js.Destinations[j].appendArgv(&destWords); err != nil {
 				return nil, nil, r.errorf(lines.at(n), "service %d, destination %d: %v", i+1, j+1, err)
 			}
-			argv := append(append([]string{"ipvsadm", "-a"}, designator...), dArgv...)
-			if err := r.parseArgv(lines.at(n), argv); err != nil {
+			if err := r.parseWords(lines.at(n), &destWords); err != nil {
 				return nil, nil, err
 			}
 			svc := r.svc(r.nsvc - 1)
@@ -380,93 +394,181 @@ func (r *reader) parseArgv(lineNo int, argv []string) error {
 	return r.add(lineNo, inv)
 }
 
-// argv is the service's part of an -A rule: designator, then settings.
-func (js *JSONService) argv() ([]string, error) {
-	var a []string
+// parseWords parses one rule, w's words after the program name, and
+// adds it: with ipvsadm.ParseFast when it takes them (the rules most
+// documents hold, read without a string per word), else with parseArgv,
+// whose messages are ipvsadm's. ParseFast fills an invocation as Parse
+// would.
+func (r *reader) parseWords(lineNo int, w *words) error {
+	fields := w.fields()
+	if parseFast(fields, &r.fast) {
+		return r.add(lineNo, &r.fast)
+	}
+	return r.parseArgv(lineNo, ipvsadm.RestoreArgv("ipvsadm", fields))
+}
+
+// parseFast is ipvsadm.ParseFast (tests replace it).
+var parseFast = ipvsadm.ParseFast
+
+// words is an argument vector written into one buffer, reused from rule
+// to rule.
+type words struct {
+	buf  []byte
+	ends []int    // where each word ends in buf
+	cut  [][]byte // fields' result
+}
+
+func (w *words) reset() { w.buf, w.ends = w.buf[:0], w.ends[:0] }
+
+func (w *words) end() { w.ends = append(w.ends, len(w.buf)) }
+
+func (w *words) add(s string) {
+	w.buf = append(w.buf, s...)
+	w.end()
+}
+
+func (w *words) addUint(v uint64) {
+	w.buf = strconv.AppendUint(w.buf, v, 10)
+	w.end()
+}
+
+// addHostPort adds "a:port" ("[a]:port" for IPv6).
+func (w *words) addHostPort(a netip.Addr, port uint16) {
+	w.buf = netip.AddrPortFrom(a, port).AppendTo(w.buf)
+	w.end()
+}
+
+// addFrom adds words from to end (not included) of o.
+func (w *words) addFrom(o *words, from, end int) {
+	for i := from; i < end; i++ {
+		start := 0
+		if i > 0 {
+			start = o.ends[i-1]
+		}
+		w.buf = append(w.buf, o.buf[start:o.ends[i]]...)
+		w.end()
+	}
+}
+
+// fields returns the words, valid until w changes.
+func (w *words) fields() [][]byte {
+	w.cut = w.cut[:0]
+	start := 0
+	for _, end := range w.ends {
+		w.cut = append(w.cut, w.buf[start:end:end])
+		start = end
+	}
+	return w.cut
+}
+
+// appendArgv adds the service's part of an -A rule to w: designator, then
+// settings.
+func (js *JSONService) appendArgv(w *words) error {
 	switch {
 	case js.FWMark != 0:
 		if js.Protocol != "" || js.Address != "" || js.Port != nil {
-			return nil, fmt.Errorf("a fwmark service has no protocol, address or port")
+			return fmt.Errorf("a fwmark service has no protocol, address or port")
 		}
-		a = append(a, "-f", strconv.FormatUint(uint64(js.FWMark), 10))
+		w.add("-f")
+		w.addUint(uint64(js.FWMark))
 		switch js.Family {
 		case "inet6":
-			a = append(a, "-6")
+			w.add("-6")
 		case "inet", "":
 		default:
-			return nil, fmt.Errorf("family %q: inet or inet6", js.Family)
+			return fmt.Errorf("family %q: inet or inet6", js.Family)
 		}
 	default:
 		addr, err := netip.ParseAddr(js.Address)
 		if err != nil || addr.Zone() != "" {
-			return nil, fmt.Errorf("address %q: not an IP address", js.Address)
+			return fmt.Errorf("address %q: not an IP address", js.Address)
 		}
 		if js.Port == nil {
-			return nil, fmt.Errorf("address service without port")
+			return fmt.Errorf("address service without port")
 		}
 		if want := familyName(familyOf(addr)); js.Family != "" && js.Family != want {
-			return nil, fmt.Errorf("family %q but address %s", js.Family, addr)
+			return fmt.Errorf("family %q but address %s", js.Family, addr)
 		}
 		proto, ok := notation.ProtocolNamed(js.Protocol)
 		if !ok || js.Protocol != proto.String() {
-			return nil, fmt.Errorf("protocol %q: tcp, udp or sctp", js.Protocol)
+			return fmt.Errorf("protocol %q: tcp, udp or sctp", js.Protocol)
 		}
-		a = append(a, notation.Protocol(proto).Option, hostPort(addr, *js.Port))
+		w.add(notation.Protocol(proto).Option)
+		w.addHostPort(addr, *js.Port)
 	}
 	if js.Scheduler != "" {
-		a = append(a, "-s", js.Scheduler)
+		w.add("-s")
+		w.add(js.Scheduler)
 	}
 	if p := js.Persistence; p != nil {
-		a = append(a, "-p", strconv.FormatUint(uint64(p.Timeout), 10))
+		w.add("-p")
+		w.addUint(uint64(p.Timeout))
 		if p.Netmask != "" {
-			a = append(a, "-M", p.Netmask)
+			w.add("-M")
+			w.add(p.Netmask)
 		}
 	}
 	if js.PE != "" {
-		a = append(a, "--pe", js.PE)
+		w.add("--pe")
+		w.add(js.PE)
 	}
 	if js.OnePacket {
-		a = append(a, "-o")
+		w.add("-o")
 	}
 	if len(js.SchedulerFlags) > 0 {
-		a = append(a, "-b", strings.Join(js.SchedulerFlags, ","))
+		w.add("-b")
+		for i, f := range js.SchedulerFlags {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			w.buf = append(w.buf, f...)
+		}
+		w.end()
 	}
-	return a, nil
+	return nil
 }
 
-// argv is the destination's part of an -a rule.
-func (jd *JSONDestination) argv() ([]string, error) {
+// appendArgv adds the destination's part of an -a rule to w.
+func (jd *JSONDestination) appendArgv(w *words) error {
 	addr, err := netip.ParseAddr(jd.Address)
 	if err != nil || addr.Zone() != "" {
-		return nil, fmt.Errorf("address %q: not an IP address", jd.Address)
+		return fmt.Errorf("address %q: not an IP address", jd.Address)
 	}
-	a := []string{"-r", hostPort(addr, jd.Port)}
+	w.add("-r")
+	w.addHostPort(addr, jd.Port)
 	method := ipvs.FwdRoute
 	if jd.Method != "" {
 		var ok bool
 		method, ok = notation.MethodNamed(jd.Method)
 		if !ok || jd.Method != method.String() || method == ipvs.FwdLocal {
-			return nil, fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
+			return fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
 		}
 	}
-	a = append(a, notation.Method(method).Option)
-	a = append(a, "-w", strconv.FormatInt(jd.Weight, 10))
+	w.add(notation.Method(method).Option)
+	w.add("-w")
+	w.buf = strconv.AppendInt(w.buf, jd.Weight, 10)
+	w.end()
 	if jd.UpperThreshold != 0 {
-		a = append(a, "-x", strconv.FormatUint(uint64(jd.UpperThreshold), 10))
+		w.add("-x")
+		w.addUint(uint64(jd.UpperThreshold))
 	}
 	if jd.LowerThreshold != 0 {
-		a = append(a, "-y", strconv.FormatUint(uint64(jd.LowerThreshold), 10))
+		w.add("-y")
+		w.addUint(uint64(jd.LowerThreshold))
 	}
 	if t := jd.Tunnel; t != nil {
-		a = append(a, "--tun-type", t.Type)
+		w.add("--tun-type")
+		w.add(t.Type)
 		if t.Port != 0 {
-			a = append(a, "--tun-port", strconv.FormatUint(uint64(t.Port), 10))
+			w.add("--tun-port")
+			w.addUint(uint64(t.Port))
 		}
 		if t.Checksum != "" {
-			a = append(a, "--tun-"+t.Checksum)
+			w.buf = append(w.buf, "--tun-"...)
+			w.add(t.Checksum)
 		}
 	}
-	return a, nil
+	return nil
 }
 
 func familyOf(a netip.Addr) ipvs.Family {
@@ -476,13 +578,8 @@ func familyOf(a netip.Addr) ipvs.Family {
 	return ipvs.AFInet6
 }
 
-func hostPort(a netip.Addr, port uint16) string {
-	return netip.AddrPortFrom(a, port).String()
-}
-
-// entryLines finds the line of each service and destination object in a
-// JSON document, in document order: the line of each object that opens at
-// the nesting depth of a services or destinations array element.
+// lineTable holds the line of each entry of a document (entryLines), in
+// document order; at is 1 past its end.
 type lineTable []int
 
 func (t lineTable) at(i int) int {
@@ -492,65 +589,97 @@ func (t lineTable) at(i int) int {
 	return 1
 }
 
+// entryLines finds the line of each service, destination and check
+// object of a JSON document: each object that opens directly within an
+// array whose key is "services", "destinations" or "checks". data starts
+// with a document that decoded without error, so it is read as valid
+// JSON, in one pass over its bytes; what follows the document is not
+// read. The key of an array is the last key before it, even for an array
+// within an array, as the Token-based reader this replaces had it.
 func entryLines(data []byte) lineTable {
-	type frame struct {
-		object  bool
-		wantKey bool
-		name    string // an array's key
-	}
 	var out lineTable
-	var stack []frame
-	lastKey := ""
-	// Offsets only grow: count the newlines since the last entry, not from
-	// the start each time (a 10,000-entry document took 0.6 s that way).
-	var counted int64
-	line := 1
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		off := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return out
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.wantKey {
-			if k, ok := tok.(string); ok {
-				lastKey, top.wantKey = k, false
-				continue
+	// One byte per open object or array, saying which it is.
+	const (
+		object = iota
+		array
+		entries // an array whose key names entries
+	)
+	var stack []byte
+	// entryKey is whether the last key read, anywhere before, names
+	// entries: an array takes the last key as its name, as in
+	// `"services": [`, and so does an array within an array.
+	entryKey := false
+	// Offsets only grow: newlines are counted since the last entry, not
+	// from the start each time.
+	line, counted := 1, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			end := stringEnd(data, i)
+			k := end
+			for k < len(data) && isJSONSpace(data[k]) {
+				k++
 			}
-		}
-		switch tok {
-		case json.Delim('{'):
-			if top != nil && !top.object && (top.name == "services" || top.name == "destinations" || top.name == "checks") {
-				at := min(nextNonBlank(data, off), int64(len(data)))
-				line += bytes.Count(data[counted:at], []byte{'\n'})
-				counted = at
+			if k < len(data) && data[k] == ':' {
+				entryKey = namesEntries(data[i:end])
+			}
+			i = end - 1
+		case '{':
+			if len(stack) > 0 && stack[len(stack)-1] == entries {
+				line += bytes.Count(data[counted:i], []byte{'\n'})
+				counted = i
 				out = append(out, line)
 			}
-			stack = append(stack, frame{object: true, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, frame{name: lastKey})
-		case json.Delim('}'), json.Delim(']'):
+			stack = append(stack, object)
+		case '[':
+			if entryKey {
+				stack = append(stack, entries)
+			} else {
+				stack = append(stack, array)
+			}
+		case '}', ']':
+			if len(stack) <= 1 {
+				return out // the document's end: what follows is not read
+			}
 			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].wantKey = true
-			}
-		default:
-			if top != nil && top.object {
-				top.wantKey = true
-			}
 		}
 	}
+	return out
 }
 
-func nextNonBlank(data []byte, off int64) int64 {
-	for off < int64(len(data)) && strings.IndexByte(" \t\r\n,:", data[off]) >= 0 {
-		off++
+// stringEnd is the offset just past the JSON string that starts at
+// data[start] (a quote), or len(data) when it is not closed.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
 	}
-	return off
+	return len(data)
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// namesEntries reports whether quoted, a closed JSON string with its
+// quotes, is the key of an array of entries: services, destinations or
+// checks, as the decoder reads it (escapes undone, letter case kept).
+func namesEntries(quoted []byte) bool {
+	key := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(quoted, &s) != nil {
+			return false
+		}
+		key = []byte(s)
+	}
+	switch string(key) { // compared without a copy
+	case "services", "destinations", "checks":
+		return true
+	}
+	return false
 }
 
 func lineAt(data []byte, off int64) int {

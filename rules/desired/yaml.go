@@ -38,22 +38,25 @@ func isYAML(head []byte) bool {
 
 // yamlToJSON converts a YAML document into JSON that puts every value on
 // the line where the YAML has it, so that the JSON reader's messages name
-// the YAML's lines. Anchors and aliases are expanded; keys must be
-// strings. The YAML is parsed with go.yaml.in/yaml/v3
+// the YAML's lines; it also returns the JSON's entry lines, the ones
+// entryLines would find in it. Anchors and aliases are expanded; keys must
+// be strings. The YAML is parsed with go.yaml.in/yaml/v3
 // (docs/decisions/0014-health-checks.md says why).
-func yamlToJSON(data []byte) ([]byte, error) {
+func yamlToJSON(data []byte) ([]byte, lineTable, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err)
+		return nil, nil, yamlError(err)
 	}
-	w := &jsonWriter{line: 1}
 	if len(root.Content) == 0 {
-		return []byte("{}"), nil
+		return []byte("{}"), lineTable{}, nil
 	}
-	if err := w.node(root.Content[0], 0); err != nil {
-		return nil, err
+	// JSON is about as long as YAML: its quotes make up for the
+	// indentation it drops.
+	w := &jsonWriter{b: make([]byte, 0, len(data)+len(data)/4+64), line: 1, lines: lineTable{}}
+	if err := w.node(root.Content[0], 0, false); err != nil {
+		return nil, nil, err
 	}
-	return w.b.Bytes(), nil
+	return w.b, w.lines, nil
 }
 
 // yamlError turns the parser's "yaml: line N: ..." into a LineError's parts.
@@ -71,13 +74,18 @@ func yamlError(err error) error {
 
 // jsonWriter writes JSON, padding with newlines to keep YAML lines.
 type jsonWriter struct {
-	b    bytes.Buffer
+	b    []byte
 	line int
+	// lines holds the line of each entry written, as entryLines would
+	// find it in the output: each object written directly within an
+	// array opened while entryKey was true.
+	lines    lineTable
+	entryKey bool // the last key written names entries
 }
 
 func (w *jsonWriter) at(line int) {
 	for w.line < line {
-		w.b.WriteByte('\n')
+		w.b = append(w.b, '\n')
 		w.line++
 	}
 }
@@ -85,44 +93,49 @@ func (w *jsonWriter) at(line int) {
 // maxDepth bounds nesting (and alias expansion) of a document.
 const maxDepth = 64
 
-func (w *jsonWriter) node(n *yaml.Node, depth int) error {
+// node writes n; entry says it is an element of an array of entries.
+func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 	if depth > maxDepth {
 		return &LineError{Line: n.Line, Msg: "YAML: nested too deeply"}
 	}
 	w.at(n.Line)
 	switch n.Kind {
 	case yaml.AliasNode:
-		return w.node(n.Alias, depth+1)
+		return w.node(n.Alias, depth+1, entry)
 	case yaml.MappingNode:
-		w.b.WriteByte('{')
+		if entry {
+			w.lines = append(w.lines, w.line)
+		}
+		w.b = append(w.b, '{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int") {
 				return &LineError{Line: k.Line, Msg: "YAML: a key must be a name"}
 			}
 			if i > 0 {
-				w.b.WriteByte(',')
+				w.b = append(w.b, ',')
 			}
 			w.at(k.Line)
-			key, _ := json.Marshal(k.Value)
-			w.b.Write(key)
-			w.b.WriteByte(':')
-			if err := w.node(v, depth+1); err != nil {
+			w.b = appendJSONString(w.b, k.Value)
+			w.b = append(w.b, ':')
+			w.entryKey = k.Value == "services" || k.Value == "destinations" || k.Value == "checks"
+			if err := w.node(v, depth+1, false); err != nil {
 				return err
 			}
 		}
-		w.b.WriteByte('}')
+		w.b = append(w.b, '}')
 	case yaml.SequenceNode:
-		w.b.WriteByte('[')
+		w.b = append(w.b, '[')
+		entries := w.entryKey
 		for i, c := range n.Content {
 			if i > 0 {
-				w.b.WriteByte(',')
+				w.b = append(w.b, ',')
 			}
-			if err := w.node(c, depth+1); err != nil {
+			if err := w.node(c, depth+1, entries); err != nil {
 				return err
 			}
 		}
-		w.b.WriteByte(']')
+		w.b = append(w.b, ']')
 	case yaml.ScalarNode:
 		return w.scalar(n)
 	default:
@@ -132,31 +145,74 @@ func (w *jsonWriter) node(n *yaml.Node, depth int) error {
 }
 
 // scalar writes a YAML scalar as the JSON value of its resolved type.
+// Decimal integers and true and false are written as they are, without a
+// decoder per value (Node.Decode would read them the same).
 func (w *jsonWriter) scalar(n *yaml.Node) error {
 	switch n.Tag {
 	case "!!null":
-		w.b.WriteString("null")
+		w.b = append(w.b, "null"...)
 	case "!!bool":
+		if n.Value == "true" || n.Value == "false" {
+			w.b = append(w.b, n.Value...)
+			break
+		}
 		var v bool
 		if err := n.Decode(&v); err != nil {
 			return &LineError{Line: n.Line, Msg: "YAML: " + err.Error()}
 		}
-		w.b.WriteString(strconv.FormatBool(v))
+		w.b = strconv.AppendBool(w.b, v)
 	case "!!int":
+		if isDecimal(n.Value) {
+			if v, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
+				w.b = strconv.AppendInt(w.b, v, 10)
+				break
+			}
+		}
 		var v int64
 		if err := n.Decode(&v); err != nil {
 			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not an integer lvsctl reads", n.Value)}
 		}
-		w.b.WriteString(strconv.FormatInt(v, 10))
+		w.b = strconv.AppendInt(w.b, v, 10)
 	case "!!float":
 		var v float64
 		if err := n.Decode(&v); err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
 			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not a number lvsctl reads", n.Value)}
 		}
-		w.b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
 	default: // !!str, !!timestamp, !!binary: their text
-		s, _ := json.Marshal(n.Value)
-		w.b.Write(s)
+		w.b = appendJSONString(w.b, n.Value)
 	}
 	return nil
+}
+
+// isDecimal reports whether s is an optional minus sign and digits
+// without a leading zero (or just "0"): a YAML integer that means what
+// its digits say in base 10 (a leading 0 makes an octal in YAML 1.1).
+func isDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendJSONString appends s as json.Marshal writes it. A string of
+// printable ASCII but " \\ < > & (which Marshal escapes) is copied as
+// it is; any other goes through Marshal. The bytes matter, not only
+// the value: an unknown field's line is found by its key's spelling.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
