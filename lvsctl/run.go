@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -68,6 +69,9 @@ type runLoop struct {
 // SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
 func (r *runner) run(f *runCmd) (int, error) {
 	longRunning()
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryFloor) // until boundMemory knows the file's share
+	}
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
 		return ExitUsage, err
@@ -116,6 +120,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.reconcile("start"); err != nil {
 		return ExitFailed, err
 	}
+	boundMemory()
 	ctx := r.env.Context
 	if l.metrics != nil {
 		l.metrics.checker = l.checker
@@ -164,6 +169,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 			if err := l.reload(); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
 			}
+			boundMemory()
 			r.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
 			start := time.Now()
