@@ -132,6 +132,7 @@ type markError struct {
 }
 
 func (e *markError) Error() string { return fmt.Sprintf("set SO_MARK %d: %v", e.mark, e.err) }
+func (e *markError) Unwrap() error { return e.err }
 
 // errText is the cause of a network error without Go's layers of
 // operation names: "connection refused".
