@@ -65,16 +65,17 @@ func probeTimed(ctx context.Context, t Target, c *config, probe func(context.Con
 // probeWith runs the probe of c's type; ctx holds the deadline.
 func probeWith(ctx context.Context, t Target, c *config) error {
 	addr := t.probeAddr()
-	if c.spec.Type == "exec" {
+	switch c.spec.Type {
+	case "exec":
 		return probeExec(ctx, t, c)
+	case "tcp":
+		return probeTCP(ctx, t, addr)
 	}
 	d, err := dialer(t)
 	if err != nil {
 		return err
 	}
 	switch c.spec.Type {
-	case "tcp":
-		return probeTCP(ctx, addr, d)
 	case "http", "https":
 		return probeHTTP(ctx, addr, d, c)
 	case "dns":
@@ -150,21 +151,6 @@ func errText(err error) string {
 		return op.Err.Error()
 	}
 	return err.Error()
-}
-
-func probeTCP(ctx context.Context, addr netip.AddrPort, d *net.Dialer) error {
-	// Not Dialer.DialTCP: its local address, even the zero AddrPort, is
-	// bound before the connect, which takes a port of its own per probe.
-	conn, err := d.DialContext(ctx, "tcp", addr.String())
-	if err != nil {
-		return failure(err, "connect "+addr.String())
-	}
-	// A reset instead of a FIN leaves no TIME_WAIT socket on the director
-	// for every probe.
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	return conn.Close()
 }
 
 // maxBody bounds what an HTTP probe reads of a response's body.
