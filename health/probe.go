@@ -64,12 +64,20 @@ func probeTimed(ctx context.Context, t Target, c *config, probe func(context.Con
 
 // probeWith runs the probe of c's type; ctx holds the deadline.
 func probeWith(ctx context.Context, t Target, c *config) error {
+	// TCP, the most common, in small frames of its own: its goroutine's
+	// stack grows less.
+	if c.spec.Type == "tcp" {
+		return probeTCP(ctx, &t, t.probeAddr())
+	}
+	return probeOther(ctx, &t, c)
+}
+
+// probeOther runs the probe of c's type, other than tcp.
+func probeOther(ctx context.Context, tp *Target, c *config) error {
+	t := *tp
 	addr := t.probeAddr()
-	switch c.spec.Type {
-	case "exec":
+	if c.spec.Type == "exec" {
 		return probeExec(ctx, t, c)
-	case "tcp":
-		return probeTCP(ctx, t, addr)
 	}
 	d, err := dialer(t)
 	if err != nil {

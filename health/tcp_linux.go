@@ -17,7 +17,7 @@ import (
 // veth peer are over when connect returns, so the socket is polled once
 // before it waits on connWait; it never joins the runtime's poller.
 // Per passing probe: socket, connect, poll, setsockopt, close.
-func probeTCP(ctx context.Context, t Target, addr netip.AddrPort) error {
+func probeTCP(ctx context.Context, t *Target, addr netip.AddrPort) error {
 	var src netip.Addr
 	if t.Mark != 0 && t.Through.IsValid() {
 		var err error

@@ -10,8 +10,8 @@ import (
 
 // probeTCP connects to addr as t's dialer does and resets the connection:
 // a pass is a completed handshake.
-func probeTCP(ctx context.Context, t Target, addr netip.AddrPort) error {
-	d, err := dialer(t)
+func probeTCP(ctx context.Context, t *Target, addr netip.AddrPort) error {
+	d, err := dialer(*t)
 	if err != nil {
 		return err
 	}
