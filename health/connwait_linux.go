@@ -1,0 +1,185 @@
+package health
+
+import (
+	"context"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// connWait is the process's one epoll instance for TCP probes whose
+// connect is still in progress when connect returns.
+var connWait connPoller
+
+// connPoller waits for the connects of many sockets on one epoll
+// instance, started at its first use. A socket is registered once, for
+// EPOLLOUT with EPOLLONESHOT, with its fd and a generation as the event's
+// data; the instance is itself registered once with the runtime's poller,
+// so no thread blocks in epoll_wait for it and probe sockets cost the
+// runtime's poller nothing.
+//
+// Waiters are found by fd and generation. A probe that gives up takes its
+// waiter out of the map, then closes its socket, which takes the socket
+// out of the epoll instance. Yet an event epoll_wait returned just before
+// may be handled after another probe's socket took the same fd number, or
+// a forked child still holding the socket keeps it registered: such an
+// event's generation is not the new waiter's, and it is dropped.
+type connPoller struct {
+	once sync.Once
+	epfd int
+	file *os.File // epfd, for the runtime's poller; never closed
+
+	mu      sync.Mutex
+	err     error // why the poller stopped: every wait fails with it
+	waiters map[int32]*connWaiter
+	gen     uint32
+}
+
+// connWaiter is one registered socket's waiter.
+type connWaiter struct {
+	gen    uint32
+	events uint32        // set before the send on ready; 0 when the poller stopped
+	ready  chan struct{} // one send per registration, buffered
+}
+
+var connWaiters = sync.Pool{New: func() any { return &connWaiter{ready: make(chan struct{}, 1)} }}
+
+// wait returns the poll events of fd, a socket whose connect is in
+// progress, once it is writable or has an error, or ctx's error when ctx
+// ends first. fd stays open until wait returns; its caller closes it.
+func (p *connPoller) wait(ctx context.Context, fd int) (uint32, error) {
+	p.once.Do(p.start)
+	w, err := p.register(fd)
+	if err != nil {
+		return 0, err
+	}
+	defer connWaiters.Put(w)
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(w.gen)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		p.drop(fd, w)
+		return 0, os.NewSyscallError("epoll_ctl", err)
+	}
+	select {
+	case <-w.ready:
+		if w.events == 0 {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return 0, p.err
+		}
+		return w.events, nil
+	case <-ctx.Done():
+		p.drop(fd, w)
+		return 0, ctx.Err()
+	}
+}
+
+// register makes a waiter for fd under a new generation. It comes before
+// the epoll registration, whose event may be returned at once.
+func (p *connPoller) register(fd int) (*connWaiter, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return nil, p.err
+	}
+	w := connWaiters.Get().(*connWaiter)
+	p.gen++
+	w.gen = p.gen
+	p.waiters[int32(fd)] = w
+	return w, nil
+}
+
+// drop takes w, fd's waiter, out of the map before fd is closed; if the
+// poller has delivered to it meanwhile, drop takes the delivery, so that
+// w goes back to the pool empty.
+func (p *connPoller) drop(fd int, w *connWaiter) {
+	p.mu.Lock()
+	mine := p.waiters[int32(fd)] == w
+	if mine {
+		delete(p.waiters, int32(fd))
+	}
+	p.mu.Unlock()
+	if !mine {
+		<-w.ready
+	}
+}
+
+// deliver hands each event to the waiter of its fd and generation.
+func (p *connPoller) deliver(evs []unix.EpollEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range evs {
+		w := p.waiters[ev.Fd]
+		if w == nil || w.gen != uint32(ev.Pad) {
+			continue // a closed socket's, its fd reused
+		}
+		delete(p.waiters, ev.Fd)
+		w.events = ev.Events
+		w.ready <- struct{}{}
+	}
+}
+
+func (p *connPoller) start() {
+	p.waiters = map[int32]*connWaiter{}
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		p.err = os.NewSyscallError("epoll_create1", err)
+		return
+	}
+	// Non-blocking, the descriptor is pollable for os.NewFile: the
+	// runtime's poller tells when the instance has events.
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		p.err = os.NewSyscallError("fcntl", err)
+		return
+	}
+	p.epfd = fd
+	p.file = os.NewFile(uintptr(fd), "tcp-probe-epoll")
+	rc, err := p.file.SyscallConn()
+	if err != nil {
+		p.err = err
+		return
+	}
+	go p.loop(rc)
+}
+
+// loop collects events without blocking in epoll_wait: when there are
+// none, RawConn.Read parks until the runtime's poller reports the
+// instance readable. It runs for the life of the process unless
+// epoll_wait fails, which stops the poller.
+func (p *connPoller) loop(rc syscall.RawConn) {
+	var evs [256]unix.EpollEvent
+	var n int
+	var werr error
+	collect := func(fd uintptr) bool {
+		n, werr = unix.EpollWait(int(fd), evs[:], 0)
+		return n > 0 || werr != nil
+	}
+	for {
+		err := rc.Read(collect)
+		if err == nil && werr == unix.EINTR {
+			continue
+		}
+		if err == nil && werr != nil {
+			err = os.NewSyscallError("epoll_wait", werr)
+		}
+		if err != nil {
+			p.stop(err)
+			return
+		}
+		p.deliver(evs[:n])
+	}
+}
+
+// stop fails every wait, those under way and those to come, with err.
+func (p *connPoller) stop(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.err = err
+	for fd, w := range p.waiters {
+		delete(p.waiters, fd)
+		w.events = 0
+		w.ready <- struct{}{}
+	}
+}
