@@ -28,13 +28,18 @@ type Options struct {
 	// MaxInFlight bounds the probes running at once (0:
 	// DefaultMaxInFlight). Probes due beyond it wait, and start late.
 	MaxInFlight int
+	// Observe, when set, is told of each probe that ran to its end: its
+	// target, how long it took and its result. It runs on the probe's
+	// goroutine and must be quick.
+	Observe func(t Target, took time.Duration, err error)
 }
 
 // Checker probes a set of targets on schedule and tracks their states.
 // Its methods may be called from any goroutine.
 type Checker struct {
-	probe func(ctx context.Context, t Target) error
-	max   int
+	probe   func(ctx context.Context, t Target) error
+	observe func(t Target, took time.Duration, err error)
+	max     int
 
 	mu       sync.Mutex
 	rnd      *rand.Rand
@@ -83,6 +88,7 @@ type entry struct {
 func New(opts Options) *Checker {
 	c := &Checker{
 		probe:   opts.Probe,
+		observe: opts.Observe,
 		max:     opts.MaxInFlight,
 		rnd:     opts.Rand,
 		entries: map[TargetKey]*entry{},
@@ -284,6 +290,9 @@ func (c *Checker) run(ctx context.Context, e *entry) {
 		})
 	}
 	end := time.Now()
+	if c.observe != nil && ctx.Err() == nil {
+		c.observe(e.target, end.Sub(start), err)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

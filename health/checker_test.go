@@ -703,3 +703,38 @@ func TestCheckerRealProbes(t *testing.T) {
 		t.Errorf("closed port: %+v, want down, refused", ch)
 	}
 }
+
+// TestCheckerObserve: Observe hears of every probe that ran, with its
+// target and result.
+func TestCheckerObserve(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeProbes()
+		f.set("10.0.0.2:80", func(int, context.Context) error { return errors.New("connection refused") })
+		var mu sync.Mutex
+		seen := map[string][2]int{} // passes, failures
+		c := New(Options{Probe: f.probe, Rand: rand.New(rand.NewPCG(1, 2)), Observe: func(tg Target, took time.Duration, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n := seen[tg.Addr.String()]
+			if err == nil {
+				n[0]++
+			} else {
+				n[1]++
+			}
+			seen[tg.Addr.String()] = n
+		}})
+		if err := c.Set([]Target{tcpTarget("10.0.0.1:80", Spec{}), tcpTarget("10.0.0.2:80", Spec{})}); err != nil {
+			t.Fatal(err)
+		}
+		stop := run(t, c)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		up, down := seen["10.0.0.1:80"], seen["10.0.0.2:80"]
+		if up[0] != len(f.startsOf("10.0.0.1:80")) || up[1] != 0 || down[1] != len(f.startsOf("10.0.0.2:80")) || down[0] != 0 || up[0] < 4 {
+			t.Errorf("observed %v, probes started %d and %d", seen, len(f.startsOf("10.0.0.1:80")), len(f.startsOf("10.0.0.2:80")))
+		}
+	})
+}

@@ -96,15 +96,14 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.resumeDrains(); err != nil {
 		return ExitFailed, err
 	}
-	probe := r.env.Probe
-	if probe == nil {
-		probe = health.Probe
-	}
+	// Probe is nil but in tests: the checker's own probe reuses each
+	// target's compiled spec.
+	opts := health.Options{Probe: r.env.Probe}
 	if f.MetricsListen != "" {
 		l.metrics = newMetrics(r.env.Open)
-		probe = l.metrics.observe(probe)
+		opts.Observe = l.metrics.observe
 	}
-	l.checker = health.New(health.Options{Probe: probe})
+	l.checker = health.New(opts)
 	if prior != nil {
 		for k, m := range prior.Marks {
 			l.marks[k] = m // a target keeps its mark, so its key and state
