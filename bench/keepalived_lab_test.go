@@ -321,6 +321,7 @@ func (l *kaLab) settled(side string, c kaTable) string {
 func (l *kaLab) waitSettled(side string, c kaTable, bound time.Duration) time.Duration {
 	l.t.Helper()
 	start := time.Now()
+	report := start.Add(5 * time.Minute)
 	for {
 		why := l.settled(side, c)
 		if why == "" {
@@ -329,6 +330,12 @@ func (l *kaLab) waitSettled(side string, c kaTable, bound time.Duration) time.Du
 		if time.Since(start) > bound {
 			log, _ := os.ReadFile(filepath.Join(l.dir, side+".log"))
 			l.t.Fatalf("%s: not settled after %v: %s; %s; its log ends:\n%s", side, bound, why, l.tally(side, c), tailLines(string(log), 40))
+		}
+		if time.Now().After(report) {
+			// A slow side says where it is, every five minutes.
+			log, _ := os.ReadFile(filepath.Join(l.dir, side+".log"))
+			l.t.Logf("%s: not settled after %v: %s; %s; its log ends:\n%s", side, time.Since(start).Round(time.Second), why, l.tally(side, c), tailLines(string(log), 5))
+			report = report.Add(5 * time.Minute)
 		}
 		time.Sleep(time.Second)
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -69,9 +68,6 @@ type runLoop struct {
 // SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
 func (r *runner) run(f *runCmd) (int, error) {
 	longRunning()
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryFloor) // until boundMemory knows the file's share
-	}
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
 		return ExitUsage, err
@@ -119,7 +115,6 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.reconcile("start"); err != nil {
 		return ExitFailed, err
 	}
-	boundMemory()
 	ctx := r.env.Context
 	if l.metrics != nil {
 		l.metrics.checker = l.checker
@@ -168,7 +163,6 @@ func (r *runner) run(f *runCmd) (int, error) {
 			if err := l.reload(); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
 			}
-			boundMemory()
 			r.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
 			start := time.Now()
@@ -403,10 +397,12 @@ func (l *runLoop) status() string {
 // reload reads FILE again and applies the difference: real servers that
 // stay keep their health; those that leave drain at weight 0.
 func (l *runLoop) reload() error {
+	start := time.Now()
 	want, h, err := l.r.readRunDesired(l.f)
 	if err != nil {
 		return err
 	}
+	read := time.Since(start)
 	probes := probeTargets(want, h, l.marks)
 	if err := l.checker.Set(targetsOf(probes)); err != nil {
 		return err
@@ -453,8 +449,10 @@ func (l *runLoop) reload() error {
 	if err := l.saveDrains(); err != nil {
 		return err
 	}
-	fmt.Fprintf(l.log, "lvsctl run: reloaded %s: %d real servers checked, %d draining\n", l.f.File, len(probes), len(l.drains))
-	return l.reconcile("reload")
+	err = l.reconcile("reload")
+	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
+		l.f.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
+	return err
 }
 
 // resumeDrains takes the drains the journal holds (of an interrupted
