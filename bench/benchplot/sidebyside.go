@@ -63,6 +63,9 @@ func bars(title, ylabel string, sides []string, value func(side string) float64)
 		p.Add(b)
 		names = append(names, sideNames[side])
 		label := fmt.Sprintf("%.3g", v)
+		if v >= 1000 {
+			label = fmt.Sprintf("%.0f", v) // 1392, not 1.39e+03
+		}
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: float64(i), Y: v}}, Labels: []string{label}})
 		if err != nil {
 			return nil, err
