@@ -103,8 +103,8 @@ type draining struct {
 // effective is the table lvsctl run keeps: the file's, with each checked
 // real server that is not up at weight 0, mh services that have one out
 // given mh-fallback, the probe services, and the real servers still
-// draining. A service whose real servers are all checked and none is up
-// is in allDown, and follows its when_all_down. inService says which
+// draining. A service whose real servers are all checked, none up and
+// one at least failed, is in allDown, and follows its when_all_down. inService says which
 // checked real servers were in service before; it is updated.
 func effective(want *rules.Set, h *desired.Health, probes []checked, state func(health.TargetKey) health.State,
 	drains map[desired.DestRef]*draining, inService map[desired.DestRef]bool) (set *rules.Set, allDown []rules.ServiceKey) {
@@ -118,7 +118,7 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 		s := want.Services[i]
 		sk := rules.KeyOf(&s.Service)
 		s.Dests = slices.Clone(s.Dests)
-		up, checkedN := map[int]bool{}, 0
+		up, checkedN, failed := map[int]bool{}, 0, false
 		for j := range s.Dests {
 			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}
 			c, ok := byRef[ref]
@@ -126,11 +126,16 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 				continue
 			}
 			checkedN++
-			if state(c.key) == health.Up {
+			switch state(c.key) {
+			case health.Up:
 				up[j] = true
+			case health.Down:
+				failed = true
 			}
 		}
-		down := checkedN == len(s.Dests) && checkedN > 0 && len(up) == 0
+		// All down needs a failure: servers still waiting for their first
+		// check (a fresh start) are out, but nothing failed.
+		down := checkedN == len(s.Dests) && len(up) == 0 && failed
 		if down {
 			allDown = append(allDown, sk)
 			up = whenAllDown(&s, sk, h, inService)

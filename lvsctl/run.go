@@ -57,10 +57,15 @@ type runLoop struct {
 	want    *rules.Set
 	health  *desired.Health
 	probes  []checked
+	byKey   map[health.TargetKey][]desired.DestRef // probes' real servers by key; nil: not built yet
 	marks   map[string]uint32
 	drains  map[desired.DestRef]*draining
 	inSvc   map[desired.DestRef]bool
 	allDown map[rules.ServiceKey]bool
+	// applied is the effective table as the kernel held it after the
+	// last reconcile that converged; nil when the kernel's table is not
+	// known to be it.
+	applied *rules.Set
 	started time.Time
 }
 
@@ -112,7 +117,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.checker.Set(targetsOf(l.probes)); err != nil {
 		return ExitUsage, err
 	}
-	if err := l.reconcile("start"); err != nil {
+	if err := l.reconcile("start", false); err != nil {
 		return ExitFailed, err
 	}
 	ctx := r.env.Context
@@ -154,7 +159,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 		case <-settleC:
 			settleC = nil
 			start := time.Now()
-			if err := l.reconcile("health"); err != nil {
+			if err := l.reconcile("health", true); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 			}
 			nextHealth = time.Now().Add((healthDuty - 1) * time.Since(start))
@@ -166,7 +171,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 			r.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
 			start := time.Now()
-			if err := l.reconcile(""); err != nil {
+			if err := l.reconcile("", false); err != nil {
 				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 			}
 			resync.Reset(max(resyncEvery, resyncDuty*time.Since(start)))
@@ -272,8 +277,13 @@ func byKey(snap health.Status) map[health.TargetKey]*health.TargetState {
 }
 
 // reconcile makes the kernel's table the effective one and records the
-// state; why names the cause in the log ("" for a quiet resync).
-func (l *runLoop) reconcile(why string) error {
+// state; why names the cause in the log ("" for a quiet resync). A
+// scoped reconcile reads and changes only the services whose effective
+// configuration changed since the last one that converged: a health
+// change or reload of a large table reads one service, not all of it.
+// What others change in the rest is put back by the resyncs, which read
+// everything.
+func (l *runLoop) reconcile(why string, scoped bool) error {
 	snap := l.checker.Snapshot()
 	states := byKey(snap)
 	state := func(k health.TargetKey) health.State {
@@ -305,7 +315,16 @@ func (l *runLoop) reconcile(why string) error {
 			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
 		}
 	}}
-	res, err := a.Converge(context.Background(), eff, rules.DiffOptions{OwnProbes: true}, nil)
+	o := rules.DiffOptions{OwnProbes: true}
+	if scoped && l.applied != nil {
+		changed := rules.ChangedServices(l.applied, eff)
+		o.Only = func(k rules.ServiceKey) bool { return changed[k] }
+	}
+	l.applied = nil
+	res, err := a.Converge(context.Background(), eff, o, nil)
+	if err == nil && !res.Stopped && res.Converged() {
+		l.applied = eff
+	}
 	l.saveSnapshot(snap, states)
 	if l.metrics != nil {
 		l.metrics.publish(l)
@@ -373,11 +392,17 @@ func abs(p string) string {
 
 // logChange writes one line for a health transition.
 func (l *runLoop) logChange(c health.Change) {
-	var names []string
-	for _, p := range l.probes {
-		if p.key == c.Key {
-			names = append(names, refName(p.ref))
+	if l.byKey == nil {
+		// Built once per set of probes: 10,000 servers coming up at
+		// start would otherwise each scan all of them.
+		l.byKey = make(map[health.TargetKey][]desired.DestRef, len(l.probes))
+		for _, p := range l.probes {
+			l.byKey[p.key] = append(l.byKey[p.key], p.ref)
 		}
+	}
+	var names []string
+	for _, ref := range l.byKey[c.Key] {
+		names = append(names, refName(ref))
 	}
 	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
 }
@@ -445,11 +470,11 @@ func (l *runLoop) reload() error {
 			}
 		}
 	}
-	l.want, l.health, l.probes = want, h, probes
+	l.want, l.health, l.probes, l.byKey = want, h, probes, nil
 	if err := l.saveDrains(); err != nil {
 		return err
 	}
-	err = l.reconcile("reload")
+	err = l.reconcile("reload", true)
 	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
 		l.f.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
 	return err
@@ -522,7 +547,7 @@ func (l *runLoop) pollDrains() {
 		if err := l.saveDrains(); err != nil {
 			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 		}
-		if err := l.reconcile("drain"); err != nil {
+		if err := l.reconcile("drain", true); err != nil {
 			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,6 +224,9 @@ func TestRunTakesFailedServersOutAndBack(t *testing.T) {
 	h := startRun(t, f, file, env)
 	// A fresh table: the servers serve after their first passing check.
 	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
+	if log := h.stderr.String(); strings.Contains(log, "FAILED") {
+		t.Errorf("servers waiting for their first check reported as failed:\n%s", log)
+	}
 
 	h.probes.set("192.168.1.2:80", true)
 	h.waitFor(t, "rs2 failing", func(w map[string]uint32) bool { _, ok := w[rs2]; return ok && w[rs2] == 0 && w[rs1] == 3 })
@@ -452,4 +456,37 @@ func TestRecordCheckType(t *testing.T) {
 			t.Errorf("a record without a target writes one: %s", b)
 		}
 	}
+}
+
+// TestRunHealthChangeReadsItsServiceOnly: a health change reads and
+// changes its own service alone; a weight someone else set in another
+// service stays until a resync, which reads the whole table.
+func TestRunHealthChangeReadsItsServiceOnly(t *testing.T) {
+	f, env, file := runFixture(t)
+	two := runYAML + `  - protocol: tcp
+    address: 10.0.0.2
+    port: 80
+    scheduler: wrr
+    check: {type: tcp, interval: 200ms, timeout: 100ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 192.168.2.1, port: 80, method: masq, weight: 4}
+`
+	if err := os.WriteFile(file, []byte(two), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const other = "-t 10.0.0.2:80 -r 192.168.2.1:80"
+	h := startRun(t, f, file, env)
+	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 && w[other] == 4 })
+
+	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.2"), Port: 80}
+	d := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.2.1"), Port: 80, FwdMethod: ipvs.FwdMasq, Weight: 9}
+	if err := h.c.Exec(ipvs.Request{Cmd: ipvs.CmdSetDest, Service: &svc, Dest: &d}); err != nil {
+		t.Fatal(err)
+	}
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs2 failing", func(w map[string]uint32) bool { return w[rs2] == 0 })
+	if w := h.c.weights(t); w[other] != 9 {
+		t.Errorf("a health change of -t 10.0.0.1:80 changed %s: weight %d, want 9 until a resync", other, w[other])
+	}
+	h.stop(t)
 }

@@ -107,6 +107,11 @@ type DiffOptions struct {
 	// any other: lvsctl run, which makes them, does. Otherwise they are
 	// left alone, neither deleted nor counted.
 	OwnProbes bool
+	// Only, when set, limits the plan to the services it accepts: the
+	// others, desired or in the kernel, are neither read nor changed. A
+	// caller that knows which services it changed since the table last
+	// matched its own plans (lvsctl run) reads those alone.
+	Only func(ServiceKey) bool
 }
 
 // Diff plans the changes that turn current (the kernel's set, with
@@ -281,9 +286,13 @@ type pairing struct {
 func pair(services []ipvs.Service, desired *Set, o DiffOptions) *pairing {
 	cur := newServiceIndex(services)
 	p := &pairing{want: make([]*Service, len(desired.Services)), at: make([]int, len(desired.Services))}
+	p.want = p.want[:0]
 	for i := range desired.Services {
-		p.want[i] = &desired.Services[i]
+		if w := &desired.Services[i]; o.Only == nil || o.Only(KeyOf(&w.Service)) {
+			p.want = append(p.want, w)
+		}
 	}
+	p.at = p.at[:len(p.want)]
 	slices.SortFunc(p.want, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
 	wanted := make([]bool, len(services))
 	for i, w := range p.want {
@@ -293,7 +302,7 @@ func pair(services []ipvs.Service, desired *Set, o DiffOptions) *pairing {
 		}
 	}
 	for i := range services {
-		if !wanted[i] && (o.OwnProbes || !IsProbeService(&services[i])) {
+		if !wanted[i] && (o.OwnProbes || !IsProbeService(&services[i])) && (o.Only == nil || o.Only(KeyOf(&services[i]))) {
 			p.leaving = append(p.leaving, i)
 		}
 	}

@@ -299,3 +299,54 @@ func TestCompareDestsAgreesWithAddrCompare(t *testing.T) {
 		}
 	}
 }
+
+// A plan limited by Only reads and changes the services it accepts
+// alone; ChangedServices names those whose configuration differs.
+func TestDiffKernelOnly(t *testing.T) {
+	f := ipvstest.New()
+	for i := byte(1); i <= 3; i++ {
+		s := tcp(0, i)
+		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := &rules.Set{}
+	for i := byte(1); i <= 3; i++ {
+		old.Services = append(old.Services, rules.Service{Service: tcp(0, i)})
+	}
+	// The new set drops 10.0.0.3, edits 10.0.0.2 and adds 10.0.0.4.
+	changedSvc := tcp(0, 2)
+	changedSvc.Scheduler = "wrr"
+	desired := &rules.Set{Services: []rules.Service{{Service: tcp(0, 1)}, {Service: changedSvc}, {Service: tcp(0, 4)}}}
+	changed := rules.ChangedServices(old, desired)
+	want := map[rules.ServiceKey]bool{}
+	for _, b := range []byte{2, 3, 4} {
+		s := tcp(0, b)
+		want[rules.KeyOf(&s)] = true
+	}
+	if len(changed) != len(want) {
+		t.Fatalf("changed %v, want %v", changed, want)
+	}
+	for k := range want {
+		if !changed[k] {
+			t.Errorf("%s not among the changed %v", k, changed)
+		}
+	}
+	// Only 10.0.0.2 and 10.0.0.3 in scope: 10.0.0.4 is not added.
+	only := map[rules.ServiceKey]bool{}
+	for _, b := range []byte{2, 3} {
+		s := tcp(0, b)
+		only[rules.KeyOf(&s)] = true
+	}
+	p, err := rules.DiffKernel(f, desired, rules.DiffOptions{Only: func(k rules.ServiceKey) bool { return only[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range p.Changes {
+		got = append(got, string(c.Action)+" "+rules.KeyOf(&c.Service).String())
+	}
+	if len(got) != 2 || got[0] != "edit-service -t 10.0.0.2:80" || got[1] != "delete-service -t 10.0.0.3:80" {
+		t.Errorf("changes %q, want the edit of 10.0.0.2 and the deletion of 10.0.0.3 alone", got)
+	}
+}

@@ -263,3 +263,33 @@ func Read(c ipvs.Reader) (*Set, error) {
 	}
 	return set, nil
 }
+
+// ChangedServices lists the keys of the services whose configuration
+// differs between a and b: in one set only, or with other service
+// fields, destinations or destination order. Sources and kernel
+// counters are not configuration.
+func ChangedServices(a, b *Set) map[ServiceKey]bool {
+	byKey := make(map[ServiceKey]*Service, len(a.Services))
+	for i := range a.Services {
+		byKey[KeyOf(&a.Services[i].Service)] = &a.Services[i]
+	}
+	changed := map[ServiceKey]bool{}
+	for i := range b.Services {
+		t := &b.Services[i]
+		k := KeyOf(&t.Service)
+		s, ok := byKey[k]
+		delete(byKey, k)
+		if !ok || !sameConfig(s, t) {
+			changed[k] = true
+		}
+	}
+	for k := range byKey {
+		changed[k] = true
+	}
+	return changed
+}
+
+func sameConfig(s, t *Service) bool {
+	return s.Service == t.Service && s.Ordered == t.Ordered &&
+		slices.EqualFunc(s.Dests, t.Dests, func(x, y Dest) bool { return x.Destination == y.Destination })
+}
