@@ -66,7 +66,7 @@ type Checker struct {
 // every field but target and cfg, which never change.
 type entry struct {
 	key    TargetKey
-	target Target
+	target Target // without its Spec: cfg.given, shared, holds it
 	cfg    *config
 
 	next     time.Time // scheduled start of the next probe
@@ -156,7 +156,9 @@ func (c *Checker) Set(targets []Target) error {
 				e = g
 				e.reset()
 			} else {
-				e = &entry{key: it.key, target: it.t, cfg: it.cfg, index: -1}
+				t := it.t
+				t.Spec = Spec{}
+				e = &entry{key: it.key, target: t, cfg: it.cfg, index: -1}
 				e.next = now.Add(c.randN(it.cfg.interval))
 				c.queue.push(e)
 			}
@@ -205,6 +207,13 @@ func (c *Checker) Restore(states []TargetState) {
 			c.seeds[s.Key] = s
 		}
 	}
+}
+
+// full is e's target with its spec.
+func (e *entry) full() Target {
+	t := e.target
+	t.Spec = e.cfg.given
+	return t
 }
 
 // reset makes e a new target's entry, keeping its schedule.
@@ -283,15 +292,15 @@ func (c *Checker) run(ctx context.Context, e *entry) {
 	start := time.Now()
 	var err error
 	if c.probe == nil {
-		err = probeTimed(ctx, e.target, e.cfg, probeWith)
+		err = probeTimed(ctx, e.full(), e.cfg, probeWith)
 	} else {
-		err = probeTimed(ctx, e.target, e.cfg, func(ctx context.Context, t Target, _ *config) error {
+		err = probeTimed(ctx, e.full(), e.cfg, func(ctx context.Context, t Target, _ *config) error {
 			return c.probe(ctx, t)
 		})
 	}
 	end := time.Now()
 	if c.observe != nil && ctx.Err() == nil {
-		c.observe(e.target, end.Sub(start), err)
+		c.observe(e.full(), end.Sub(start), err)
 	}
 
 	c.mu.Lock()
@@ -361,7 +370,7 @@ func (c *Checker) queueChange(e *entry, old State, at time.Time) {
 		}
 		return
 	}
-	c.pending[e.key] = &Change{Key: e.key, Target: e.target, Old: old, New: e.state, Result: e.result, At: at}
+	c.pending[e.key] = &Change{Key: e.key, Target: e.full(), Old: old, New: e.state, Result: e.result, At: at}
 	c.pendingOrder = append(c.pendingOrder, e.key)
 	select {
 	case c.notify <- struct{}{}:
@@ -426,7 +435,7 @@ func (c *Checker) Snapshot() Status {
 	st := Status{Targets: make([]TargetState, 0, len(c.entries)), InFlight: c.inFlight}
 	for _, e := range c.entries {
 		st.Targets = append(st.Targets, TargetState{
-			Key: e.key, Target: e.target, State: e.state,
+			Key: e.key, Target: e.full(), State: e.state,
 			Passes: e.passes, Fails: e.fails, Result: e.result,
 			LastProbe: e.lastProbe, LastDuration: e.lastDuration, LastLate: e.lastLate,
 			LastChange: e.lastChange,

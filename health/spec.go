@@ -187,7 +187,8 @@ func (s Spec) ValidateWith(sys System) error {
 
 // config is a Spec with its defaults, parsed for probing.
 type config struct {
-	spec              Spec
+	spec              Spec // with defaults
+	given             Spec // as the target gave it
 	interval, timeout time.Duration
 	expect            statusSet
 	record            dnsmessage.Type
@@ -232,7 +233,7 @@ func compile(s Spec) (*config, error) {
 		}
 	}
 	d := s.WithDefaults()
-	c := &config{spec: d}
+	c := &config{spec: d, given: s}
 	var err error
 	if c.interval, err = parseDuration("interval", d.Interval); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,5 +248,23 @@ func TestValidateProgramSecurity(t *testing.T) {
 	// A system program passes the real checks.
 	if err := (Spec{Type: "exec", Command: []string{"/bin/true"}, User: "root"}).Validate(); err != nil {
 		t.Errorf("/bin/true: %v", err)
+	}
+}
+
+// Keys gives each target the key Target.Key gives it, through runs of
+// equal specs and changes between them.
+func TestKeysAsKey(t *testing.T) {
+	a := Spec{Type: "tcp", Interval: "2s"}
+	b := Spec{Type: "http", Path: "/x"}
+	e := Spec{Type: "exec", Command: []string{"/bin/true"}}
+	var ts []Target
+	for i, s := range []Spec{a, a, b, b, a, e, e, {Type: "tcp", Interval: "2s", Port: 81}} {
+		ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), 80), Spec: s})
+	}
+	var k Keys
+	for _, tg := range ts {
+		if got, want := k.Key(tg), tg.Key(); got != want {
+			t.Errorf("%v: key %+v, want %+v", tg.Addr, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package health
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,23 @@ type TargetKey struct {
 // Key returns t's key.
 func (t Target) Key() TargetKey {
 	return t.keyWith(t.specKey())
+}
+
+// Keys works out targets' keys as Target.Key does. The real servers of a
+// service share its spec: the spec's part of the key is worked out once
+// for consecutive targets with equal specs, and its string shared.
+type Keys struct {
+	last Spec
+	spec string
+	ok   bool
+}
+
+// Key returns t's key.
+func (k *Keys) Key(t Target) TargetKey {
+	if !k.ok || !reflect.DeepEqual(k.last, t.Spec) {
+		k.last, k.spec, k.ok = t.Spec, t.specKey(), true
+	}
+	return t.keyWith(k.spec)
 }
 
 // specKey is the Spec part of t's key.

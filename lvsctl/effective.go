@@ -2,6 +2,7 @@ package lvsctl
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 
 	"github.com/lvskit/lvskit/health"
@@ -12,8 +13,12 @@ import (
 
 // checked is one real server with a check, as lvsctl run probes it.
 type checked struct {
-	ref    desired.DestRef
+	ref desired.DestRef
+	// target is the probe's target without its spec, which spec holds:
+	// shared by the real servers of a service, as 10,000 copies of it
+	// were a tenth of a large table's memory.
 	target health.Target
+	spec   *health.Spec
 	key    health.TargetKey
 	// probe is the probe service of a via-vip check (nil otherwise), and
 	// probeDest its one real server.
@@ -48,16 +53,19 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 		used[m] = true
 	}
 	out := make([]checked, 0, len(h.Checks))
+	var keys health.Keys
+	var last *health.Spec
 	for i := range want.Services {
 		s := &want.Services[i]
 		sk := rules.KeyOf(&s.Service)
 		for j := range s.Dests {
 			d := &s.Dests[j].Destination
 			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(d)}
-			spec, ok := h.Checks[ref]
+			sp, ok := h.Checks[ref]
 			if !ok {
 				continue
 			}
+			spec := *sp
 			c := checked{ref: ref}
 			c.target = health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
 			if s.FWMark == 0 {
@@ -81,11 +89,23 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 			} else {
 				c.target.Spec.Via = "direct"
 			}
-			c.key = c.target.Key()
+			c.key = keys.Key(c.target)
+			if last == nil || !reflect.DeepEqual(*last, c.target.Spec) {
+				last = &health.Spec{}
+				*last = c.target.Spec
+			}
+			c.spec, c.target.Spec = last, health.Spec{}
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// fullTarget is c's target with its spec.
+func (c *checked) fullTarget() health.Target {
+	t := c.target
+	t.Spec = *c.spec
+	return t
 }
 
 // refName names a real server of a service in files and logs, as ipvsadm

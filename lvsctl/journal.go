@@ -1,10 +1,12 @@
 package lvsctl
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -193,6 +195,7 @@ func (j *fileJournal) readFile(name string, v any) (bool, error) {
 
 // writeFile replaces the directory's file name atomically (temporary file,
 // fsync, rename, fsync of the directory) with v as JSON; nil removes it.
+// A v with a writeJSON method writes itself.
 func (j *fileJournal) writeFile(name string, v any) error {
 	if v == nil {
 		err := unix.Unlinkat(j.fd, name, 0)
@@ -200,10 +203,6 @@ func (j *fileJournal) writeFile(name string, v any) error {
 			return fmt.Errorf("removing %s: %w", filepath.Join(j.dir, name), err)
 		}
 		return unix.Fsync(j.fd)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
 	}
 	tmp := "." + name + "." + strconv.Itoa(os.Getpid()) + ".tmp"
 	fd, err := unix.Openat(j.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
@@ -216,7 +215,15 @@ func (j *fileJournal) writeFile(name string, v any) error {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.Write(append(b, '\n'))
+	w := bufio.NewWriterSize(f, 64<<10)
+	if s, ok := v.(interface{ writeJSON(io.Writer) error }); ok {
+		err = s.writeJSON(w)
+	} else {
+		err = json.NewEncoder(w).Encode(v)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -216,7 +216,7 @@ func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) 
 func targetsOf(cs []checked) []health.Target {
 	out := make([]health.Target, len(cs))
 	for i := range cs {
-		out[i] = cs[i].target
+		out[i] = cs[i].fullTarget()
 	}
 	return out
 }
@@ -369,7 +369,7 @@ func (l *runLoop) saveSnapshot(snap health.Status, states map[health.TargetKey]*
 		// reconcile were most of its cost.
 		ts.Key, ts.Target = c.key, health.Target{}
 		st.Servers = append(st.Servers, runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
-			InService: l.inSvc[c.ref], Weight: weights[c.ref], Check: c.target.Spec.Type, Health: ts})
+			InService: l.inSvc[c.ref], Weight: weights[c.ref], Check: c.spec.Type, Health: ts})
 	}
 	for k := range l.allDown {
 		st.AllDown = append(st.AllDown, k.String())

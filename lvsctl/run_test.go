@@ -1,9 +1,11 @@
 package lvsctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -489,4 +491,33 @@ func TestRunHealthChangeReadsItsServiceOnly(t *testing.T) {
 		t.Errorf("a health change of -t 10.0.0.1:80 changed %s: weight %d, want 9 until a resync", other, w[other])
 	}
 	h.stop(t)
+}
+
+// The record written a server at a time is the record json.Marshal
+// writes, less whitespace.
+func TestRecordWritesAsMarshal(t *testing.T) {
+	st := &runState{Version: runStateVersion, PID: 7, File: `/etc/"servers":null.yaml`, Marks: map[string]uint32{`"servers":null`: 1},
+		AllDown: []string{"-t 10.0.0.1:80"}, Boot: "b"}
+	for i := range 3 {
+		st.Servers = append(st.Servers, runServer{Service: "-t 10.0.0.1:80", Destination: fmt.Sprintf("192.168.1.%d:80", i), Weight: uint32(i), Check: "tcp",
+			Health: health.TargetState{State: health.Down, Result: "connect: refused <&>"}})
+	}
+	for _, servers := range [][]runServer{nil, st.Servers[:1], st.Servers} {
+		st.Servers = servers
+		var got bytes.Buffer
+		if err := st.writeJSON(&got); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(st)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, got.Bytes()); err != nil {
+			t.Fatalf("%v:\n%s", err, got.Bytes())
+		}
+		if servers == nil {
+			want = bytes.Replace(want, []byte(`"servers":null`), []byte(`"servers":[]`), 1)
+		}
+		if !bytes.Equal(compact.Bytes(), want) || !bytes.HasSuffix(got.Bytes(), []byte("}\n")) {
+			t.Errorf("%d servers: wrote\n%s\nwant\n%s", len(servers), got.Bytes(), want)
+		}
+	}
 }

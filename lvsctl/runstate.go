@@ -1,7 +1,11 @@
 package lvsctl
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -67,6 +71,40 @@ func (j *fileJournal) loadRunState() (*runState, error) {
 		return nil, nil
 	}
 	return &st, nil
+}
+
+// writeJSON writes st as json.Encoder would, its servers one at a time:
+// 10,000 of them marshalled at once kept an 8 MB buffer in the encoder's
+// pool.
+func (st *runState) writeJSON(w io.Writer) error {
+	head := *st
+	head.Servers = nil
+	b, err := json.Marshal(&head)
+	if err != nil {
+		return err
+	}
+	// A key's quotes are the only unescaped ones: this is the servers key.
+	const servers = `"servers":null`
+	i := bytes.Index(b, []byte(servers))
+	if i < 0 {
+		return errors.New("record: no servers key")
+	}
+	if _, err := io.WriteString(w, string(b[:i])+`"servers":[`); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for k := range st.Servers {
+		if k > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(&st.Servers[k]); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "]"+string(b[i+len(servers):])+"\n")
+	return err
 }
 
 // saveRunState replaces the record.

@@ -15,8 +15,9 @@ type Health struct {
 	// Checks holds the check of every real server that has one: its own,
 	// else its service's, validated, with defaults filled in but Via, which
 	// stays as written (empty: vip for direct-routing and tunnelled real
-	// servers, direct for masquerading ones).
-	Checks map[DestRef]health.Spec
+	// servers, direct for masquerading ones). Real servers with the same
+	// check share one Spec, which no one changes.
+	Checks map[DestRef]*health.Spec
 	// Services holds the settings of services that have checks.
 	Services map[rules.ServiceKey]ServiceHealth
 }
@@ -60,12 +61,12 @@ type healthReader struct {
 	// spec, with its defaults in withDefaults, is the check of the last
 	// real server read: mostly its service's, that of the next ones too.
 	spec         *health.Spec
-	withDefaults health.Spec
+	withDefaults *health.Spec
 }
 
 func newHealth(name string, version int) *healthReader {
 	return &healthReader{name: name, version: version, sys: healthSystem,
-		h: Health{Checks: map[DestRef]health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
+		h: Health{Checks: map[DestRef]*health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
 }
 
 // sizeHint says how many services and real servers the document has.
@@ -151,11 +152,12 @@ func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.De
 	}
 	if spec != nil {
 		if spec != hr.spec {
-			hr.spec, hr.withDefaults = spec, spec.WithDefaults()
+			d := spec.WithDefaults()
+			hr.spec, hr.withDefaults = spec, &d
 			hr.withDefaults.Via = spec.Via // empty: the real server's forwarding method decides
 		}
 		if len(hr.h.Checks) == 0 && hr.destHint > 0 {
-			hr.h.Checks = make(map[DestRef]health.Spec, hr.destHint)
+			hr.h.Checks = make(map[DestRef]*health.Spec, hr.destHint)
 		}
 		hr.h.Checks[DestRef{svc, dest}] = hr.withDefaults
 		if _, ok := hr.h.Services[svc]; !ok {
