@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strings"
@@ -53,6 +54,8 @@ type Checker struct {
 	running  bool
 	ran      bool
 	wakeAt   time.Time // when the scheduler wakes unless told (zero: never)
+	holdEnd  time.Time // no probe starts before it (Hold); zero: none
+	released time.Time // when the last hold ended
 
 	pending      map[TargetKey]*Change // changes not yet received
 	pendingOrder []TargetKey           // their order; keys may repeat or be gone
@@ -65,9 +68,9 @@ type Checker struct {
 // entry is one target's schedule and state; the checker's mutex guards
 // every field but target and cfg, which never change.
 type entry struct {
-	key    TargetKey
-	target Target // without its Spec: cfg.given, shared, holds it
-	cfg    *config
+	key   TargetKey
+	where place // the target less its spec, which cfg (shared) holds
+	cfg   *config
 
 	next     time.Time // scheduled start of the next probe
 	index    int       // in the queue; -1 when not queued
@@ -156,9 +159,7 @@ func (c *Checker) Set(targets []Target) error {
 				e = g
 				e.reset()
 			} else {
-				t := it.t
-				t.Spec = Spec{}
-				e = &entry{key: it.key, target: t, cfg: it.cfg, index: -1}
+				e = &entry{key: it.key, where: placeOf(it.t), cfg: it.cfg, index: -1}
 				e.next = now.Add(c.randN(it.cfg.interval))
 				c.queue.push(e)
 			}
@@ -209,11 +210,22 @@ func (c *Checker) Restore(states []TargetState) {
 	}
 }
 
-// full is e's target with its spec.
+// place is where a target's probe goes: the target less its spec, a
+// quarter of its size.
+type place struct {
+	addr    netip.AddrPort
+	mark    uint32
+	through netip.Addr
+	vip     netip.AddrPort
+	env     map[string]string
+}
+
+func placeOf(t Target) place { return place{t.Addr, t.Mark, t.Through, t.VIP, t.Env} }
+
+// full is e's target.
 func (e *entry) full() Target {
-	t := e.target
-	t.Spec = e.cfg.given
-	return t
+	w := &e.where
+	return Target{Addr: w.addr, Mark: w.mark, Through: w.through, VIP: w.vip, Env: w.env, Spec: e.cfg.given}
 }
 
 // reset makes e a new target's entry, keeping its schedule.
@@ -259,7 +271,11 @@ func (c *Checker) Run(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		now := time.Now()
-		for c.inFlight < c.max && len(c.queue) > 0 && !c.queue[0].next.After(now) {
+		if !c.holdEnd.IsZero() && !now.Before(c.holdEnd) {
+			c.released, c.holdEnd = c.holdEnd, time.Time{}
+		}
+		held := !c.holdEnd.IsZero()
+		for !held && c.inFlight < c.max && len(c.queue) > 0 && !c.queue[0].next.After(now) {
 			e := c.queue.pop()
 			e.inFlight = true
 			c.inFlight++
@@ -268,6 +284,9 @@ func (c *Checker) Run(ctx context.Context) error {
 		c.wakeAt = time.Time{}
 		if c.inFlight < c.max && len(c.queue) > 0 {
 			c.wakeAt = c.queue[0].next
+			if held && c.wakeAt.Before(c.holdEnd) {
+				c.wakeAt = c.holdEnd
+			}
 			timer.Reset(c.wakeAt.Sub(now))
 		}
 		c.mu.Unlock()
@@ -311,7 +330,9 @@ func (c *Checker) run(ctx context.Context, e *entry) {
 	if ctx.Err() != nil {
 		return // stopping: the probe was cut short
 	}
-	late := max(start.Sub(e.next), 0)
+	// A probe due during a hold is late from the hold's end only: the
+	// hold is no sign of probes falling behind.
+	late := max(start.Sub(later(e.next, c.released)), 0)
 	c.late.add(late, start)
 	if e.removed {
 		if c.gone[e.key] == e {
@@ -410,6 +431,36 @@ func (c *Checker) send(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Hold keeps new probes from starting until Release, for half the
+// shortest interval at most; probes in flight finish. A caller about to
+// spend the processor on something that must be quick (lvsctl run
+// reading a large file on reload) gets it first. Probes due meanwhile
+// start at the end of the hold, and their lateness counts from there.
+func (c *Checker) Hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.minIvl > 0 {
+		c.holdEnd = time.Now().Add(c.minIvl / 2)
+	}
+}
+
+// Release ends a hold.
+func (c *Checker) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.holdEnd.IsZero() {
+		c.released, c.holdEnd = time.Now(), time.Time{}
+		c.poke()
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // poke wakes the scheduler.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -737,4 +738,86 @@ func TestCheckerObserve(t *testing.T) {
 			t.Errorf("observed %v, probes started %d and %d", seen, len(f.startsOf("10.0.0.1:80")), len(f.startsOf("10.0.0.2:80")))
 		}
 	})
+}
+
+// A hold starts no probe until Release, or half the shortest interval
+// has passed; the probes it delayed start at its end and count late from
+// there only.
+func TestCheckerHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeProbes()
+		c := newChecker(f, 0)
+		var targets []Target
+		var addrs []string
+		for i := range 50 {
+			addr := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(1000+i)).String()
+			addrs = append(addrs, addr)
+			targets = append(targets, tcpTarget(addr, Spec{})) // every 2 s
+		}
+		if err := c.Set(targets); err != nil {
+			t.Fatal(err)
+		}
+		count := func() int {
+			n := 0
+			for _, a := range addrs {
+				n += len(f.startsOf(a))
+			}
+			return n
+		}
+		stop := run(t, c)
+		defer stop()
+		c.Hold()
+		time.Sleep(900 * time.Millisecond)
+		synctest.Wait()
+		if n := count(); n != 0 {
+			t.Fatalf("%d probes started during a hold", n)
+		}
+		released := time.Now()
+		c.Release()
+		synctest.Wait()
+		if n := count(); n < 10 {
+			t.Errorf("%d probes started at the release, want the ~22 due in 900 ms", n)
+		}
+		for _, a := range addrs {
+			if s := f.startsOf(a); len(s) > 0 && s[0].Before(released) {
+				t.Errorf("%s probed at %v, before the release at %v", a, s[0], released)
+			}
+		}
+		if l := c.Lateness(); l.Max != 0 {
+			t.Errorf("lateness %+v: probes a hold delayed counted late", l)
+		}
+
+		// Unreleased, a hold ends after half the interval.
+		c.Hold()
+		before := count()
+		time.Sleep(999 * time.Millisecond)
+		synctest.Wait()
+		if n := count(); n != before {
+			t.Errorf("%d probes started during the second hold", n-before)
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if n := count(); n == before {
+			t.Error("no probe started once the hold ran out")
+		}
+	})
+}
+
+// The checker keeps a target less its spec, and gives it back whole.
+func TestCheckerGivesTargetsBackWhole(t *testing.T) {
+	tg := Target{Addr: netip.MustParseAddrPort("10.0.0.1:80"), Mark: 7, Through: netip.MustParseAddr("192.168.1.1"),
+		VIP: netip.MustParseAddrPort("10.0.0.1:80"), Env: map[string]string{"A": "b"}, Spec: Spec{Type: "tcp", Interval: "2s", Port: 81}}
+	v := reflect.ValueOf(tg)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the sample target leaves %s zero: give it a value, and keep it in place", v.Type().Field(i).Name)
+		}
+	}
+	c := New(Options{})
+	if err := c.Set([]Target{tg}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Snapshot().Targets; len(got) != 1 || !reflect.DeepEqual(got[0].Target, tg) {
+		t.Errorf("snapshot target %+v, want %+v", got, tg)
+	}
 }

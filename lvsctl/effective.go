@@ -14,16 +14,22 @@ import (
 // checked is one real server with a check, as lvsctl run probes it.
 type checked struct {
 	ref desired.DestRef
-	// target is the probe's target without its spec, which spec holds:
-	// shared by the real servers of a service, as 10,000 copies of it
+	key health.TargetKey
+	// The probe's target (see health.Target) is kept in parts: its spec
+	// is shared by the real servers of a service, as 10,000 copies of it
 	// were a tenth of a large table's memory.
-	target health.Target
-	spec   *health.Spec
-	key    health.TargetKey
-	// probe is the probe service of a via-vip check (nil otherwise), and
-	// probeDest its one real server.
-	probe     *ipvs.Service
-	probeDest ipvs.Destination
+	addr, vip netip.AddrPort
+	through   netip.Addr
+	mark      uint32
+	spec      *health.Spec
+	// probe is the probe service of a via-vip check (nil otherwise), with
+	// its one real server.
+	probe *probeService
+}
+
+type probeService struct {
+	svc  ipvs.Service
+	dest ipvs.Destination
 }
 
 // via is the way a real server is probed: as its check says, else through
@@ -67,12 +73,12 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 			}
 			spec := *sp
 			c := checked{ref: ref}
-			c.target = health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
+			t := health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
 			if s.FWMark == 0 {
-				c.target.VIP = netip.AddrPortFrom(s.Addr, s.Port)
+				t.VIP = netip.AddrPortFrom(s.Addr, s.Port)
 			}
-			c.target.Spec.Via = via(spec, d)
-			if c.target.Spec.Via == "vip" && s.FWMark == 0 && spec.Type != "exec" {
+			t.Spec.Via = via(spec, d)
+			if t.Spec.Via == "vip" && s.FWMark == 0 && spec.Type != "exec" {
 				name := refName(ref)
 				mark, ok := marks[name]
 				if !ok {
@@ -80,32 +86,29 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 					}
 					marks[name], used[mark] = mark, true
 				}
-				c.target.Addr, c.target.Mark, c.target.Through = netip.AddrPortFrom(s.Addr, s.Port), mark, d.Addr
-				probe := ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}
-				c.probe, c.probeDest = &probe, *d
-				c.probeDest.Weight = 1
+				t.Addr, t.Mark, t.Through = netip.AddrPortFrom(s.Addr, s.Port), mark, d.Addr
+				c.probe = &probeService{svc: ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}, dest: *d}
+				c.probe.dest.Weight = 1
 			} else if spec.Type == "exec" {
-				c.target.Spec.Via = "" // an exec check goes nowhere: no via
+				t.Spec.Via = "" // an exec check goes nowhere: no via
 			} else {
-				c.target.Spec.Via = "direct"
+				t.Spec.Via = "direct"
 			}
-			c.key = keys.Key(c.target)
-			if last == nil || !reflect.DeepEqual(*last, c.target.Spec) {
+			c.key = keys.Key(t)
+			if last == nil || !reflect.DeepEqual(*last, t.Spec) {
 				last = &health.Spec{}
-				*last = c.target.Spec
+				*last = t.Spec
 			}
-			c.spec, c.target.Spec = last, health.Spec{}
+			c.addr, c.vip, c.through, c.mark, c.spec = t.Addr, t.VIP, t.Through, t.Mark, last
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// fullTarget is c's target with its spec.
-func (c *checked) fullTarget() health.Target {
-	t := c.target
-	t.Spec = *c.spec
-	return t
+// target is c's probe target.
+func (c *checked) target() health.Target {
+	return health.Target{Addr: c.addr, VIP: c.vip, Through: c.through, Mark: c.mark, Spec: *c.spec}
 }
 
 // refName names a real server of a service in files and logs, as ipvsadm
@@ -197,7 +200,7 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 	}
 	for i := range probes {
 		if c := &probes[i]; c.probe != nil {
-			out.Services = append(out.Services, rules.Service{Service: *c.probe, Dests: []rules.Dest{{Destination: c.probeDest}}})
+			out.Services = append(out.Services, rules.Service{Service: c.probe.svc, Dests: []rules.Dest{{Destination: c.probe.dest}}})
 		}
 	}
 	return out, allDown

@@ -54,10 +54,13 @@ type runLoop struct {
 	metrics *metrics // nil without --metrics-listen
 	log     io.Writer
 
-	want    *rules.Set
-	health  *desired.Health
-	probes  []checked
-	byKey   map[health.TargetKey][]desired.DestRef // probes' real servers by key; nil: not built yet
+	want   *rules.Set
+	health *desired.Health
+	probes []checked
+	// byKey finds the probes of a key: the first's index, and sameKey
+	// the next's after each (-1: none); nil until a health change needs it.
+	byKey   map[health.TargetKey]int32
+	sameKey []int32
 	marks   map[string]uint32
 	drains  map[desired.DestRef]*draining
 	inSvc   map[desired.DestRef]bool
@@ -73,6 +76,7 @@ type runLoop struct {
 // SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
 func (r *runner) run(f *runCmd) (int, error) {
 	longRunning()
+	checkerProcs()
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
 		return ExitUsage, err
@@ -216,7 +220,7 @@ func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) 
 func targetsOf(cs []checked) []health.Target {
 	out := make([]health.Target, len(cs))
 	for i := range cs {
-		out[i] = cs[i].fullTarget()
+		out[i] = cs[i].target()
 	}
 	return out
 }
@@ -395,14 +399,21 @@ func (l *runLoop) logChange(c health.Change) {
 	if l.byKey == nil {
 		// Built once per set of probes: 10,000 servers coming up at
 		// start would otherwise each scan all of them.
-		l.byKey = make(map[health.TargetKey][]desired.DestRef, len(l.probes))
-		for _, p := range l.probes {
-			l.byKey[p.key] = append(l.byKey[p.key], p.ref)
+		l.byKey = make(map[health.TargetKey]int32, len(l.probes))
+		l.sameKey = make([]int32, len(l.probes))
+		for i := len(l.probes) - 1; i >= 0; i-- {
+			l.sameKey[i] = -1
+			if j, ok := l.byKey[l.probes[i].key]; ok {
+				l.sameKey[i] = j
+			}
+			l.byKey[l.probes[i].key] = int32(i)
 		}
 	}
 	var names []string
-	for _, ref := range l.byKey[c.Key] {
-		names = append(names, refName(ref))
+	if i, ok := l.byKey[c.Key]; ok {
+		for ; i >= 0; i = l.sameKey[i] {
+			names = append(names, refName(l.probes[i].ref))
+		}
 	}
 	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
 }
@@ -423,6 +434,10 @@ func (l *runLoop) status() string {
 // stay keep their health; those that leave drain at weight 0.
 func (l *runLoop) reload() error {
 	start := time.Now()
+	// The reload takes the processor first: on a large table, probes
+	// sharing it made the read several times slower.
+	l.checker.Hold()
+	defer l.checker.Release()
 	want, h, err := l.r.readRunDesired(l.f)
 	if err != nil {
 		return err
