@@ -28,6 +28,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // Exit statuses, decided only in Main.
@@ -295,6 +296,9 @@ type runner struct {
 	out        io.Writer
 	errOut     io.Writer
 	journalDir string
+	// yamlCache keeps a YAML file's entries between reads of it: set by
+	// lvsctl run, which reads its file again on each reload.
+	yamlCache *desired.YAMLCache
 }
 
 func (r *runner) open() (ipvs.Client, error) {

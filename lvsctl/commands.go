@@ -106,7 +106,7 @@ func (r *runner) readDesiredHealth(f *planFlags) (*rules.Set, *desired.Health, e
 		in = file
 	}
 	// Read a line at a time: the file is never held whole.
-	set, h, err := desired.Read(name, in, r.env.Resolver)
+	set, h, err := desired.ReadCached(name, in, r.env.Resolver, r.yamlCache)
 	if err != nil {
 		return nil, nil, usageError{err: err}
 	}

@@ -77,6 +77,7 @@ type runLoop struct {
 func (r *runner) run(f *runCmd) (int, error) {
 	longRunning()
 	checkerProcs()
+	r.yamlCache = &desired.YAMLCache{}
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
 		return ExitUsage, err

@@ -37,7 +37,7 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 	var lines lineTable // found by yamlToJSON, else below
 	if isYAML(data) {
 		var err error
-		if data, lines, err = yamlToJSON(data); err != nil {
+		if data, lines, err = yamlToJSON(data, nil); err != nil {
 			if le, ok := err.(*LineError); ok {
 				le.File = name
 			}

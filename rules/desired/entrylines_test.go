@@ -98,7 +98,7 @@ func entryLinesDocs(t testing.TB) [][]byte {
 		`{}`, `[]`, `[{"services": [{}]}, {}]`, `"services"`, `{"services": []}`, `{"services": [{}]}`,
 	}
 	for _, y := range []string{healthYAML, string(benchYAML(3, 2))} {
-		j, _, err := yamlToJSON([]byte(y))
+		j, _, err := yamlToJSON([]byte(y), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

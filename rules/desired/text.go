@@ -81,6 +81,14 @@ func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error
 // comments) and returns the document's health checks (nil for none, and
 // for rules text, which has no place for them).
 func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, error) {
+	return ReadCached(name, rd, res, nil)
+}
+
+// ReadCached is Read that keeps a YAML document's service entries in
+// cache (when not nil) and takes from it those a previous read saw: a
+// process that reads the same file again (lvsctl run, on reload) parses
+// only the entries that changed.
+func ReadCached(name string, rd io.Reader, res *names.Resolver, cache *YAMLCache) (*rules.Set, *Health, error) {
 	br := bufio.NewReaderSize(rd, 64<<10)
 	head, err := br.Peek(br.Size())
 	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
@@ -94,7 +102,7 @@ func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, 
 		}
 		var lines lineTable
 		if yaml {
-			if data, lines, err = yamlToJSON(data); err != nil {
+			if data, lines, err = yamlToJSON(data, cache); err != nil {
 				if le, ok := err.(*LineError); ok {
 					le.File = name
 				}

@@ -3,6 +3,7 @@ package desired
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -42,7 +43,10 @@ func isYAML(head []byte) bool {
 // entryLines would find in it. Anchors and aliases are expanded; keys must
 // be strings. The YAML is parsed with go.yaml.in/yaml/v3
 // (docs/decisions/0014-health-checks.md says why).
-func yamlToJSON(data []byte) ([]byte, lineTable, error) {
+func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
+	if b, lines, ok := yamlByEntries(data, cache); ok {
+		return b, lines, nil
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, nil, yamlError(err)
@@ -81,7 +85,18 @@ type jsonWriter struct {
 	// array opened while entryKey was true.
 	lines    lineTable
 	entryKey bool // the last key written names entries
+
+	// entries, when set, writes the services' entries in place of the
+	// null value of the top-level "services" key on line entriesLine (a
+	// skeleton's, see yamlByEntries); false when it could not.
+	entries      func() bool
+	entriesLine  int
+	wroteEntries bool
 }
+
+// errEntries stops a skeleton's writing when its entries could not be
+// written.
+var errEntries = errors.New("entries")
 
 func (w *jsonWriter) at(line int) {
 	for w.line < line {
@@ -119,6 +134,14 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 			w.b = appendJSONString(w.b, k.Value)
 			w.b = append(w.b, ':')
 			w.entryKey = k.Value == "services" || k.Value == "destinations" || k.Value == "checks"
+			if w.entries != nil && depth == 0 && k.Value == "services" && k.Line == w.entriesLine &&
+				v.Kind == yaml.ScalarNode && v.Tag == "!!null" && !w.wroteEntries {
+				if !w.entries() {
+					return errEntries
+				}
+				w.wroteEntries = true
+				continue
+			}
 			if err := w.node(v, depth+1, false); err != nil {
 				return err
 			}

@@ -195,7 +195,7 @@ Services: [{}]
 func TestYAMLToJSONLikeMarshal(t *testing.T) {
 	for _, d := range yamlDocs() {
 		want, wantErr := yamlToJSONByMarshal([]byte(d))
-		got, lines, err := yamlToJSON([]byte(d))
+		got, lines, err := yamlToJSON([]byte(d), nil)
 		if !reflect.DeepEqual(err, wantErr) {
 			t.Errorf("error %v, want %v, of\n%s", err, wantErr, d)
 			continue
@@ -223,7 +223,7 @@ func FuzzYAMLToJSON(f *testing.F) {
 			return
 		}
 		want, wantErr := yamlToJSONByMarshal(data)
-		got, lines, err := yamlToJSON(data)
+		got, lines, err := yamlToJSON(data, nil)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
 			t.Fatalf("wrote %q (error %v), want %q (error %v)", got, err, want, wantErr)
 		}
