@@ -77,6 +77,7 @@ type runLoop struct {
 func (r *runner) run(f *runCmd) (int, error) {
 	longRunning()
 	checkerProcs()
+	fitMemoryLimit()
 	r.yamlCache = &desired.YAMLCache{}
 	want, h, err := r.readRunDesired(f)
 	if err != nil {
@@ -289,7 +290,7 @@ func byKey(snap health.Status) map[health.TargetKey]*health.TargetState {
 // What others change in the rest is put back by the resyncs, which read
 // everything.
 func (l *runLoop) reconcile(why string, scoped bool) error {
-	snap := l.checker.Snapshot()
+	snap := l.checker.States()
 	states := byKey(snap)
 	state := func(k health.TargetKey) health.State {
 		if t := states[k]; t != nil {
@@ -331,6 +332,7 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 		l.applied = eff
 	}
 	l.saveSnapshot(snap, states)
+	fitMemoryLimit()
 	if l.metrics != nil {
 		l.metrics.publish(l)
 	}
@@ -349,7 +351,7 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 // save writes the record; a failure is logged, not fatal: the table is
 // right, and the next save may succeed.
 func (l *runLoop) save() {
-	snap := l.checker.Snapshot()
+	snap := l.checker.States()
 	l.saveSnapshot(snap, byKey(snap))
 }
 
