@@ -183,17 +183,24 @@ func TestStateMachine(t *testing.T) {
 	}
 }
 
+// fiftyTargets are 50 TCP targets with the default spec, and their
+// addresses.
+func fiftyTargets() ([]Target, []string) {
+	var targets []Target
+	var addrs []string
+	for i := range 50 {
+		addr := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(1000+i)).String()
+		addrs = append(addrs, addr)
+		targets = append(targets, tcpTarget(addr, Spec{}))
+	}
+	return targets, addrs
+}
+
 func TestCheckerSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeProbes()
 		c := newChecker(f, 0)
-		var targets []Target
-		var addrs []string
-		for i := range 50 {
-			addr := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(1000+i)).String()
-			addrs = append(addrs, addr)
-			targets = append(targets, tcpTarget(addr, Spec{}))
-		}
+		targets, addrs := fiftyTargets()
 		if err := c.Set(targets); err != nil {
 			t.Fatal(err)
 		}
@@ -747,13 +754,7 @@ func TestCheckerHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeProbes()
 		c := newChecker(f, 0)
-		var targets []Target
-		var addrs []string
-		for i := range 50 {
-			addr := netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), uint16(1000+i)).String()
-			addrs = append(addrs, addr)
-			targets = append(targets, tcpTarget(addr, Spec{})) // every 2 s
-		}
+		targets, addrs := fiftyTargets() // every 2 s
 		if err := c.Set(targets); err != nil {
 			t.Fatal(err)
 		}
