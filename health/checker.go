@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -125,21 +124,22 @@ func (c *Checker) Set(targets []Target) error {
 	items := make([]item, 0, len(targets))
 	// The real servers of a service come together and share its spec:
 	// compiled and keyed once for the run.
-	var last *Target
-	var lastCfg *config
-	var lastKey string
-	for i, t := range targets {
-		if last == nil || !reflect.DeepEqual(last.Spec, t.Spec) {
-			cfg, err := compile(t.Spec)
-			if err != nil {
+	var keys Keys
+	var group *Spec
+	var cfg *config
+	for _, t := range targets {
+		key := keys.Key(t)
+		if keys.Spec() != group {
+			var err error
+			if cfg, err = compile(t.Spec); err != nil {
 				return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 			}
-			last, lastCfg, lastKey = &targets[i], cfg, t.specKey()
+			group = keys.Spec()
 		}
-		if err := checkTarget(t, lastCfg); err != nil {
+		if err := checkTarget(t, cfg); err != nil {
 			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 		}
-		items = append(items, item{t.keyWith(lastKey), t, lastCfg})
+		items = append(items, item{key, t, cfg})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

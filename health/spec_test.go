@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -262,9 +263,18 @@ func TestKeysAsKey(t *testing.T) {
 		ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), 80), Spec: s})
 	}
 	var k Keys
-	for _, tg := range ts {
+	var prev *Spec
+	for i, tg := range ts {
 		if got, want := k.Key(tg), tg.Key(); got != want {
 			t.Errorf("%v: key %+v, want %+v", tg.Addr, got, want)
 		}
+		sp := k.Spec()
+		if sp == nil || !reflect.DeepEqual(*sp, tg.Spec) {
+			t.Fatalf("%v: Spec %+v, want %+v", tg.Addr, sp, tg.Spec)
+		}
+		if same := i > 0 && reflect.DeepEqual(ts[i-1].Spec, tg.Spec); (sp == prev) != same {
+			t.Errorf("%v: Spec shared with the previous target %v, want %v", tg.Addr, sp == prev, same)
+		}
+		prev = sp
 	}
 }

@@ -55,18 +55,23 @@ func (t Target) Key() TargetKey {
 // service share its spec: the spec's part of the key is worked out once
 // for consecutive targets with equal specs, and its string shared.
 type Keys struct {
-	last Spec
+	last *Spec
 	spec string
-	ok   bool
 }
 
 // Key returns t's key.
 func (k *Keys) Key(t Target) TargetKey {
-	if !k.ok || !reflect.DeepEqual(k.last, t.Spec) {
-		k.last, k.spec, k.ok = t.Spec, t.specKey(), true
+	if k.last == nil || !reflect.DeepEqual(*k.last, t.Spec) {
+		s := t.Spec
+		k.last, k.spec = &s, t.specKey()
 	}
 	return t.keyWith(k.spec)
 }
+
+// Spec is the spec of the target Key was last given, one copy shared by
+// the run of consecutive targets with equal specs it belongs to; nil
+// before the first. No one may change it.
+func (k *Keys) Spec() *Spec { return k.last }
 
 // specKey is the Spec part of t's key.
 func (t Target) specKey() string {

@@ -2,7 +2,6 @@ package lvsctl
 
 import (
 	"net/netip"
-	"reflect"
 	"slices"
 
 	"github.com/lvskit/lvskit/health"
@@ -60,7 +59,6 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 	}
 	out := make([]checked, 0, len(h.Checks))
 	var keys health.Keys
-	var last *health.Spec
 	for i := range want.Services {
 		s := &want.Services[i]
 		sk := rules.KeyOf(&s.Service)
@@ -95,11 +93,7 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 				t.Spec.Via = "direct"
 			}
 			c.key = keys.Key(t)
-			if last == nil || !reflect.DeepEqual(*last, t.Spec) {
-				last = &health.Spec{}
-				*last = t.Spec
-			}
-			c.addr, c.vip, c.through, c.mark, c.spec = t.Addr, t.VIP, t.Through, t.Mark, last
+			c.addr, c.vip, c.through, c.mark, c.spec = t.Addr, t.VIP, t.Through, t.Mark, keys.Spec()
 			out = append(out, c)
 		}
 	}

@@ -285,14 +285,13 @@ type pairing struct {
 
 func pair(services []ipvs.Service, desired *Set, o DiffOptions) *pairing {
 	cur := newServiceIndex(services)
-	p := &pairing{want: make([]*Service, len(desired.Services)), at: make([]int, len(desired.Services))}
-	p.want = p.want[:0]
+	p := &pairing{want: make([]*Service, 0, len(desired.Services))}
 	for i := range desired.Services {
 		if w := &desired.Services[i]; o.Only == nil || o.Only(KeyOf(&w.Service)) {
 			p.want = append(p.want, w)
 		}
 	}
-	p.at = p.at[:len(p.want)]
+	p.at = make([]int, len(p.want))
 	slices.SortFunc(p.want, func(a, b *Service) int { return KeyOf(&a.Service).Compare(KeyOf(&b.Service)) })
 	wanted := make([]bool, len(services))
 	for i, w := range p.want {
