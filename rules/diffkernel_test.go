@@ -46,18 +46,24 @@ func tcp(a, b byte) ipvs.Service {
 		Port: 80, Scheduler: "rr", Netmask: 0xffffffff}
 }
 
-func TestDiffKernelRereadsAChangingTable(t *testing.T) {
+// tcpTable is a fake kernel holding the services tcp(0, 1) to tcp(0, n),
+// and the set of them.
+func tcpTable(t *testing.T, n byte) (*ipvstest.Fake, *rules.Set) {
+	t.Helper()
 	f := ipvstest.New()
-	for i := byte(1); i <= 4; i++ {
+	set := &rules.Set{}
+	for i := byte(1); i <= n; i++ {
 		s := tcp(0, i)
 		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
 			t.Fatal(err)
 		}
+		set.Services = append(set.Services, rules.Service{Service: s})
 	}
-	desired := &rules.Set{}
-	for i := byte(1); i <= 4; i++ {
-		desired.Services = append(desired.Services, rules.Service{Service: tcp(0, i)})
-	}
+	return f, set
+}
+
+func TestDiffKernelRereadsAChangingTable(t *testing.T) {
+	f, desired := tcpTable(t, 4)
 
 	// Two disturbed reads, then quiet: the plan comes from the third
 	// read, and it deletes exactly the one service the churn left.
@@ -218,13 +224,7 @@ func (r *snapshotReader) SnapshotServiceKeys(dst []ipvs.Service) ([]ipvs.Service
 // service keys instead of a second read when the reader can take one; a
 // snapshot that differs, or none, means a second read.
 func TestDiffKernelChecksWithASnapshot(t *testing.T) {
-	f := ipvstest.New()
-	for i := byte(1); i <= 3; i++ {
-		s := tcp(0, i)
-		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f, _ := tcpTable(t, 3)
 	same := func() ([]ipvs.Service, bool) {
 		svcs, _ := f.Services()
 		var keys []ipvs.Service
@@ -303,17 +303,7 @@ func TestCompareDestsAgreesWithAddrCompare(t *testing.T) {
 // A plan limited by Only reads and changes the services it accepts
 // alone; ChangedServices names those whose configuration differs.
 func TestDiffKernelOnly(t *testing.T) {
-	f := ipvstest.New()
-	for i := byte(1); i <= 3; i++ {
-		s := tcp(0, i)
-		if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdNewService, Service: &s}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	old := &rules.Set{}
-	for i := byte(1); i <= 3; i++ {
-		old.Services = append(old.Services, rules.Service{Service: tcp(0, i)})
-	}
+	f, old := tcpTable(t, 3)
 	// The new set drops 10.0.0.3, edits 10.0.0.2 and adds 10.0.0.4.
 	changedSvc := tcp(0, 2)
 	changedSvc.Scheduler = "wrr"
