@@ -47,6 +47,7 @@ type Checker struct {
 	gone     map[TargetKey]*entry // removed by Set while in flight
 	queue    queue                // entries waiting for their next probe, soonest first
 	inFlight int
+	slow     map[*tcpProbe]struct{} // inline TCP probes whose connect is under way
 	seeds    map[TargetKey]TargetState
 	minIvl   time.Duration // the shortest interval of the set
 	late     lateness
@@ -95,6 +96,7 @@ func New(opts Options) *Checker {
 		rnd:     opts.Rand,
 		entries: map[TargetKey]*entry{},
 		gone:    map[TargetKey]*entry{},
+		slow:    map[*tcpProbe]struct{}{},
 		pending: map[TargetKey]*Change{},
 		wake:    make(chan struct{}, 1),
 		notify:  make(chan struct{}, 1),
@@ -268,6 +270,7 @@ func (c *Checker) Run(ctx context.Context) error {
 	wg.Go(func() { c.send(ctx) })
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	var due []*entry
 	for {
 		c.mu.Lock()
 		now := time.Now()
@@ -275,11 +278,11 @@ func (c *Checker) Run(ctx context.Context) error {
 			c.released, c.holdEnd = c.holdEnd, time.Time{}
 		}
 		held := !c.holdEnd.IsZero()
-		for !held && c.inFlight < c.max && len(c.queue) > 0 && !c.queue[0].next.After(now) {
+		for !held && c.inFlight < c.max && len(c.queue) > 0 && !c.queue[0].next.After(now) && len(due) < maxBatch {
 			e := c.queue.pop()
 			e.inFlight = true
 			c.inFlight++
-			wg.Go(func() { c.run(ctx, e) })
+			due = append(due, e)
 		}
 		c.wakeAt = time.Time{}
 		if c.inFlight < c.max && len(c.queue) > 0 {
@@ -290,9 +293,19 @@ func (c *Checker) Run(ctx context.Context) error {
 			timer.Reset(c.wakeAt.Sub(now))
 		}
 		c.mu.Unlock()
+		// Outside the lock: a TCP probe runs here when it can (see
+		// probeInline), any other on a goroutine of its own.
+		for i, e := range due {
+			if !c.probeInline(ctx, e, &wg) {
+				wg.Go(func() { c.run(ctx, e) })
+			}
+			due[i] = nil
+		}
+		due = due[:0]
 		select {
 		case <-ctx.Done():
 			timer.Stop()
+			c.stopInline(&wg)
 			wg.Wait()
 			c.mu.Lock()
 			c.running = false
@@ -306,6 +319,10 @@ func (c *Checker) Run(ctx context.Context) error {
 	}
 }
 
+// maxBatch bounds the probes the scheduler starts before it looks at the
+// time again.
+const maxBatch = 64
+
 // run probes e once and records the result.
 func (c *Checker) run(ctx context.Context, e *entry) {
 	start := time.Now()
@@ -317,13 +334,22 @@ func (c *Checker) run(ctx context.Context, e *entry) {
 			return c.probe(ctx, t)
 		})
 	}
-	end := time.Now()
+	c.finish(ctx, e, start, time.Now(), err, nil)
+}
+
+// finish records the result of e's probe, which ran from start to end;
+// slow is the inline probe's record, if it was one whose connect was
+// under way.
+func (c *Checker) finish(ctx context.Context, e *entry, start, end time.Time, err error, slow *tcpProbe) {
 	if c.observe != nil && ctx.Err() == nil {
 		c.observe(e.full(), end.Sub(start), err)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if slow != nil {
+		delete(c.slow, slow)
+	}
 	wasFull := c.inFlight >= c.max
 	c.inFlight--
 	e.inFlight = false

@@ -37,11 +37,20 @@ type connPoller struct {
 	gen     uint32
 }
 
-// connWaiter is one registered socket's waiter.
+// connWaiter is one registered socket's waiter: wait's, woken by a send
+// on ready, or watch's, told through done.
 type connWaiter struct {
 	gen    uint32
 	events uint32        // set before the send on ready; 0 when the poller stopped
 	ready  chan struct{} // one send per registration, buffered
+	done   connDone
+}
+
+// connDone is told of the end of a watched connect: the socket's poll
+// events, or why the poller stopped. It runs on the poller's goroutine
+// and must be quick.
+type connDone interface {
+	connDone(events uint32, err error)
 }
 
 var connWaiters = sync.Pool{New: func() any { return &connWaiter{ready: make(chan struct{}, 1)} }}
@@ -75,15 +84,53 @@ func (p *connPoller) wait(ctx context.Context, fd int) (uint32, error) {
 	}
 }
 
+// watch has done told of the end of fd's connect, which is in progress,
+// unless cancel comes first; it returns the registration's generation,
+// for cancel. fd stays open until done is told or cancel succeeds.
+func (p *connPoller) watch(fd int, done connDone) (uint32, error) {
+	p.once.Do(p.start)
+	w, err := p.registerWith(fd, &connWaiter{done: done})
+	if err != nil {
+		return 0, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(w.gen)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		p.mu.Lock()
+		delete(p.waiters, int32(fd))
+		p.mu.Unlock()
+		return 0, os.NewSyscallError("epoll_ctl", err)
+	}
+	return w.gen, nil
+}
+
+// cancel takes fd's watch of generation gen away, before fd is closed;
+// false means done has been or is being told, and will be.
+func (p *connPoller) cancel(fd int, gen uint32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.waiters[int32(fd)]; w != nil && w.gen == gen {
+		delete(p.waiters, int32(fd))
+		return true
+	}
+	return false
+}
+
 // register makes a waiter for fd under a new generation. It comes before
 // the epoll registration, whose event may be returned at once.
 func (p *connPoller) register(fd int) (*connWaiter, error) {
+	return p.registerWith(fd, nil)
+}
+
+// registerWith registers w, or a waiter from the pool when w is nil.
+func (p *connPoller) registerWith(fd int, w *connWaiter) (*connWaiter, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
 		return nil, p.err
 	}
-	w := connWaiters.Get().(*connWaiter)
+	if w == nil {
+		w = connWaiters.Get().(*connWaiter)
+	}
 	p.gen++
 	w.gen = p.gen
 	p.waiters[int32(fd)] = w
@@ -106,9 +153,11 @@ func (p *connPoller) drop(fd int, w *connWaiter) {
 }
 
 // deliver hands each event to the waiter of its fd and generation.
+// Watchers are told after the lock is released, in the events' order.
 func (p *connPoller) deliver(evs []unix.EpollEvent) {
+	var buf [64]*connWaiter
+	told := buf[:0]
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for _, ev := range evs {
 		w := p.waiters[ev.Fd]
 		if w == nil || w.gen != uint32(ev.Pad) {
@@ -116,7 +165,15 @@ func (p *connPoller) deliver(evs []unix.EpollEvent) {
 		}
 		delete(p.waiters, ev.Fd)
 		w.events = ev.Events
+		if w.done != nil {
+			told = append(told, w)
+			continue
+		}
 		w.ready <- struct{}{}
+	}
+	p.mu.Unlock()
+	for _, w := range told {
+		w.done.connDone(w.events, nil)
 	}
 }
 
@@ -172,14 +229,23 @@ func (p *connPoller) loop(rc syscall.RawConn) {
 	}
 }
 
-// stop fails every wait, those under way and those to come, with err.
+// stop fails every wait and watch, those under way and those to come,
+// with err.
 func (p *connPoller) stop(err error) {
+	var told []*connWaiter
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.err = err
 	for fd, w := range p.waiters {
 		delete(p.waiters, fd)
 		w.events = 0
+		if w.done != nil {
+			told = append(told, w)
+			continue
+		}
 		w.ready <- struct{}{}
+	}
+	p.mu.Unlock()
+	for _, w := range told {
+		w.done.connDone(0, err)
 	}
 }

@@ -11,22 +11,63 @@ import (
 )
 
 // probeTCP connects to addr and resets the connection at once: a pass is
-// a completed handshake. It works on a raw non-blocking socket, with t's
-// mark and, for a via-vip probe, bound to the source toward the real
-// server it crosses, as dialer sets them. Most connects to a local or
-// veth peer are over when connect returns, so the socket is polled once
-// before it waits on connWait; it never joins the runtime's poller.
-// Per passing probe: socket, connect, poll, setsockopt, close.
+// a completed handshake. It is tcpStart, then a wait on connWait for a
+// connect still under way, then tcpFinish.
 func probeTCP(ctx context.Context, t *Target, addr netip.AddrPort) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	fd, done, err := tcpStart(addr, t.Mark, t.Through)
+	if done {
+		return err
+	}
+	events, err := connWait.wait(ctx, fd)
+	if err != nil {
+		_ = unix.Close(fd)
+		return failure(err, "connect "+addr.String())
+	}
+	return tcpFinish(fd, addr, events)
+}
+
+// tcpStart begins a TCP probe of addr on a raw non-blocking socket, with
+// mark (0: none) and, for a via-vip probe (through valid), bound to the
+// source toward the real server it crosses, as dialer does. Most
+// connects to a local or veth peer are over when connect returns, so the
+// socket is polled once: when the probe is over, done is true and err
+// its result. Otherwise fd's connect is under way, for tcpFinish once
+// fd's poll events tell its end; the socket never joins the runtime's
+// poller. Per passing probe: socket, connect, poll, setsockopt, close.
+func tcpStart(addr netip.AddrPort, mark uint32, through netip.Addr) (fd int, done bool, err error) {
 	var src netip.Addr
-	if t.Mark != 0 && t.Through.IsValid() {
-		var err error
-		if src, err = sourceToward(t.Through); err != nil {
-			return failure(err, "route to "+t.Through.String())
+	if mark != 0 && through.IsValid() {
+		if src, err = sourceToward(through); err != nil {
+			return -1, true, failure(err, "route to "+through.String())
 		}
 	}
-	fd, err := connectTCP(ctx, addr, t.Mark, src)
+	family, sa, err := tcpSockaddr(addr)
 	if err != nil {
+		return -1, true, failure(err, "connect "+addr.String())
+	}
+	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, true, failure(err, "connect "+addr.String())
+	}
+	events, err := startConnect(fd, family, sa, mark, src)
+	if err == nil && events == 0 {
+		return fd, false, nil
+	}
+	if err != nil {
+		_ = unix.Close(fd)
+		return -1, true, failure(err, "connect "+addr.String())
+	}
+	return -1, true, tcpFinish(fd, addr, events)
+}
+
+// tcpFinish ends the probe of fd, whose connect to addr is over as its
+// poll events tell, and closes fd.
+func tcpFinish(fd int, addr netip.AddrPort, events uint32) error {
+	if err := connectResult(fd, events); err != nil {
+		_ = unix.Close(fd)
 		return failure(err, "connect "+addr.String())
 	}
 	// A reset instead of a FIN leaves no TIME_WAIT socket on the director
@@ -36,61 +77,37 @@ func probeTCP(ctx context.Context, t *Target, addr netip.AddrPort) error {
 	return nil
 }
 
-// connectTCP returns a socket connected to addr, with mark as SO_MARK
-// (0: none), bound to src when it is valid (port 0: the kernel picks), or
-// the connect's error: an errno, a *markError, or ctx's error when ctx
-// ends first.
-func connectTCP(ctx context.Context, addr netip.AddrPort, mark uint32, src netip.Addr) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return -1, err
-	}
-	family, sa, err := tcpSockaddr(addr)
-	if err != nil {
-		return -1, err
-	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	if err := connectFD(ctx, fd, family, sa, mark, src); err != nil {
-		_ = unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
-}
-
-func connectFD(ctx context.Context, fd, family int, sa unix.Sockaddr, mark uint32, src netip.Addr) error {
+// startConnect sets fd's mark and source and starts its connect to sa. It
+// returns the poll events of a connect that is over already, for
+// connectResult, or 0 when it is under way.
+func startConnect(fd, family int, sa unix.Sockaddr, mark uint32, src netip.Addr) (uint32, error) {
 	if mark != 0 {
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_MARK, int(mark)); err != nil {
-			return &markError{mark, err}
+			return 0, &markError{mark, err}
 		}
 	}
 	if src.IsValid() {
 		local, err := bindSockaddr(family, src)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := unix.Bind(fd, local); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	switch err := unix.Connect(fd, sa); err {
 	case nil:
-		return nil
+		return unix.POLLOUT, nil
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
 	default:
-		return err
+		return 0, err
 	}
 	// poll's and epoll's event bits are the same on Linux.
 	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
 	if n, err := unix.Poll(pfd[:], 0); err == nil && n == 1 {
-		return connectResult(fd, uint32(uint16(pfd[0].Revents)))
+		return uint32(uint16(pfd[0].Revents)), nil
 	}
-	events, err := connWait.wait(ctx, fd)
-	if err != nil {
-		return err
-	}
-	return connectResult(fd, events)
+	return 0, nil
 }
 
 // connectResult reads a connect that is over from fd's poll events.

@@ -431,3 +431,39 @@ func TestProbeTCPParallel(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// connectTCP returns, for a test to look at, a socket connected to addr, with mark as SO_MARK
+// (0: none), bound to src when it is valid (port 0: the kernel picks), or
+// the connect's error: an errno, a *markError, or ctx's error when ctx
+// ends first.
+func connectTCP(ctx context.Context, addr netip.AddrPort, mark uint32, src netip.Addr) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return -1, err
+	}
+	family, sa, err := tcpSockaddr(addr)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := connectFD(ctx, fd, family, sa, mark, src); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func connectFD(ctx context.Context, fd, family int, sa unix.Sockaddr, mark uint32, src netip.Addr) error {
+	events, err := startConnect(fd, family, sa, mark, src)
+	if err != nil {
+		return err
+	}
+	if events == 0 {
+		if events, err = connWait.wait(ctx, fd); err != nil {
+			return err
+		}
+	}
+	return connectResult(fd, events)
+}
