@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -276,5 +277,47 @@ func TestKeysAsKey(t *testing.T) {
 			t.Errorf("%v: Spec shared with the previous target %v, want %v", tg.Addr, sp == prev, same)
 		}
 		prev = sp
+	}
+}
+
+// TestSpecEqual: equal tells apart two specs that differ in any one
+// field, as reflect.DeepEqual does; a field added to Spec and not to
+// equal fails here.
+func TestSpecEqual(t *testing.T) {
+	base := Spec{}
+	bv := reflect.ValueOf(&base).Elem()
+	for i := range bv.NumField() {
+		setField(t, bv.Field(i))
+	}
+	if c := base; !base.equal(&c) {
+		t.Fatal("a spec differs from its copy")
+	}
+	for i := range bv.NumField() {
+		o := base
+		o.Command = slices.Clone(base.Command)
+		setField(t, reflect.ValueOf(&o).Elem().Field(i))
+		if base.equal(&o) || o.equal(&base) {
+			t.Errorf("specs differing in %s are equal", bv.Type().Field(i).Name)
+		}
+	}
+	a, b := Spec{Type: "exec"}, Spec{Type: "exec", Command: []string{}}
+	if a.equal(&b) != reflect.DeepEqual(a, b) {
+		t.Errorf("nil and empty commands: equal %v, DeepEqual %v", a.equal(&b), reflect.DeepEqual(a, b))
+	}
+}
+
+// setField changes v to another value of its kind.
+func setField(t *testing.T, v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(v.String() + "x")
+	case reflect.Int:
+		v.SetInt(v.Int() + 1)
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Slice:
+		v.Set(reflect.Append(v, reflect.ValueOf("x")))
+	default:
+		t.Fatalf("field of kind %s: teach setField and Spec.equal", v.Kind())
 	}
 }
