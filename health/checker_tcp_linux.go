@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // probeInline runs e's probe on the scheduler's goroutine when it is a
@@ -37,7 +35,7 @@ func (c *Checker) probeInline(ctx context.Context, e *entry, wg *sync.WaitGroup)
 	// From here on the poller may tell p of the connect's end.
 	gen, err := connWait.watch(fd, p)
 	if err != nil {
-		_ = unix.Close(fd)
+		sysClose(fd)
 		p.end(failure(err, "connect "+addr.String()))
 		return true
 	}
@@ -74,7 +72,7 @@ func (p *tcpProbe) connDone(events uint32, err error) {
 		t.Stop()
 	}
 	if err != nil {
-		_ = unix.Close(p.fd)
+		sysClose(p.fd)
 		p.end(failure(err, "connect "+p.addr.String()))
 		return
 	}
@@ -85,7 +83,7 @@ func (p *tcpProbe) expire() {
 	if !connWait.cancel(p.fd, p.gen) {
 		return // connDone has it
 	}
-	_ = unix.Close(p.fd)
+	sysClose(p.fd)
 	p.end(fmt.Errorf("timeout after %s", p.e.cfg.timeout))
 }
 
@@ -106,7 +104,7 @@ func (c *Checker) stopInline(wg *sync.WaitGroup) {
 	c.mu.Unlock()
 	for _, p := range slow {
 		if connWait.cancel(p.fd, p.gen) {
-			_ = unix.Close(p.fd)
+			sysClose(p.fd)
 			p.end(p.ctx.Err())
 		}
 	}

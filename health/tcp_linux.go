@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +49,7 @@ func tcpStart(addr netip.AddrPort, mark uint32, through netip.Addr) (fd int, don
 	if err != nil {
 		return -1, true, failure(err, "connect "+addr.String())
 	}
-	fd, err = unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err = sysSocket(family)
 	if err != nil {
 		return -1, true, failure(err, "connect "+addr.String())
 	}
@@ -57,7 +58,7 @@ func tcpStart(addr netip.AddrPort, mark uint32, through netip.Addr) (fd int, don
 		return fd, false, nil
 	}
 	if err != nil {
-		_ = unix.Close(fd)
+		sysClose(fd)
 		return -1, true, failure(err, "connect "+addr.String())
 	}
 	return -1, true, tcpFinish(fd, addr, events)
@@ -67,13 +68,12 @@ func tcpStart(addr netip.AddrPort, mark uint32, through netip.Addr) (fd int, don
 // poll events tell, and closes fd.
 func tcpFinish(fd int, addr netip.AddrPort, events uint32) error {
 	if err := connectResult(fd, events); err != nil {
-		_ = unix.Close(fd)
+		sysClose(fd)
 		return failure(err, "connect "+addr.String())
 	}
 	// A reset instead of a FIN leaves no TIME_WAIT socket on the director
 	// for every probe.
-	_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
-	_ = unix.Close(fd)
+	sysReset(fd)
 	return nil
 }
 
@@ -95,7 +95,7 @@ func startConnect(fd, family int, sa unix.Sockaddr, mark uint32, src netip.Addr)
 			return 0, err
 		}
 	}
-	switch err := unix.Connect(fd, sa); err {
+	switch err := sysConnect(fd, sa); err {
 	case nil:
 		return unix.POLLOUT, nil
 	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
@@ -103,12 +103,71 @@ func startConnect(fd, family int, sa unix.Sockaddr, mark uint32, src netip.Addr)
 		return 0, err
 	}
 	// poll's and epoll's event bits are the same on Linux.
-	pfd := [1]unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
-	if n, err := unix.Poll(pfd[:], 0); err == nil && n == 1 {
-		return uint32(uint16(pfd[0].Revents)), nil
-	}
-	return 0, nil
+	return sysPoll(fd), nil
 }
+
+// The probe's own system calls are raw, outside the runtime's syscall
+// bookkeeping: none of them blocks (the socket is non-blocking, the poll
+// does not wait, a close sends a reset or nothing). Made back to back by
+// the checker's scheduler for thousands of targets, the bookkeeping kept
+// the runtime's monitor thread waking every 20 µs to take the processor
+// back: a sixth more kernel time per probe.
+
+func sysSocket(family int) (int, error) {
+	fd, _, e := unix.RawSyscall(unix.SYS_SOCKET, uintptr(family), unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if e != 0 {
+		return -1, e
+	}
+	return int(fd), nil
+}
+
+// sysConnect starts the connect of fd to sa, an IPv4 or IPv6 address.
+func sysConnect(fd int, sa unix.Sockaddr) error {
+	var e unix.Errno
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		raw := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: a.Addr}
+		putPort(&raw.Port, a.Port)
+		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+	case *unix.SockaddrInet6:
+		raw := unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: a.Addr, Scope_id: a.ZoneId}
+		putPort(&raw.Port, a.Port)
+		_, _, e = unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&raw)), unsafe.Sizeof(raw))
+	default:
+		return unix.EAFNOSUPPORT
+	}
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// putPort stores port in network byte order.
+func putPort(dst *uint16, port int) {
+	b := (*[2]byte)(unsafe.Pointer(dst))
+	b[0], b[1] = byte(port>>8), byte(port)
+}
+
+// sysPoll returns fd's poll events for POLLOUT now, without waiting; 0
+// when there are none.
+func sysPoll(fd int) uint32 {
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLOUT}
+	var ts unix.Timespec
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	if e != 0 || n != 1 {
+		return 0
+	}
+	return uint32(uint16(pfd.Revents))
+}
+
+// sysReset closes fd, a connected socket, with a reset.
+func sysReset(fd int) {
+	l := unix.Linger{Onoff: 1}
+	_, _, _ = unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_LINGER, uintptr(unsafe.Pointer(&l)), unsafe.Sizeof(l), 0)
+	sysClose(fd)
+}
+
+func sysClose(fd int) { _, _, _ = unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0) }
 
 // connectResult reads a connect that is over from fd's poll events.
 // POLLERR is set while the socket holds an error: without it, POLLOUT is
