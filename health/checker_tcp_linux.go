@@ -22,20 +22,20 @@ func (c *Checker) probeInline(ctx context.Context, e *entry, wg *sync.WaitGroup)
 	}
 	start := time.Now()
 	addr := e.key.Addr
-	fd, done, err := tcpStart(addr, e.where.mark, e.where.through)
+	s, done, err := tcpStart(addr, e.where.mark, e.where.through)
 	if done {
 		c.finish(ctx, e, start, time.Now(), err, nil)
 		return true
 	}
-	p := &tcpProbe{c: c, ctx: ctx, e: e, wg: wg, fd: fd, addr: addr, start: start}
+	p := &tcpProbe{c: c, ctx: ctx, e: e, wg: wg, s: s, addr: addr, start: start}
 	wg.Add(1)
 	c.mu.Lock()
 	c.slow[p] = struct{}{}
 	c.mu.Unlock()
 	// From here on the poller may tell p of the connect's end.
-	gen, err := connWait.watch(fd, p)
+	gen, err := connWait.watch(s.fd, p)
 	if err != nil {
-		sysClose(fd)
+		sysClose(s.fd)
 		p.end(failure(err, "connect "+addr.String()))
 		return true
 	}
@@ -56,7 +56,7 @@ type tcpProbe struct {
 	ctx   context.Context
 	e     *entry
 	wg    *sync.WaitGroup
-	fd    int
+	s     probeSock
 	addr  netip.AddrPort
 	start time.Time
 	gen   uint32                     // the watch's; set before the timer starts
@@ -72,18 +72,18 @@ func (p *tcpProbe) connDone(events uint32, err error) {
 		t.Stop()
 	}
 	if err != nil {
-		sysClose(p.fd)
+		sysClose(p.s.fd)
 		p.end(failure(err, "connect "+p.addr.String()))
 		return
 	}
-	p.end(tcpFinish(p.fd, p.addr, events))
+	p.end(tcpFinish(p.s, p.addr, events))
 }
 
 func (p *tcpProbe) expire() {
-	if !connWait.cancel(p.fd, p.gen) {
+	if !connWait.cancel(p.s.fd, p.gen) {
 		return // connDone has it
 	}
-	sysClose(p.fd)
+	sysClose(p.s.fd)
 	p.end(fmt.Errorf("timeout after %s", p.e.cfg.timeout))
 }
 
@@ -103,8 +103,8 @@ func (c *Checker) stopInline(wg *sync.WaitGroup) {
 	}
 	c.mu.Unlock()
 	for _, p := range slow {
-		if connWait.cancel(p.fd, p.gen) {
-			sysClose(p.fd)
+		if connWait.cancel(p.s.fd, p.gen) {
+			sysClose(p.s.fd)
 			p.end(p.ctx.Err())
 		}
 	}

@@ -65,10 +65,9 @@ func (p *connPoller) wait(ctx context.Context, fd int) (uint32, error) {
 		return 0, err
 	}
 	defer connWaiters.Put(w)
-	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(w.gen)}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := p.arm(fd, w.gen); err != nil {
 		p.drop(fd, w)
-		return 0, os.NewSyscallError("epoll_ctl", err)
+		return 0, err
 	}
 	select {
 	case <-w.ready:
@@ -93,14 +92,28 @@ func (p *connPoller) watch(fd int, done connDone) (uint32, error) {
 	if err != nil {
 		return 0, err
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(w.gen)}
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+	if err := p.arm(fd, w.gen); err != nil {
 		p.mu.Lock()
 		delete(p.waiters, int32(fd))
 		p.mu.Unlock()
-		return 0, os.NewSyscallError("epoll_ctl", err)
+		return 0, err
 	}
 	return w.gen, nil
+}
+
+// arm registers fd for one event under gen. A socket kept for another
+// probe (see spares) is registered already, its last event spent: it is
+// armed again.
+func (p *connPoller) arm(fd int, gen uint32) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLOUT | unix.EPOLLONESHOT, Fd: int32(fd), Pad: int32(gen)}
+	err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev)
+	if err == unix.EEXIST {
+		err = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, fd, &ev)
+	}
+	if err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
 }
 
 // cancel takes fd's watch of generation gen away, before fd is closed;

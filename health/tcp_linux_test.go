@@ -152,24 +152,67 @@ func TestProbeTCPResets(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		read := make(chan error, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				read <- err
-				return
-			}
-			defer c.Close()
-			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-			_, err = c.Read(make([]byte, 1))
-			read <- err
-		}()
 		addr := addrPort(t, ln.Addr())
-		wantPass(t, "tcp "+addr.String(), probe(t, addr, Spec{Type: "tcp"}))
-		if err := <-read; !errors.Is(err, syscall.ECONNRESET) {
-			t.Errorf("%s: the server read %v, want a reset (not %v)", addr, err, io.EOF)
+		// The first probe may make its socket, the next ones reuse it.
+		for round := range 3 {
+			read := make(chan error, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					read <- err
+					return
+				}
+				defer c.Close()
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				_, err = c.Read(make([]byte, 1))
+				read <- err
+			}()
+			wantPass(t, "tcp "+addr.String(), probe(t, addr, Spec{Type: "tcp"}))
+			if err := <-read; !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("%s, probe %d: the server read %v, want a reset (not %v)", addr, round+1, err, io.EOF)
+			}
 		}
 	}
+}
+
+// TestProbeTCPSpare: a passing probe leaves its socket for the next one;
+// a spare socket serves a connect that completes late (armed again on
+// the shared poller, where its last probe left it), and one that is
+// refused, after which a new socket is made.
+func TestProbeTCPSpare(t *testing.T) {
+	up := listenTCP(t, "127.0.0.1")
+	closed := closedPort(t, "tcp", "127.0.0.1")
+	late, ln := blackholeListener(t, "127.0.0.1")
+	spare := func() int { return int(spares[0].Load()) - 1 }
+	wantPass(t, "tcp "+up.String(), probe(t, up, Spec{Type: "tcp"}))
+	fd := spare()
+	if fd < 0 {
+		t.Fatal("no spare socket after a passing probe")
+	}
+	for round := range 2 {
+		done := make(chan error, 1)
+		go func() { done <- probe(t, late, Spec{Type: "tcp", Interval: "20s", Timeout: "10s"}) }()
+		time.Sleep(100 * time.Millisecond)
+		if got := spare(); got >= 0 {
+			t.Fatalf("round %d: spare socket %d while the probe waits on %d", round+1, got, fd)
+		}
+		c, _, err := unix.Accept(ln) // room for the probe's next SYN
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(c)
+		wantPass(t, fmt.Sprintf("round %d: tcp %s after an accept", round+1, late), <-done)
+		if got := spare(); got != fd {
+			t.Fatalf("round %d: spare socket %d, want %d again", round+1, got, fd)
+		}
+		fill := rawConnect(t, late) // fills the room again
+		defer unix.Close(fill)
+	}
+	wantFail(t, "tcp "+closed.String(), probe(t, closed, Spec{Type: "tcp"}), "connect "+closed.String()+": connection refused")
+	if got := spare(); got >= 0 {
+		t.Fatalf("spare socket %d after a refused probe; want it closed", got)
+	}
+	wantPass(t, "tcp "+up.String()+" after a refusal", probe(t, up, Spec{Type: "tcp"}))
 }
 
 // TestConnectTCPSource: a socket bound to a source leaves from it, port
