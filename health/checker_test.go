@@ -822,3 +822,43 @@ func TestCheckerGivesTargetsBackWhole(t *testing.T) {
 		t.Errorf("snapshot target %+v, want %+v", got, tg)
 	}
 }
+
+// TestCheckerTakesSoonWithDue: the scheduler starts the probes due and
+// those due within maxEarly, up to a hundredth of the shortest interval,
+// and no more than maxBatch at once.
+func TestCheckerTakesSoonWithDue(t *testing.T) {
+	now := time.Now()
+	for _, c := range []struct {
+		ivl  string
+		want int
+	}{{"2s", 4}, {"500ms", 3}} { // early by 10 ms, by 5 ms
+		ck := New(Options{})
+		var ts []Target
+		for i := range 5 {
+			ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 80), Spec: Spec{Type: "tcp", Interval: c.ivl}})
+		}
+		if err := ck.Set(ts); err != nil {
+			t.Fatal(err)
+		}
+		// Due a second ago, now, in 4 ms, in 9 ms and in 11 ms.
+		for i, d := range []time.Duration{-time.Second, 0, 4 * time.Millisecond, 9 * time.Millisecond, 11 * time.Millisecond} {
+			e := ck.entries[ts[i].Key()]
+			e.next = now.Add(d)
+			ck.queue.fix(e)
+		}
+		if got := len(ck.takeDue(now, nil)); got != c.want || ck.inFlight != c.want {
+			t.Errorf("interval %s: took %d (in flight %d), want %d", c.ivl, got, ck.inFlight, c.want)
+		}
+	}
+	ck := New(Options{})
+	var ts []Target
+	for i := range maxBatch + 10 {
+		ts = append(ts, Target{Addr: netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, byte(i / 250), byte(i%250 + 1)}), 80), Spec: Spec{Type: "tcp", Interval: "2s"}})
+	}
+	if err := ck.Set(ts); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(ck.takeDue(now.Add(time.Hour), nil)); got != maxBatch {
+		t.Errorf("took %d, want at most %d", got, maxBatch)
+	}
+}
