@@ -525,35 +525,42 @@ func (c *Checker) randN(d time.Duration) time.Duration {
 // Snapshot returns every target's state, ordered by key, with the
 // lateness figures.
 func (c *Checker) Snapshot() Status {
-	st := c.states(true)
+	c.mu.Lock()
+	st := Status{Targets: make([]TargetState, 0, len(c.entries)), InFlight: c.inFlight}
+	for _, e := range c.entries {
+		ts := e.targetState()
+		ts.Target = e.full()
+		st.Targets = append(st.Targets, ts)
+	}
+	st.Lateness = c.late.stats(time.Now())
+	c.mu.Unlock()
 	// Sorted outside the lock: probes record their results meanwhile.
 	slices.SortFunc(st.Targets, func(a, b TargetState) int { return a.Key.compare(b.Key) })
 	return st
 }
 
-// States is Snapshot without each target's Target, in no particular
-// order: what a caller that finds targets by key needs, for a fraction
-// of the cost on a large set.
-func (c *Checker) States() Status { return c.states(false) }
-
-func (c *Checker) states(targets bool) Status {
+// State returns the state of the target of key k, without its Target;
+// false when the checker has no such target. It costs a lookup: a
+// caller that visits every target of a large set this way keeps no
+// snapshot of them all.
+func (c *Checker) State(k TargetKey) (TargetState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Status{Targets: make([]TargetState, 0, len(c.entries)), InFlight: c.inFlight}
-	for _, e := range c.entries {
-		ts := TargetState{
-			Key: e.key, State: e.state,
-			Passes: e.passes, Fails: e.fails, Result: e.result,
-			LastProbe: e.lastProbe, LastDuration: e.lastDuration, LastLate: e.lastLate,
-			LastChange: e.lastChange,
-		}
-		if targets {
-			ts.Target = e.full()
-		}
-		st.Targets = append(st.Targets, ts)
+	e := c.entries[k]
+	if e == nil {
+		return TargetState{}, false
 	}
-	st.Lateness = c.late.stats(time.Now())
-	return st
+	return e.targetState(), true
+}
+
+// targetState is e's state, without its Target; c.mu is held.
+func (e *entry) targetState() TargetState {
+	return TargetState{
+		Key: e.key, State: e.state,
+		Passes: e.passes, Fails: e.fails, Result: e.result,
+		LastProbe: e.lastProbe, LastDuration: e.lastDuration, LastLate: e.lastLate,
+		LastChange: e.lastChange,
+	}
 }
 
 // Lateness returns how late probes started.

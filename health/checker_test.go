@@ -710,6 +710,17 @@ func TestCheckerRealProbes(t *testing.T) {
 	if ch := got[down]; ch.New != Down || ch.Result != "connect "+down.String()+": connection refused" {
 		t.Errorf("closed port: %+v, want down, refused", ch)
 	}
+	// State gives what Snapshot does, less the target.
+	for _, ts := range c.Snapshot().Targets {
+		got, ok := c.State(ts.Key)
+		ts.Target = Target{}
+		if !ok || !reflect.DeepEqual(got, ts) {
+			t.Errorf("State(%v) = %+v, %v; want %+v", ts.Key, got, ok, ts)
+		}
+	}
+	if s, ok := c.State(TargetKey{Addr: netip.MustParseAddrPort("10.9.9.9:1")}); ok || s.State != Unknown {
+		t.Errorf("State of no target: %+v, %v", s, ok)
+	}
 }
 
 // TestCheckerObserve: Observe hears of every probe that ran, with its

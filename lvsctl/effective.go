@@ -20,6 +20,7 @@ type checked struct {
 	addr, vip netip.AddrPort
 	through   netip.Addr
 	mark      uint32
+	weight    uint32 // the file's
 	spec      *health.Spec
 	// probe is the probe service of a via-vip check (nil otherwise), with
 	// its one real server.
@@ -70,7 +71,7 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 				continue
 			}
 			spec := *sp
-			c := checked{ref: ref}
+			c := checked{ref: ref, weight: d.Weight}
 			t := health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
 			if s.FWMark == 0 {
 				t.VIP = netip.AddrPortFrom(s.Addr, s.Port)

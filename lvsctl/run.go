@@ -273,15 +273,6 @@ func (l *runLoop) seed(prior *runState) error {
 	return nil
 }
 
-// byKey indexes a snapshot's targets by key.
-func byKey(snap health.Status) map[health.TargetKey]*health.TargetState {
-	m := make(map[health.TargetKey]*health.TargetState, len(snap.Targets))
-	for i := range snap.Targets {
-		m[snap.Targets[i].Key] = &snap.Targets[i]
-	}
-	return m
-}
-
 // reconcile makes the kernel's table the effective one and records the
 // state; why names the cause in the log ("" for a quiet resync). A
 // scoped reconcile reads and changes only the services whose effective
@@ -290,13 +281,11 @@ func byKey(snap health.Status) map[health.TargetKey]*health.TargetState {
 // What others change in the rest is put back by the resyncs, which read
 // everything.
 func (l *runLoop) reconcile(why string, scoped bool) error {
-	snap := l.checker.States()
-	states := byKey(snap)
+	// State by state, not a snapshot of them all: 10,000 states and
+	// their index were a third of a reconcile's garbage.
 	state := func(k health.TargetKey) health.State {
-		if t := states[k]; t != nil {
-			return t.State
-		}
-		return health.Unknown
+		s, _ := l.checker.State(k)
+		return s.State
 	}
 	eff, allDown := effective(l.want, l.health, l.probes, state, l.drains, l.inSvc)
 	now := map[rules.ServiceKey]bool{}
@@ -331,7 +320,7 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	if err == nil && !res.Stopped && res.Converged() {
 		l.applied = eff
 	}
-	l.saveSnapshot(snap, states)
+	l.save()
 	fitMemoryLimit()
 	if l.metrics != nil {
 		l.metrics.publish(l)
@@ -349,34 +338,25 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 }
 
 // save writes the record; a failure is logged, not fatal: the table is
-// right, and the next save may succeed.
+// right, and the next save may succeed. The servers are written one at a
+// time as the checker has them.
 func (l *runLoop) save() {
-	snap := l.checker.States()
-	l.saveSnapshot(snap, byKey(snap))
-}
-
-// saveSnapshot is save with the checker's snapshot at hand.
-func (l *runLoop) saveSnapshot(snap health.Status, states map[health.TargetKey]*health.TargetState) {
 	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
-		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: snap.Lateness, Servers: make([]runServer, 0, len(l.probes))}
-	weights := map[desired.DestRef]uint32{}
-	for i := range l.want.Services {
-		s := &l.want.Services[i]
-		for j := range s.Dests {
-			weights[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&s.Dests[j].Destination)}] = s.Dests[j].Weight
+		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness()}
+	st.each = func(yield func(*runServer) bool) {
+		for i := range l.probes {
+			c := &l.probes[i]
+			ts, _ := l.checker.State(c.key)
+			ts.Key = c.key
+			// The record keeps the check's type, not its whole target:
+			// the file has the rest, and 10,000 targets written at every
+			// reconcile were most of its cost.
+			s := runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
+				InService: l.inSvc[c.ref], Weight: c.weight, Check: c.spec.Type, Health: ts}
+			if !yield(&s) {
+				return
+			}
 		}
-	}
-	for _, c := range l.probes {
-		var ts health.TargetState
-		if p := states[c.key]; p != nil {
-			ts = *p
-		}
-		// The record keeps the check's type, not its whole target: the
-		// file has the rest, and 10,000 targets written at every
-		// reconcile were most of its cost.
-		ts.Key, ts.Target = c.key, health.Target{}
-		st.Servers = append(st.Servers, runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
-			InService: l.inSvc[c.ref], Weight: weights[c.ref], Check: c.spec.Type, Health: ts})
 	}
 	for k := range l.allDown {
 		st.AllDown = append(st.AllDown, k.String())

@@ -520,6 +520,24 @@ func TestRecordWritesAsMarshal(t *testing.T) {
 		if !bytes.Equal(compact.Bytes(), want) || !bytes.HasSuffix(got.Bytes(), []byte("}\n")) {
 			t.Errorf("%d servers: wrote\n%s\nwant\n%s", len(servers), got.Bytes(), want)
 		}
+		// Handed out one at a time, the same servers write the same.
+		byEach := *st
+		byEach.Servers = nil
+		byEach.each = func(yield func(*runServer) bool) {
+			for i := range servers {
+				s := servers[i]
+				if !yield(&s) {
+					return
+				}
+			}
+		}
+		var each bytes.Buffer
+		if err := byEach.writeJSON(&each); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(each.Bytes(), got.Bytes()) {
+			t.Errorf("%d servers one at a time: wrote\n%s\nwant\n%s", len(servers), each.Bytes(), got.Bytes())
+		}
 	}
 }
 

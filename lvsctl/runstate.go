@@ -33,8 +33,11 @@ type runState struct {
 	Updated time.Time `json:"updated"`
 	// Marks are the probe services' marks, by real server (refName).
 	Marks map[string]uint32 `json:"marks,omitempty"`
-	// Servers are the checked real servers, in the file's order.
+	// Servers are the checked real servers, in the file's order. A
+	// record being written may hand them out one at a time by each
+	// instead.
 	Servers []runServer `json:"servers"`
+	each    func(yield func(*runServer) bool)
 	// AllDown are the services whose real servers all failed.
 	AllDown  []string        `json:"all_down,omitempty"`
 	Lateness health.Lateness `json:"lateness"`
@@ -93,15 +96,29 @@ func (st *runState) writeJSON(w io.Writer) error {
 		return err
 	}
 	enc := json.NewEncoder(w)
-	for k := range st.Servers {
-		if k > 0 {
-			if _, err := io.WriteString(w, ","); err != nil {
-				return err
+	each := st.each
+	if each == nil {
+		each = func(yield func(*runServer) bool) {
+			for k := range st.Servers {
+				if !yield(&st.Servers[k]) {
+					return
+				}
 			}
 		}
-		if err := enc.Encode(&st.Servers[k]); err != nil {
-			return err
+	}
+	first := true
+	each(func(s *runServer) bool {
+		if !first {
+			_, err = io.WriteString(w, ",")
 		}
+		first = false
+		if err == nil {
+			err = enc.Encode(s)
+		}
+		return err == nil
+	})
+	if err != nil {
+		return err
 	}
 	_, err = io.WriteString(w, "]"+string(b[i+len(servers):])+"\n")
 	return err
