@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -565,4 +566,70 @@ func TestRunLogsEveryServerOfAProbe(t *testing.T) {
 	if got := l.log.(*bytes.Buffer).String(); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestRunServerJSONAsMarshal: the record's hand-written encoding of a
+// server is json.Marshal's, field by field; a field added to runServer,
+// the health state or its key and not to appendJSON fails here.
+func TestRunServerJSONAsMarshal(t *testing.T) {
+	check := func(name string, s runServer) {
+		t.Helper()
+		want, err := json.Marshal(&s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.appendJSON([]byte("x")); string(got) != "x"+string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", name, got[1:], want)
+		}
+	}
+	check("zero", runServer{})
+	loc := time.FixedZone("x", 3600+1800)
+	full := runServer{Service: "-t [::1]:80 <&>", Destination: "[fe80::1]:80", InService: true, Weight: 5, Check: "tcp",
+		Health: health.TargetState{
+			Key:   health.TargetKey{Addr: netip.MustParseAddrPort("[fe80::1%eth0]:80"), Mark: 7, Spec: `{"type":"tcp"}`, Env: "A=b\x00C=d"},
+			State: health.Down, Passes: 1, Fails: 2, Result: "connect: refused é\n",
+			LastProbe: time.Date(2026, 12, 6, 1, 2, 3, 456789, loc), LastDuration: 1500 * time.Microsecond, LastLate: -3,
+			LastChange: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		}}
+	check("full", full)
+	withTarget := full
+	withTarget.Health.Target = health.Target{Addr: netip.MustParseAddrPort("10.0.0.1:80"), Spec: health.Spec{Type: "tcp"}}
+	check("with its target", withTarget)
+	// Each field alone.
+	var walk func(path string, v reflect.Value, set func())
+	walk = func(path string, v reflect.Value, set func()) {
+		switch v.Interface().(type) {
+		case time.Time:
+			v.Set(reflect.ValueOf(time.Date(2026, 12, 6, 0, 0, 0, 1, time.UTC)))
+		case netip.AddrPort:
+			v.Set(reflect.ValueOf(netip.MustParseAddrPort("10.0.0.1:80")))
+		case health.Target:
+			return // written by Marshal, above
+		case health.State:
+			v.SetUint(uint64(health.Up))
+		default:
+			switch v.Kind() {
+			case reflect.Struct:
+				for i := range v.NumField() {
+					walk(path+"."+v.Type().Field(i).Name, v.Field(i), set)
+				}
+				return
+			case reflect.String:
+				v.SetString("a<b")
+			case reflect.Bool:
+				v.SetBool(true)
+			case reflect.Int, reflect.Int64:
+				v.SetInt(3)
+			case reflect.Uint32, reflect.Uint8:
+				v.SetUint(3)
+			default:
+				t.Fatalf("%s: a field of kind %s: teach this test and appendJSON", path, v.Kind())
+			}
+		}
+		set()
+		v.SetZero()
+	}
+	var one runServer
+	rv := reflect.ValueOf(&one).Elem()
+	walk("runServer", rv, func() { check("one field set", one) })
 }

@@ -2,7 +2,6 @@ package desired
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lvskit/lvskit/internal/jsonstr"
 )
 
 // yamlKey matches a first line that opens a YAML mapping ("version: 2"),
@@ -131,7 +132,7 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 				w.b = append(w.b, ',')
 			}
 			w.at(k.Line)
-			w.b = appendJSONString(w.b, k.Value)
+			w.b = jsonstr.Append(w.b, k.Value)
 			w.b = append(w.b, ':')
 			w.entryKey = k.Value == "services" || k.Value == "destinations" || k.Value == "checks"
 			if w.entries != nil && depth == 0 && k.Value == "services" && k.Line == w.entriesLine &&
@@ -203,7 +204,7 @@ func (w *jsonWriter) scalar(n *yaml.Node) error {
 		}
 		w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
 	default: // !!str, !!timestamp, !!binary: their text
-		w.b = appendJSONString(w.b, n.Value)
+		w.b = jsonstr.Append(w.b, n.Value)
 	}
 	return nil
 }
@@ -222,20 +223,4 @@ func isDecimal(s string) bool {
 		}
 	}
 	return true
-}
-
-// appendJSONString appends s as json.Marshal writes it. A string of
-// printable ASCII but " \\ < > & (which Marshal escapes) is copied as
-// it is; any other goes through Marshal. The bytes matter, not only
-// the value: an unknown field's line is found by its key's spelling.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
