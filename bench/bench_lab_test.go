@@ -411,10 +411,14 @@ func floorRun(t *testing.T, ns *netns, spec string) result {
 	return result{wall: time.Duration(n), probe: r.probe}
 }
 
-// TestMain lets the test binary serve as the floor's process.
+// TestMain lets the test binary serve as the floor's process, and as the
+// TCP probe floor's of the side by side with keepalived.
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(floorChildEnv); spec != "" {
 		os.Exit(floorChild(spec))
+	}
+	if spec := os.Getenv(kaFloorEnv); spec != "" {
+		os.Exit(kaFloorChild(spec))
 	}
 	os.Exit(m.Run())
 }

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -634,6 +636,8 @@ func TestKeepalivedSideBySide(t *testing.T) {
 		t.Fatal("lvsctl apply did not make the change")
 	}
 
+	floor := l.probeFloor(5000)
+
 	n := kaServices * kaPerSvc
 	t.Logf("%d real servers (%d failing), TCP checks every %v, steady cost over %v:", n, n/kaFailEvery, kaInterval, kaSteady)
 	for _, x := range []struct {
@@ -644,12 +648,14 @@ func TestKeepalivedSideBySide(t *testing.T) {
 			x.name, x.r.settle.Round(time.Millisecond), x.r.probes, x.r.cpu, x.r.sys, x.r.perK, x.r.vmPerK, x.r.lateness.Round(time.Millisecond), x.r.rss, x.r.reload.Round(time.Millisecond))
 	}
 	t.Logf("  lvsctl apply of the reload's change: %v", applyTook.Round(time.Millisecond))
+	t.Logf("  the floor, a passing probe's handshake alone (kept socket, tight loop, one thread): %.1f ms per 1,000; keepalived %.2f× it, ours %.2f×",
+		floor, kaR.perK/floor, runR.perK/floor)
 	t.Logf("  CPU per probe, ours / keepalived's: %.2f; reload, keepalived / ours: %.1f×; ours / apply: %.2f",
 		runR.perK/kaR.perK, kaR.reload.Seconds()/runR.reload.Seconds(), runR.reload.Seconds()/applyTook.Seconds())
 	sum, _ := json.Marshal(benchdata.SideBySide{
 		Date: time.Now().UTC().Format(time.DateOnly), RealServers: n, Interval: kaInterval.Seconds(),
 		ReloadS:            map[string]float64{"keepalived": kaR.reload.Seconds(), "run": runR.reload.Seconds(), "apply": applyTook.Seconds()},
-		CPUPer1000ProbesMS: map[string]float64{"keepalived": kaR.perK, "run": runR.perK},
+		CPUPer1000ProbesMS: map[string]float64{"keepalived": kaR.perK, "run": runR.perK, "floor": floor},
 		PeakRSSKiB:         map[string]int64{"keepalived": kaR.rss, "run": runR.rss},
 		LatenessP99MS:      map[string]float64{"keepalived": float64(kaR.lateness.Microseconds()) / 1000, "run": float64(runR.lateness.Microseconds()) / 1000},
 	})
@@ -672,6 +678,84 @@ func TestKeepalivedSideBySide(t *testing.T) {
 	if runR.reload.Seconds() > 1.3*applyTook.Seconds() {
 		t.Errorf("reload: ours %v, lvsctl apply %v: %.2f×, target at most 1.3×", runR.reload, applyTook, runR.reload.Seconds()/applyTook.Seconds())
 	}
+}
+
+// probeFloor is the kernel's own cost of a passing TCP probe here, in CPU
+// ms per 1,000: a process of its own in the run namespace (as a checker
+// is: the server's process is another, and the switches between the two
+// count) makes n probes of the passing real servers back to back, the
+// cheapest way that completes a handshake: one socket kept, connect,
+// poll, connect with AF_UNSPEC to reset. Over veth the server's side of
+// each handshake runs within the prober's system calls, as it does for
+// both checkers.
+func (l *kaLab) probeFloor(n int) float64 {
+	l.t.Helper()
+	cmd := l.command("run", os.Args[0])
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", kaFloorEnv, n, kaServices*kaPerSvc))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		l.t.Fatalf("probe floor: %v\n%s", err, out)
+	}
+	_, v, ok := strings.Cut(string(out), "floor-cpu-us ")
+	if !ok {
+		l.t.Fatalf("probe floor: no figure in\n%s", out)
+	}
+	us, err := strconv.ParseFloat(strings.Fields(v)[0], 64)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return us / float64(n)
+}
+
+// kaFloorEnv makes the test binary probeFloor's process (TestMain):
+// "n,servers".
+const kaFloorEnv = "LVSKIT_KA_FLOOR"
+
+// kaFloorChild is probeFloor's process: it prints its CPU time in µs, or
+// fails with status 1.
+func kaFloorChild(spec string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, format+"\n", a...)
+		return 1
+	}
+	var n, servers int
+	if _, err := fmt.Sscanf(spec, "%d,%d", &n, &servers); err != nil {
+		return fail("%s=%q: %v", kaFloorEnv, spec, err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail("socket: %v", err)
+	}
+	defer unix.Close(fd)
+	var unspec unix.RawSockaddr
+	var r0, r1 unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &r0)
+	done := 0
+	for k := 0; done < n; k = (k + 1) % servers {
+		if kaPort(k) != 80 {
+			continue
+		}
+		sa := unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: kaRS(k).As4()}
+		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:], 80)
+		_, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&sa)), unsafe.Sizeof(sa))
+		if e != 0 && e != unix.EINPROGRESS {
+			return fail("connect %s: %v", kaRS(k), e)
+		}
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		if n, err := unix.Poll(pfd, 0); err != nil || n != 1 || pfd[0].Revents != unix.POLLOUT {
+			if n, err := unix.Poll(pfd, 5000); err != nil || n != 1 || pfd[0].Revents != unix.POLLOUT {
+				return fail("connect %s: poll %d %v, events %#x", kaRS(k), n, err, pfd[0].Revents)
+			}
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&unspec)), unsafe.Sizeof(unspec)); e != 0 {
+			return fail("reset %s: %v", kaRS(k), e)
+		}
+		done++
+	}
+	unix.Getrusage(unix.RUSAGE_SELF, &r1)
+	cpu := time.Duration(r1.Utime.Nano()-r0.Utime.Nano()) + time.Duration(r1.Stime.Nano()-r0.Stime.Nano())
+	fmt.Printf("floor-cpu-us %d\n", cpu.Microseconds())
+	return 0
 }
 
 // failedOut checks that every failing real server is at weight 0.
