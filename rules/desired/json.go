@@ -217,9 +217,6 @@ func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 // document's entry lines when its writer knows them (yamlToJSON), nil for
 // entryLines to find.
 func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*rules.Set, *Health, error) {
-	if res == nil {
-		res = names.NewResolver()
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var doc Document
@@ -228,6 +225,52 @@ func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*
 	}
 	if dec.More() {
 		return nil, nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
+	}
+	return buildDoc(name, data, &doc, lines, res)
+}
+
+// readJSONCached is readJSON of a YAML document just read by entries with
+// cache: its skeleton (the JSON with the services' array empty) and each
+// entry not decoded before are decoded on their own, the rest is taken
+// from the cache. ok is false when any of them does not decode: readJSON
+// then reads the whole document, and words the error.
+func readJSONCached(name string, data []byte, lines lineTable, res *names.Resolver, cache *YAMLCache) (set *rules.Set, h *Health, ok bool, err error) {
+	skel := make([]byte, 0, cache.span[0]+2+len(data)-cache.span[1])
+	skel = append(append(append(skel, data[:cache.span[0]]...), "[]"...), data[cache.span[1]:]...)
+	var doc Document
+	if !decodeStrict(skel, &doc) {
+		return nil, nil, false, nil
+	}
+	doc.Services = make([]JSONService, len(cache.order))
+	for i, e := range cache.order {
+		if e.svc == nil {
+			var svc JSONService
+			if !decodeStrict(e.b, &svc) {
+				return nil, nil, false, nil
+			}
+			e.svc = &svc
+		}
+		// A copy: the build reads the cached entry and changes nothing
+		// it points to.
+		doc.Services[i] = *e.svc
+	}
+	set, h, err = buildDoc(name, data, &doc, lines, res)
+	return set, h, true, err
+}
+
+// decodeStrict decodes one JSON value, unknown fields refused, into v;
+// false on any error or anything after the value.
+func decodeStrict(b []byte, v any) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v) == nil && !dec.More()
+}
+
+// buildDoc reads a decoded document into a rule set and its health; data
+// is the document's JSON, for the messages.
+func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *names.Resolver) (*rules.Set, *Health, error) {
+	if res == nil {
+		res = names.NewResolver()
 	}
 	if doc.Version != SchemaVersion && doc.Version != HealthVersion {
 		msg := fmt.Sprintf("\"version\": %d, but this lvsctl reads versions %d and %d", doc.Version, SchemaVersion, HealthVersion)

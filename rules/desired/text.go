@@ -85,9 +85,9 @@ func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, 
 }
 
 // ReadCached is Read that keeps a YAML document's service entries in
-// cache (when not nil) and takes from it those a previous read saw: a
-// process that reads the same file again (lvsctl run, on reload) parses
-// only the entries that changed.
+// cache (when not nil), parsed and decoded, and takes from it those a
+// previous read saw: a process that reads the same file again (lvsctl
+// run, on reload) parses and decodes only the entries that changed.
 func ReadCached(name string, rd io.Reader, res *names.Resolver, cache *YAMLCache) (*rules.Set, *Health, error) {
 	br := bufio.NewReaderSize(rd, 64<<10)
 	head, err := br.Peek(br.Size())
@@ -107,6 +107,11 @@ func ReadCached(name string, rd io.Reader, res *names.Resolver, cache *YAMLCache
 					le.File = name
 				}
 				return nil, nil, err
+			}
+			if cache != nil && cache.order != nil {
+				if set, h, ok, err := readJSONCached(name, data, lines, res, cache); ok {
+					return set, h, err
+				}
 			}
 		}
 		return readJSON(name, data, lines, res)

@@ -45,6 +45,9 @@ func isYAML(head []byte) bool {
 // be strings. The YAML is parsed with go.yaml.in/yaml/v3
 // (docs/decisions/0014-health-checks.md says why).
 func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
+	if cache != nil {
+		cache.order = nil
+	}
 	if b, lines, ok := yamlByEntries(data, cache); ok {
 		return b, lines, nil
 	}

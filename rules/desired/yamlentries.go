@@ -22,18 +22,24 @@ import (
 // every document the entries' way reads (FuzzYAMLEntries).
 
 // YAMLCache keeps the JSON of the service entries of YAML documents by
-// their text, for the next read of the same file. It holds the entries
-// of the last document read with it. Not safe for concurrent use.
+// their text, and each entry decoded, for the next read of the same
+// file. It holds the entries of the last document read with it. Not safe
+// for concurrent use.
 type YAMLCache struct {
 	entries map[string]*entryJSON
+	// Of the last read, when it went by entries: its entries in order,
+	// and where their array is in its JSON.
+	order []*entryJSON
+	span  [2]int
 }
 
 // entryJSON is one entry as yamlToJSON writes it, lines counted from the
-// entry's first line (1).
+// entry's first line (1), and decoded once it has been read.
 type entryJSON struct {
 	b     []byte
 	lines lineTable // entry lines, relative
 	last  int       // the line the JSON ends on, relative
+	svc   *JSONService
 }
 
 // servicesBlock is where the services' entries are in a document.
@@ -149,9 +155,12 @@ func yamlByEntries(data []byte, cache *YAMLCache) ([]byte, lineTable, bool) {
 		return nil, nil, false
 	}
 	seen := map[string]*entryJSON{}
+	order := make([]*entryJSON, 0, len(sb.starts))
+	var span [2]int
 	w := &jsonWriter{b: make([]byte, 0, len(data)+len(data)/4+64), line: 1, lines: lineTable{}, entriesLine: sb.keyLine}
 	w.entries = func() bool {
 		w.at(sb.lines[0])
+		span[0] = len(w.b)
 		w.b = append(w.b, '[')
 		for i, start := range sb.starts {
 			end := sb.end
@@ -169,6 +178,7 @@ func yamlByEntries(data []byte, cache *YAMLCache) ([]byte, lineTable, bool) {
 				}
 			}
 			seen[string(text)] = e
+			order = append(order, e)
 			if i > 0 {
 				w.b = append(w.b, ',')
 			}
@@ -180,13 +190,14 @@ func yamlByEntries(data []byte, cache *YAMLCache) ([]byte, lineTable, bool) {
 			w.line = sb.lines[i] + e.last - 1
 		}
 		w.b = append(w.b, ']')
+		span[1] = len(w.b)
 		return true
 	}
 	if err := w.node(root.Content[0], 0, false); err != nil || !w.wroteEntries {
 		return nil, nil, false
 	}
 	if cache != nil {
-		cache.entries = seen
+		cache.entries, cache.order, cache.span = seen, order, span
 	}
 	return w.b, w.lines, true
 }

@@ -3,6 +3,7 @@ package desired
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -104,4 +105,64 @@ func FuzzYAMLEntries(f *testing.F) {
 			t.Fatalf("entry lines %v, want %v, of %q", lines, entryLines(got), got)
 		}
 	})
+}
+
+// TestReadCachedAsRead: a read through a cache, which decodes only the
+// entries it has not seen, gives what a read without one gives, errors
+// included, through edits of the document; an entry the last read had is
+// not decoded again.
+func TestReadCachedAsRead(t *testing.T) {
+	doc := string(benchYAML(5, 3))
+	first := strings.Index(doc, "  - ")
+	edits := []struct {
+		name string
+		edit func(string) string
+	}{
+		{"as it is", func(s string) string { return s }},
+		{"a weight", func(s string) string { return strings.Replace(s, "weight: 1", "weight: 7", 1) }},
+		{"a comment moves every line", func(s string) string { return "# moved\n" + s }},
+		{"a new service", func(s string) string {
+			i := strings.Index(s, "  - ")
+			return s[:i] + "  - {protocol: tcp, address: 10.9.9.9, port: 80}\n" + s[i:]
+		}},
+		{"an unknown field in an entry", func(s string) string { return strings.Replace(s, "weight: 7", "wieght: 7", 1) }},
+		{"the field mended", func(s string) string { return strings.Replace(s, "wieght: 7", "weight: 7", 1) }},
+		{"an unknown key at the top", func(s string) string { return "colour: red\n" + s }},
+		{"the key gone", func(s string) string { return strings.Replace(s, "colour: red\n", "", 1) }},
+		{"a bad version", func(s string) string { return strings.Replace(s, "version: 2", "version: 9", 1) }},
+		{"version 2 again", func(s string) string { return strings.Replace(s, "version: 9", "version: 2", 1) }},
+		{"a duplicate service", func(s string) string { return s + "  - {protocol: tcp, address: 10.9.9.9, port: 80}\n" }},
+	}
+	cache := &YAMLCache{}
+	decoded := map[string]*JSONService{} // entry text: its decoded service, after the last read
+	reused := 0
+	for _, e := range edits {
+		doc = e.edit(doc)
+		wantSet, wantH, wantErr := Read("d.yaml", strings.NewReader(doc), nil)
+		set, h, err := ReadCached("d.yaml", strings.NewReader(doc), nil, cache)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(set, wantSet) || !reflect.DeepEqual(h, wantH) {
+			t.Fatalf("%s: cached read gave %v, %+v, %+v; want %v, %+v, %+v", e.name, err, set, h, wantErr, wantSet, wantH)
+		}
+		if err != nil {
+			decoded = map[string]*JSONService{}
+			continue
+		}
+		now := map[string]*JSONService{}
+		for text, ej := range cache.entries {
+			if ej.svc == nil {
+				t.Fatalf("%s: entry %q not decoded", e.name, text)
+			}
+			if was := decoded[text]; was != nil {
+				if was != ej.svc {
+					t.Errorf("%s: entry %q decoded again", e.name, text)
+				}
+				reused++
+			}
+			now[text] = ej.svc
+		}
+		decoded = now
+	}
+	if first < 0 || reused == 0 {
+		t.Fatal("no entry was taken from the cache")
+	}
 }
