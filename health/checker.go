@@ -118,18 +118,26 @@ func New(opts Options) *Checker {
 // without asking the host, and that via-vip targets have a mark; it
 // changes nothing when one fails.
 func (c *Checker) Set(targets []Target) error {
+	return c.SetEach(len(targets), func(i int) Target { return targets[i] })
+}
+
+// SetEach is Set of n targets, the i-th of which target returns (it may
+// be asked more than once for one): a caller that keeps its targets in
+// another form need not build them all at once.
+func (c *Checker) SetEach(n int, target func(i int) Target) error {
 	type item struct {
 		key TargetKey
-		t   Target
+		i   int
 		cfg *config
 	}
-	items := make([]item, 0, len(targets))
+	items := make([]item, 0, n)
 	// The real servers of a service come together and share its spec:
 	// compiled and keyed once for the run.
 	var keys Keys
 	var group *Spec
 	var cfg *config
-	for _, t := range targets {
+	for i := range n {
+		t := target(i)
 		key := keys.Key(t)
 		if keys.Spec() != group {
 			var err error
@@ -141,7 +149,7 @@ func (c *Checker) Set(targets []Target) error {
 		if err := checkTarget(t, cfg); err != nil {
 			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 		}
-		items = append(items, item{key, t, cfg})
+		items = append(items, item{key, i, cfg})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -161,7 +169,7 @@ func (c *Checker) Set(targets []Target) error {
 				e = g
 				e.reset()
 			} else {
-				e = &entry{key: it.key, where: placeOf(it.t), cfg: it.cfg, index: -1}
+				e = &entry{key: it.key, where: placeOf(target(it.i)), cfg: it.cfg, index: -1}
 				e.next = now.Add(c.randN(it.cfg.interval))
 				c.queue.push(e)
 			}

@@ -120,7 +120,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.seed(prior); err != nil {
 		return ExitFailed, err
 	}
-	if err := l.checker.Set(targetsOf(l.probes)); err != nil {
+	if err := l.setTargets(l.probes); err != nil {
 		return ExitUsage, err
 	}
 	if err := l.reconcile("start", false); err != nil {
@@ -219,12 +219,9 @@ func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) 
 	return want, h, nil
 }
 
-func targetsOf(cs []checked) []health.Target {
-	out := make([]health.Target, len(cs))
-	for i := range cs {
-		out[i] = cs[i].target()
-	}
-	return out
+// setTargets gives the checker the probes' targets, built one at a time.
+func (l *runLoop) setTargets(cs []checked) error {
+	return l.checker.SetEach(len(cs), func(i int) health.Target { return cs[i].target() })
 }
 
 func countKeys(cs []checked) int {
@@ -427,7 +424,7 @@ func (l *runLoop) reload() error {
 	}
 	read := time.Since(start)
 	probes := probeTargets(want, h, l.marks)
-	if err := l.checker.Set(targetsOf(probes)); err != nil {
+	if err := l.setTargets(probes); err != nil {
 		return err
 	}
 	stay := map[desired.DestRef]bool{}
