@@ -122,29 +122,35 @@ type draining struct {
 // real server that is not up at weight 0, mh services that have one out
 // given mh-fallback, the probe services, and the real servers still
 // draining. A service whose real servers are all checked, none up and
-// one at least failed, is in allDown, and follows its when_all_down. inService says which
-// checked real servers were in service before; it is updated.
+// one at least failed, is in allDown, and follows its when_all_down.
+// probes are probeTargets' of want: in its order, which effective walks
+// along. inService says which checked real servers were in service
+// before; it is updated.
 func effective(want *rules.Set, h *desired.Health, probes []checked, state func(health.TargetKey) health.State,
 	drains map[desired.DestRef]*draining, inService map[desired.DestRef]bool) (set *rules.Set, allDown []rules.ServiceKey) {
-	byRef := make(map[desired.DestRef]*checked, len(probes))
-	for i := range probes {
-		byRef[probes[i].ref] = &probes[i]
-	}
 	out := &rules.Set{Services: make([]rules.Service, 0, len(want.Services)+len(probes))}
-	kept := map[rules.ServiceKey]int{}
+	kept := make(map[rules.ServiceKey]int, len(want.Services))
+	var up []bool
+	var mine []*checked // of each real server of a service, its probe or nil
+	p := 0
 	for i := range want.Services {
 		s := want.Services[i]
 		sk := rules.KeyOf(&s.Service)
 		s.Dests = slices.Clone(s.Dests)
-		up, checkedN, failed := map[int]bool{}, 0, false
+		up, mine = slices.Grow(up[:0], len(s.Dests))[:len(s.Dests)], slices.Grow(mine[:0], len(s.Dests))[:len(s.Dests)]
+		clear(up)
+		checkedN, failed := 0, false
 		for j := range s.Dests {
-			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}
-			c, ok := byRef[ref]
-			if !ok {
+			mine[j] = nil
+			if p < len(probes) && probes[p].ref.Service == sk && probes[p].ref.Dest == rules.DestKeyOf(&s.Dests[j].Destination) {
+				mine[j] = &probes[p]
+				p++
+			}
+			if mine[j] == nil {
 				continue
 			}
 			checkedN++
-			switch state(c.key) {
+			switch state(mine[j].key) {
 			case health.Up:
 				up[j] = true
 			case health.Down:
@@ -153,21 +159,19 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 		}
 		// All down needs a failure: servers still waiting for their first
 		// check (a fresh start) are out, but nothing failed.
-		down := checkedN == len(s.Dests) && len(up) == 0 && failed
+		down := checkedN > 0 && checkedN == len(s.Dests) && !slices.Contains(up, true) && failed
 		if down {
 			allDown = append(allDown, sk)
-			up = whenAllDown(&s, sk, h, inService)
+			whenAllDown(&s, sk, h, inService, up)
 		}
 		out0 := false
 		for j := range s.Dests {
-			d := &s.Dests[j].Destination
-			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(d)}
-			if _, ok := byRef[ref]; !ok {
+			if mine[j] == nil {
 				continue
 			}
-			inService[ref] = up[j]
+			inService[mine[j].ref] = up[j]
 			if !up[j] {
-				d.Weight, out0 = 0, true
+				s.Dests[j].Weight, out0 = 0, true
 			}
 		}
 		if down && h != nil {
@@ -209,20 +213,17 @@ func fullMask(f ipvs.Family) uint32 {
 	return 0xffffffff
 }
 
-// whenAllDown is which real servers of s stay in service when every
-// checked one has failed: with keep (the default), those that were in
-// service before; with sorry or zero, none.
-func whenAllDown(s *rules.Service, sk rules.ServiceKey, h *desired.Health, inService map[desired.DestRef]bool) map[int]bool {
-	keep := map[int]bool{}
+// whenAllDown sets up, by index, to the real servers of s that stay in
+// service when every checked one has failed: with keep (the default),
+// those that were in service before; with sorry or zero, none.
+func whenAllDown(s *rules.Service, sk rules.ServiceKey, h *desired.Health, inService map[desired.DestRef]bool, up []bool) {
+	clear(up)
 	if h != nil && h.Services[sk].WhenAllDown != "" && h.Services[sk].WhenAllDown != desired.KeepLast {
-		return keep
+		return
 	}
 	for j := range s.Dests {
-		if inService[desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}] {
-			keep[j] = true
-		}
+		up[j] = inService[desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}]
 	}
-	return keep
 }
 
 // sorryDest is the sorry server of s, forwarded as its real servers are.
