@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,13 +20,12 @@ func (c *Checker) probeInline(ctx context.Context, e *entry, wg *sync.WaitGroup)
 		return false
 	}
 	start := time.Now()
-	addr := e.key.Addr
-	s, done, err := tcpStart(addr, e.where.mark, e.where.through)
+	s, done, err := tcpStart(e.key.Addr, e.where.mark, e.where.through)
 	if done {
 		c.finish(ctx, e, start, time.Now(), err, nil)
 		return true
 	}
-	p := &tcpProbe{c: c, ctx: ctx, e: e, wg: wg, s: s, addr: addr, start: start}
+	p := &tcpProbe{c: c, ctx: ctx, e: e, wg: wg, s: s, start: start}
 	wg.Add(1)
 	c.mu.Lock()
 	c.slow[p] = struct{}{}
@@ -35,8 +33,7 @@ func (c *Checker) probeInline(ctx context.Context, e *entry, wg *sync.WaitGroup)
 	// From here on the poller may tell p of the connect's end.
 	gen, err := connWait.watch(s.fd, p)
 	if err != nil {
-		sysClose(s.fd)
-		p.end(failure(err, "connect "+addr.String()))
+		p.connDone(0, err)
 		return true
 	}
 	p.gen = gen
@@ -57,7 +54,6 @@ type tcpProbe struct {
 	e     *entry
 	wg    *sync.WaitGroup
 	s     probeSock
-	addr  netip.AddrPort
 	start time.Time
 	gen   uint32                     // the watch's; set before the timer starts
 	timer atomic.Pointer[time.Timer] // timerGone once connDone ran
@@ -71,12 +67,13 @@ func (p *tcpProbe) connDone(events uint32, err error) {
 	if t := p.timer.Swap(timerGone); t != nil {
 		t.Stop()
 	}
+	addr := p.e.key.Addr
 	if err != nil {
 		sysClose(p.s.fd)
-		p.end(failure(err, "connect "+p.addr.String()))
+		p.end(failure(err, "connect "+addr.String()))
 		return
 	}
-	p.end(tcpFinish(p.s, p.addr, events))
+	p.end(tcpFinish(p.s, addr, events))
 }
 
 func (p *tcpProbe) expire() {

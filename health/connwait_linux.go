@@ -93,9 +93,7 @@ func (p *connPoller) watch(fd int, done connDone) (uint32, error) {
 		return 0, err
 	}
 	if err := p.arm(fd, w.gen); err != nil {
-		p.mu.Lock()
-		delete(p.waiters, int32(fd))
-		p.mu.Unlock()
+		p.cancel(fd, w.gen)
 		return 0, err
 	}
 	return w.gen, nil
