@@ -34,13 +34,15 @@ func entryDocs() []string {
 		"services:\n  - a: 0x10\n    b: 1e3\n    c: ~\n    d: yes\n",
 		"services:\n  - {0}\r0",
 		"services:\n  - a: 1\u2028b: 2\n",
+		"services:\n  - a: 1\u0085b: 2\n",
+		"services:\n  - a: '\u00a3 \u2010'\n", // the lead bytes of NEL and LS, in other characters
 	}
 }
 
 // Read by entries or whole, a document is the same JSON with the same
 // entry lines and errors; the plain form is read by entries.
 func TestYAMLEntriesAsWhole(t *testing.T) {
-	plain := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 15: true, 17: true, 18: true}
+	plain := map[int]bool{0: true, 1: true, 2: true, 3: true, 4: true, 15: true, 17: true, 18: true, 22: true}
 	for i, d := range entryDocs() {
 		want, wantErr := yamlToJSONByMarshal([]byte(d))
 		got, lines, err := yamlToJSON([]byte(d), nil)
