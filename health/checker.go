@@ -125,12 +125,32 @@ func (c *Checker) Set(targets []Target) error {
 // be asked more than once for one): a caller that keeps its targets in
 // another form need not build them all at once.
 func (c *Checker) SetEach(n int, target func(i int) Target) error {
-	type item struct {
-		key TargetKey
-		i   int
-		cfg *config
+	ts, err := Prepare(n, target)
+	if err != nil {
+		return err
 	}
-	items := make([]item, 0, n)
+	c.Apply(ts)
+	return nil
+}
+
+// Targets are targets checked for a Checker's Apply.
+type Targets struct {
+	items  []prepared
+	target func(i int) Target
+}
+
+type prepared struct {
+	key TargetKey
+	i   int
+	cfg *config
+}
+
+// Prepare checks n targets as Set does, the i-th of which target returns,
+// and keeps them for Apply; target must return the same until then. Set is
+// Prepare then Apply: a caller with a change that must be quick (lvsctl
+// run's reload putting the kernel's table right) makes it between them.
+func Prepare(n int, target func(i int) Target) (*Targets, error) {
+	ts := &Targets{items: make([]prepared, 0, n), target: target}
 	// The real servers of a service come together and share its spec:
 	// compiled and keyed once for the run.
 	var keys Keys
@@ -142,21 +162,26 @@ func (c *Checker) SetEach(n int, target func(i int) Target) error {
 		if keys.Spec() != group {
 			var err error
 			if cfg, err = compile(t.Spec); err != nil {
-				return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
+				return nil, fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 			}
 			group = keys.Spec()
 		}
 		if err := checkTarget(t, cfg); err != nil {
-			return fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
+			return nil, fmt.Errorf("%s check of %s: %w", t.Spec.Type, t.Addr, err)
 		}
-		items = append(items, item{key, i, cfg})
+		ts.items = append(ts.items, prepared{key, i, cfg})
 	}
+	return ts, nil
+}
+
+// Apply makes ts the checker's targets, as Set does.
+func (c *Checker) Apply(ts *Targets) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	next := make(map[TargetKey]*entry, len(items))
+	next := make(map[TargetKey]*entry, len(ts.items))
 	c.minIvl = 0
-	for _, it := range items {
+	for _, it := range ts.items {
 		if next[it.key] != nil {
 			continue
 		}
@@ -169,7 +194,7 @@ func (c *Checker) SetEach(n int, target func(i int) Target) error {
 				e = g
 				e.reset()
 			} else {
-				e = &entry{key: it.key, where: placeOf(target(it.i)), cfg: it.cfg, index: -1}
+				e = &entry{key: it.key, where: placeOf(ts.target(it.i)), cfg: it.cfg, index: -1}
 				e.next = now.Add(c.randN(it.cfg.interval))
 				c.queue.push(e)
 			}
@@ -197,7 +222,6 @@ func (c *Checker) SetEach(n int, target func(i int) Target) error {
 	c.entries = next
 	c.seeds = nil
 	c.poke()
-	return nil
 }
 
 // Restore seeds states, as a journal kept them, for the current targets

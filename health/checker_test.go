@@ -461,6 +461,34 @@ func TestCheckerSetKeepsState(t *testing.T) {
 	})
 }
 
+// TestCheckerPrepareThenApply: Prepare refuses what Set refuses and
+// changes nothing; the targets it returns are the checker's once applied.
+func TestCheckerPrepareThenApply(t *testing.T) {
+	c := newChecker(newFakeProbes(), 0)
+	spec := Spec{Interval: "1s", Timeout: "500ms"}
+	a, b := tcpTarget("10.0.0.1:80", spec), tcpTarget("10.0.0.2:80", spec)
+	if err := c.Set([]Target{a}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prepare(1, func(int) Target { return tcpTarget("10.0.0.2:80", Spec{Interval: "1x"}) }); err == nil {
+		t.Error("Prepare took an interval of 1x")
+	}
+	ts, err := Prepare(1, func(int) Target { return b })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.State(b.Key()); ok {
+		t.Error("b is a target before Apply")
+	}
+	c.Apply(ts)
+	if _, ok := c.State(b.Key()); !ok {
+		t.Error("b is not a target after Apply")
+	}
+	if _, ok := c.State(a.Key()); ok {
+		t.Error("a is still a target after Apply")
+	}
+}
+
 // TestCheckerSetWhileInFlight: a target removed while its probe runs and
 // set again before that probe ends is a new target, probed once at a
 // time.

@@ -278,13 +278,7 @@ func (l *runLoop) seed(prior *runState) error {
 // What others change in the rest is put back by the resyncs, which read
 // everything.
 func (l *runLoop) reconcile(why string, scoped bool) error {
-	// State by state, not a snapshot of them all: 10,000 states and
-	// their index were a third of a reconcile's garbage.
-	state := func(k health.TargetKey) health.State {
-		s, _ := l.checker.State(k)
-		return s.State
-	}
-	eff, allDown := effective(l.want, l.health, l.probes, state, l.drains, l.inSvc)
+	eff, allDown := effective(l.want, l.health, l.probes, l.state, l.drains, l.inSvc)
 	now := map[rules.ServiceKey]bool{}
 	for _, k := range allDown {
 		now[k] = true
@@ -302,11 +296,7 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 		}
 	}
 	l.allDown = now
-	a := &rules.Applier{Client: l.client, Now: l.r.env.Now, Events: func(e rules.Event) {
-		if e.Kind == rules.EventChange {
-			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
-		}
-	}}
+	a := l.applier()
 	o := rules.DiffOptions{OwnProbes: true}
 	if scoped && l.applied != nil {
 		changed := rules.ChangedServices(l.applied, eff)
@@ -332,6 +322,73 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 		return fmt.Errorf("the kernel refused %s; the next change or resync tries again", plural(len(res.Failed), "change", "changes"))
 	}
 	return nil
+}
+
+// state is the checker's state of a target, looked up one at a time:
+// 10,000 states in a snapshot and its index were a third of a reconcile's
+// garbage.
+func (l *runLoop) state(k health.TargetKey) health.State {
+	s, _ := l.checker.State(k)
+	return s.State
+}
+
+// applier changes the kernel's table, logging each change.
+func (l *runLoop) applier() *rules.Applier {
+	return &rules.Applier{Client: l.client, Now: l.r.env.Now, Events: func(e rules.Event) {
+		if e.Kind == rules.EventChange {
+			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
+		}
+	}}
+}
+
+// reconcileFirst puts the services a reload changed into the kernel
+// before the whole effective table is worked out again, so that the
+// change takes effect about as soon as the file is read. It changes
+// nothing of run's own state, and leaves errors to the reconcile that
+// follows, which compares everything as always. A reload that changes
+// more than half the services goes to that reconcile alone.
+func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
+	if len(changed) == 0 || 2*len(changed) > len(l.want.Services) {
+		return
+	}
+	sub := &rules.Set{}
+	inSvc := map[desired.DestRef]bool{} // a copy: effective updates it
+	for i := range l.want.Services {
+		s := &l.want.Services[i]
+		sk := rules.KeyOf(&s.Service)
+		if !changed[sk] {
+			continue
+		}
+		sub.Services = append(sub.Services, *s)
+		for j := range s.Dests {
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}
+			if in, ok := l.inSvc[ref]; ok {
+				inSvc[ref] = in
+			}
+		}
+	}
+	var probes []checked
+	for i := range l.probes {
+		if changed[l.probes[i].ref.Service] {
+			probes = append(probes, l.probes[i])
+		}
+	}
+	drains := map[desired.DestRef]*draining{}
+	for ref, d := range l.drains {
+		if changed[ref.Service] {
+			drains[ref] = d
+		}
+	}
+	eff, _ := effective(sub, l.health, probes, l.state, drains, inSvc)
+	only := make(map[rules.ServiceKey]bool, len(eff.Services))
+	for i := range eff.Services {
+		only[rules.KeyOf(&eff.Services[i].Service)] = true
+	}
+	o := rules.DiffOptions{OwnProbes: true, Only: func(k rules.ServiceKey) bool { return only[k] }}
+	res, err := l.applier().Converge(context.Background(), eff, o, nil)
+	if err == nil && res.Plan != nil && !res.Plan.InSync() {
+		fmt.Fprintf(l.log, "lvsctl run: reload: %s\n", planLine(res.Plan))
+	}
 }
 
 // save writes the record; a failure is logged, not fatal: the table is
@@ -424,7 +481,8 @@ func (l *runLoop) reload() error {
 	}
 	read := time.Since(start)
 	probes := probeTargets(want, h, l.marks)
-	if err := l.setTargets(probes); err != nil {
+	targets, err := health.Prepare(len(probes), func(i int) health.Target { return probes[i].target() })
+	if err != nil {
 		return err
 	}
 	stay := map[desired.DestRef]bool{}
@@ -465,10 +523,15 @@ func (l *runLoop) reload() error {
 			}
 		}
 	}
+	changed := rules.ChangedServices(l.want, want)
 	l.want, l.health, l.probes, l.byKey = want, h, probes, nil
+	// The table first, then the checker's targets: until then, a real
+	// server that stays has its state under its key, a new one none.
+	defer l.checker.Apply(targets)
 	if err := l.saveDrains(); err != nil {
 		return err
 	}
+	l.reconcileFirst(changed)
 	err = l.reconcile("reload", true)
 	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
 		l.f.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))

@@ -270,6 +270,82 @@ func TestRunTakesFailedServersOutAndBack(t *testing.T) {
 	}
 }
 
+// TestRunReloadOfAFewServices: a reload that changes a few services of
+// many puts them in the kernel before the rest of the table is worked out
+// again; on the way, no server that failed comes back, no server that
+// left is deleted instead of drained, and the services the file did not
+// change are not touched.
+func TestRunReloadOfAFewServices(t *testing.T) {
+	f := ipvstest.New()
+	svc := func(i int, dests ...string) string {
+		s := fmt.Sprintf("  - {protocol: tcp, address: 10.0.0.%d, port: 80, scheduler: wrr,\n"+
+			"     check: {type: tcp, interval: 200ms, timeout: 100ms, rise: 2, fall: 2},\n     destinations: [\n", i)
+		for _, d := range dests {
+			s += "       " + d + ",\n"
+		}
+		return s + "     ]}\n"
+	}
+	dest := func(i, k, w int) string {
+		return fmt.Sprintf("{address: 192.168.%d.%d, port: 80, method: masq, weight: %d}", i, k, w)
+	}
+	doc := func(reloaded bool) string {
+		b := "version: 2\nservices:\n"
+		for i := 1; i <= 8; i++ {
+			ds := []string{dest(i, 1, 3), dest(i, 2, 1)}
+			switch {
+			case reloaded && i == 1:
+				ds[0] = dest(i, 1, 5)
+			case reloaded && i == 2:
+				ds = append(ds, dest(i, 3, 2))
+			case reloaded && i == 3:
+				ds = ds[:1]
+			}
+			b += svc(i, ds...)
+		}
+		return b
+	}
+	file := filepath.Join(t.TempDir(), "director.yaml")
+	if err := os.WriteFile(file, []byte(doc(false)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startRunArgs(t, f, testEnv(t, f), "--drain-timeout", "1h", file)
+	defer h.stop(t)
+	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return len(w) == 16 && w[rs1] == 3 && w[rs2] == 1 })
+	h.probes.set("192.168.1.2:80", true)
+	h.waitFor(t, "rs2 failing", func(w map[string]uint32) bool { return w[rs2] == 0 })
+	// By hand, in a service the reload leaves as it is: the reload must
+	// not read or change it (the next resync puts it back).
+	const untouched = "-t 10.0.0.8:80 -r 192.168.8.1:80"
+	s8 := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.8"), Port: 80}
+	d8 := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.8.1"), Port: 80, FwdMethod: ipvs.FwdMasq, Weight: 9}
+	if err := h.c.Exec(ipvs.Request{Cmd: ipvs.CmdSetDest, Service: &s8, Dest: &d8}); err != nil {
+		t.Fatal(err)
+	}
+
+	before := len(h.stderr.String())
+	if err := os.WriteFile(file, []byte(doc(true)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.reload <- os.Interrupt
+	const added, left = "-t 10.0.0.2:80 -r 192.168.2.3:80", "-t 10.0.0.3:80 -r 192.168.3.2:80"
+	h.waitFor(t, "reload", func(w map[string]uint32) bool {
+		in, ok := w[left]
+		return w[rs1] == 5 && w[rs2] == 0 && w[added] == 2 && ok && in == 0
+	})
+	if w := h.c.weights(t); w[untouched] != 9 {
+		t.Errorf("the reload changed %s, which the file did not: weight %d, want 9", untouched, w[untouched])
+	}
+	log := h.stderr.String()[before:]
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "delete-dest") || strings.Contains(l, "192.168.1.2:80") {
+			t.Errorf("the reload deleted a server that left, or changed one that failed: %q", l)
+		}
+	}
+	if n := strings.Count(log, "lvsctl run: reload: "); n != 1 {
+		t.Errorf("the reload's plan is logged %d times, want once:\n%s", n, log)
+	}
+}
+
 // TestRunRestartKeepsHealth: a restarted run starts from its record: a
 // server that was out stays out until it passes rise checks, and one in
 // service stays in service.
