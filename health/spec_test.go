@@ -306,6 +306,49 @@ func TestSpecEqual(t *testing.T) {
 	}
 }
 
+// TestTargetIsZero: IsZero is reflect's, field by field, the spec's
+// included.
+func TestTargetIsZero(t *testing.T) {
+	if z := (Target{}); !z.IsZero() {
+		t.Error("the zero Target is not zero")
+	}
+	set := map[string]func(*Target){
+		"Addr":    func(x *Target) { x.Addr = netip.MustParseAddrPort("0.0.0.0:0") },
+		"Mark":    func(x *Target) { x.Mark = 1 },
+		"Through": func(x *Target) { x.Through = netip.IPv4Unspecified() },
+		"VIP":     func(x *Target) { x.VIP = netip.MustParseAddrPort("[::]:0") },
+		"Env":     func(x *Target) { x.Env = map[string]string{} },
+		"Spec":    func(x *Target) {},
+	}
+	tt := reflect.TypeFor[Target]()
+	for i := range tt.NumField() {
+		name := tt.Field(i).Name
+		f, ok := set[name]
+		if !ok {
+			t.Fatalf("Target.%s: teach IsZero and this test", name)
+		}
+		if name == "Spec" {
+			for j := range reflect.TypeFor[Spec]().NumField() {
+				var x Target
+				setField(t, reflect.ValueOf(&x.Spec).Elem().Field(j))
+				if x.IsZero() || reflect.ValueOf(x).IsZero() {
+					t.Errorf("a Target with Spec.%s set is zero", reflect.TypeFor[Spec]().Field(j).Name)
+				}
+			}
+			continue
+		}
+		var x Target
+		f(&x)
+		if x.IsZero() != reflect.ValueOf(x).IsZero() {
+			t.Errorf("a Target with %s set: IsZero %v, reflect %v", name, x.IsZero(), reflect.ValueOf(x).IsZero())
+		}
+	}
+	empty := Target{Spec: Spec{Command: []string{}}}
+	if empty.IsZero() != reflect.ValueOf(empty).IsZero() {
+		t.Error("an empty command: IsZero differs from reflect's")
+	}
+}
+
 // setField changes v to another value of its kind.
 func setField(t *testing.T, v reflect.Value) {
 	switch v.Kind() {

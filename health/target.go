@@ -33,6 +33,13 @@ type Target struct {
 	Env map[string]string `json:"env,omitempty"`
 }
 
+// IsZero reports whether t is the zero Target, as reflect's IsZero does
+// (json's omitzero calls it) at a small part of its cost.
+func (t *Target) IsZero() bool {
+	return t.Addr == netip.AddrPort{} && t.Mark == 0 && t.Through == netip.Addr{} && t.VIP == netip.AddrPort{} &&
+		t.Env == nil && t.Spec.equal(&Spec{})
+}
+
 // TargetKey identifies a probe: targets with equal keys share one probe
 // and one state, whichever services they come from. Addr is the address
 // probed (with Spec.Port applied, so Spec is the spec's key without its

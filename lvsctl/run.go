@@ -298,12 +298,18 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	l.allDown = now
 	a := l.applier()
 	o := rules.DiffOptions{OwnProbes: true}
+	var changed map[rules.ServiceKey]bool
 	if scoped && l.applied != nil {
-		changed := rules.ChangedServices(l.applied, eff)
+		changed = rules.ChangedServices(l.applied, eff)
 		o.Only = func(k rules.ServiceKey) bool { return changed[k] }
 	}
 	l.applied = nil
-	res, err := a.Converge(context.Background(), eff, o, nil)
+	// A health change that leaves the table as it was (a server waiting
+	// for its first check found failing) needs no read of the kernel.
+	res, err := &rules.ConvergeResult{}, error(nil)
+	if changed == nil || len(changed) > 0 {
+		res, err = a.Converge(context.Background(), eff, o, nil)
+	}
 	if err == nil && !res.Stopped && res.Converged() {
 		l.applied = eff
 	}
@@ -398,14 +404,19 @@ func (l *runLoop) save() {
 	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
 		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness()}
 	st.each = func(yield func(*runServer) bool) {
+		var svc string  // the name of the service of the server before
+		var s runServer // one for all: yield's pointer would move each to the heap
 		for i := range l.probes {
 			c := &l.probes[i]
 			ts, _ := l.checker.State(c.key)
 			ts.Key = c.key
+			if i == 0 || c.ref.Service != l.probes[i-1].ref.Service {
+				svc = c.ref.Service.String()
+			}
 			// The record keeps the check's type, not its whole target:
 			// the file has the rest, and 10,000 targets written at every
 			// reconcile were most of its cost.
-			s := runServer{Service: c.ref.Service.String(), Destination: c.ref.Dest.String(),
+			s = runServer{Service: svc, Destination: c.ref.Dest.String(),
 				InService: l.inSvc[c.ref], Weight: c.weight, Check: c.spec.Type, Health: ts}
 			if !yield(&s) {
 				return

@@ -648,14 +648,21 @@ func TestRunLogsEveryServerOfAProbe(t *testing.T) {
 // server is json.Marshal's, field by field; a field added to runServer,
 // the health state or its key and not to appendJSON fails here.
 func TestRunServerJSONAsMarshal(t *testing.T) {
+	var shared specJSON
 	check := func(name string, s runServer) {
 		t.Helper()
 		want, err := json.Marshal(&s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.appendJSON([]byte("x")); string(got) != "x"+string(want) {
+		if got := s.appendJSON([]byte("x"), nil); string(got) != "x"+string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got[1:], want)
+		}
+		// With the spec kept: from the server before, then from itself.
+		for range 2 {
+			if got := s.appendJSON(nil, &shared); string(got) != string(want) {
+				t.Errorf("%s, its spec kept:\n got %s\nwant %s", name, got, want)
+			}
 		}
 	}
 	check("zero", runServer{})
