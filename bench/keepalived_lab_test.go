@@ -524,7 +524,10 @@ func (l *kaLab) measure(c *checker, before, after kaTable, reconfigure func(), b
 	var r sideResult
 	r.settle = l.waitSettled(c.side, before, bound)
 	t.Logf("%s: table right after %v", c.side, time.Since(start).Round(time.Millisecond))
-	time.Sleep(kaInterval)
+	// Steady means every server has had its checker's verdict: its first
+	// probe within an interval, then fall (3) failures for a failing one,
+	// which lvsctl run holds at weight 0 meanwhile.
+	time.Sleep(max(kaInterval, time.Until(start.Add(5*kaInterval))))
 	cpu := func() (time.Duration, time.Duration) {
 		var u, k time.Duration
 		for _, p := range c.pids() {
@@ -558,6 +561,13 @@ func (l *kaLab) measure(c *checker, before, after kaTable, reconfigure func(), b
 	l.failedOut(c.side, "right after its reload")
 	l.waitSettled(c.side, after, bound)
 	l.failedOut(c.side, "once settled after its reload")
+	if b, err := os.ReadFile(logf.Name()); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "reloaded ") {
+				t.Logf("%s: %s", c.side, line) // how long the whole reload took, and its read
+			}
+		}
+	}
 	return r
 }
 
