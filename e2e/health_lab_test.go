@@ -390,9 +390,9 @@ type dialed struct {
 }
 
 // TestRunUnderLoad: with 200 clients making requests on new connections
-// through VS/NAT, a real server whose port starts refusing is taken out,
-// and from then on no request fails; when it comes back, traffic returns
-// in the weight ratio.
+// through VS/NAT, no request fails while both real servers are healthy; a
+// real server whose port starts refusing is taken out, and from then on no
+// request fails; when it comes back, traffic returns in the weight ratio.
 func TestRunUnderLoad(t *testing.T) {
 	n := natNetwork(t, "hcload")
 	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", httpChecked))
@@ -446,8 +446,10 @@ func TestRunUnderLoad(t *testing.T) {
 		})
 	}
 	time.Sleep(2 * time.Second)
-	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	// The phase moves before the failure: a request the rule refuses while
+	// iptables is still running belongs to phase 1, not to the healthy one.
 	phase.Store(1)
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
 	n.waitWeight("dir", seedVIP80, seedRS2, "0", 5*time.Second)
 	time.Sleep(200 * time.Millisecond) // connections scheduled just before stay in phase 1
 	phase.Store(2)
@@ -463,6 +465,9 @@ func TestRunUnderLoad(t *testing.T) {
 	for i, name := range []string{"healthy", "rs2 failing, not yet out", "rs2 out", "rs2 back"} {
 		c := &counts[i]
 		t.Logf("%s: %d answered (rs1 %d, rs2 %d), %d failed %q", name, c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load(), c.errs)
+	}
+	if c := &counts[0]; c.failed.Load() != 0 || c.ok.Load() == 0 {
+		t.Errorf("while both servers were healthy: %d answered, %d failed; want none failed", c.ok.Load(), c.failed.Load())
 	}
 	if c := &counts[2]; c.failed.Load() != 0 || c.ok.Load() == 0 || c.rs2.Load() != 0 {
 		t.Errorf("after rs2 was taken out: %d answered, %d by rs2, %d failed; want none failed and none by rs2", c.ok.Load(), c.rs2.Load(), c.failed.Load())
