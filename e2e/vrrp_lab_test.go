@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -376,6 +377,8 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 		t.Fatalf("the client reaches the VIP at %q, want dir1's %s", mac, l.macOf("dir1"))
 	}
 
+	// dir2's table just before the cut, for the diagnosis of a break.
+	beforeCut := l.ipvsadm("dir2", "-Lnc")
 	cut := time.Now()
 	logged := len(l.runs["dir2"].lines())
 	since := l.failover(f)
@@ -390,6 +393,15 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
 		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
 		l.diagnose(r)
+		if m := regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+:\d+)->`).FindStringSubmatch(r.FirstError); m != nil {
+			var entries []string
+			for _, line := range strings.Split(beforeCut, "\n") {
+				if f := strings.Fields(line); len(f) == 6 && f[3] == m[1] {
+					entries = append(entries, line)
+				}
+			}
+			t.Logf("dir2's entries for %s just before the cut: %q", m[1], entries)
+		}
 	}
 
 	var probe ProbeResult
