@@ -655,7 +655,7 @@ func TestRunServerJSONAsMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.appendJSON([]byte("x"), nil); string(got) != "x"+string(want) {
+		if got := s.appendJSON([]byte("x"), new(specJSON)); string(got) != "x"+string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", name, got[1:], want)
 		}
 		// With the spec kept: from the server before, then from itself.

@@ -134,7 +134,7 @@ func (st *runState) writeJSON(w io.Writer) error {
 // through Marshal.
 //
 // The servers of a service share their spec, whose JSON (escaped quotes
-// and all) was a third of the cost: with c, the last one is kept.
+// and all) was a third of the cost: c keeps the last one written.
 func (s *runServer) appendJSON(b []byte, c *specJSON) []byte {
 	h := &s.Health
 	if !h.Target.IsZero() {
@@ -147,10 +147,7 @@ func (s *runServer) appendJSON(b []byte, c *specJSON) []byte {
 	b = jsonstr.Append(b, s.Destination)
 	b = append(b, `,"in_service":`...)
 	b = strconv.AppendBool(b, s.InService)
-	if s.Weight != 0 {
-		b = append(b, `,"weight":`...)
-		b = strconv.AppendUint(b, uint64(s.Weight), 10)
-	}
+	b = appendInt(b, `,"weight":`, int64(s.Weight))
 	if s.Check != "" {
 		b = append(b, `,"check":`...)
 		b = jsonstr.Append(b, s.Check)
@@ -163,46 +160,27 @@ func (s *runServer) appendJSON(b []byte, c *specJSON) []byte {
 	} else {
 		b = append(b, `""`...)
 	}
-	if h.Key.Mark != 0 {
-		b = append(b, `,"mark":`...)
-		b = strconv.AppendUint(b, uint64(h.Key.Mark), 10)
-	}
+	b = appendInt(b, `,"mark":`, int64(h.Key.Mark))
 	b = append(b, `,"spec":`...)
-	if c == nil {
-		b = jsonstr.Append(b, h.Key.Spec)
-	} else {
-		if c.quoted == nil || h.Key.Spec != c.spec {
-			c.spec, c.quoted = h.Key.Spec, jsonstr.Append(c.quoted[:0], h.Key.Spec)
-		}
-		b = append(b, c.quoted...)
+	if c.quoted == nil || h.Key.Spec != c.spec {
+		c.spec, c.quoted = h.Key.Spec, jsonstr.Append(c.quoted[:0], h.Key.Spec)
 	}
+	b = append(b, c.quoted...)
 	if h.Key.Env != "" {
 		b = append(b, `,"env":`...)
 		b = jsonstr.Append(b, h.Key.Env)
 	}
 	b = append(b, `},"state":`...)
 	b = jsonstr.Append(b, h.State.String()) // MarshalText's, for the checker's states
-	if h.Passes != 0 {
-		b = append(b, `,"passes":`...)
-		b = strconv.AppendInt(b, int64(h.Passes), 10)
-	}
-	if h.Fails != 0 {
-		b = append(b, `,"fails":`...)
-		b = strconv.AppendInt(b, int64(h.Fails), 10)
-	}
+	b = appendInt(b, `,"passes":`, int64(h.Passes))
+	b = appendInt(b, `,"fails":`, int64(h.Fails))
 	if h.Result != "" {
 		b = append(b, `,"result":`...)
 		b = jsonstr.Append(b, h.Result)
 	}
 	b = appendTime(b, `,"last_probe":`, h.LastProbe)
-	if h.LastDuration != 0 {
-		b = append(b, `,"last_duration":`...)
-		b = strconv.AppendInt(b, int64(h.LastDuration), 10)
-	}
-	if h.LastLate != 0 {
-		b = append(b, `,"last_late":`...)
-		b = strconv.AppendInt(b, int64(h.LastLate), 10)
-	}
+	b = appendInt(b, `,"last_duration":`, int64(h.LastDuration))
+	b = appendInt(b, `,"last_late":`, int64(h.LastLate))
 	b = appendTime(b, `,"last_change":`, h.LastChange)
 	return append(b, "}}"...)
 }
@@ -211,6 +189,14 @@ func (s *runServer) appendJSON(b []byte, c *specJSON) []byte {
 type specJSON struct {
 	spec   string
 	quoted []byte
+}
+
+// appendInt appends key and v as Marshal writes an omitempty integer.
+func appendInt(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(append(b, key...), v, 10)
 }
 
 // appendTime appends key and t as Marshal writes an omitzero time.
