@@ -72,7 +72,7 @@ func (r *runner) apply(f *planFlags) (int, error) {
 		// Each plan is checked before its first change; the first one's
 		// warnings come before the changes they warn of.
 		Check: func(p *rules.Plan) error {
-			if err := removalGuard(f, p); err != nil {
+			if err := f.removalGuard(p); err != nil {
 				return err
 			}
 			if !planned {

@@ -33,11 +33,19 @@ import (
 
 // Exit statuses, decided only in Main.
 const (
-	ExitOK          = 0 // done; for plan and status: nothing to change or pending
+	ExitOK          = 0 // done; for plan: nothing to change
 	ExitFailed      = 1 // an error, or an apply that did not converge
 	ExitUsage       = 2 // bad command line or bad rules file: nothing was changed
-	ExitChanges     = 3 // plan (and apply --dry-run): the kernel differs from the file; status: drains pending
+	ExitChanges     = 3 // plan (and apply --dry-run): the kernel differs from the file
 	ExitInterrupted = 4 // apply stopped by SIGINT/SIGTERM; the journal holds the drains left
+)
+
+// lvsctl status's exit statuses, as monitoring plugins use them.
+const (
+	StatusOK       = 0 // every checked real server in service, nothing pending
+	StatusWarning  = 1 // a real server held out or draining, a refused reload, late probes, a stopped run
+	StatusCritical = 2 // a service whose real servers all failed their checks
+	StatusUnknown  = 3 // the journal or the record could not be read
 )
 
 const description = "Plan and apply a desired IPVS rule set on a live director without dropping connections.\n\n" +
@@ -108,8 +116,7 @@ type planFlags struct {
 	JSON         bool          `name:"json" help:"Print the plan (apply: what was done) as JSON."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
 	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
-	AllowEmpty   bool          `name:"allow-empty" help:"Accept a FILE without any service, which deletes every service."`
-	MaxDelete    int           `name:"max-delete" default:"50" help:"Refuse a plan that takes out more than this percentage of the kernel's real servers (a service without any counts as one); 100 allows any."`
+	guardFlags
 	journalFlag
 }
 

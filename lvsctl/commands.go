@@ -120,18 +120,6 @@ func (r *runner) readDesiredHealth(f *planFlags) (*rules.Set, *desired.Health, e
 	return set, h, nil
 }
 
-// removalGuard refuses a plan that takes out more than --max-delete
-// percent of the kernel's real servers: what a truncated file, or a file
-// meant for another director, asks for.
-func removalGuard(f *planFlags, p *rules.Plan) error {
-	n, total := p.Removals(), p.Kernel.Servers
-	if n == 0 || f.MaxDelete >= 100 || n*100 <= f.MaxDelete*total {
-		return nil
-	}
-	return usageError{err: fmt.Errorf("the plan takes out %d of the kernel's %d real servers (%d%%), more than --max-delete %d%%; "+
-		"nothing was changed. Check FILE; --max-delete 100 applies it", n, total, n*100/total, f.MaxDelete)}
-}
-
 // diffOptions are the plan's settings from the flags and the host.
 func (r *runner) diffOptions(f *planFlags) rules.DiffOptions {
 	o := rules.DiffOptions{KeepMHOrder: f.KeepMHOrder, Draining: f.DrainTimeout > 0}
@@ -178,7 +166,7 @@ func (r *runner) plan(f *planFlags) (int, error) {
 	if err != nil {
 		return ExitFailed, err
 	}
-	if err := removalGuard(f, p); err != nil {
+	if err := f.removalGuard(p); err != nil {
 		return ExitUsage, err
 	}
 	if p.InSync() {
@@ -442,7 +430,8 @@ func (r *runner) reportJSON(res *rules.ConvergeResult, applied []rules.Change) (
 	return status, writeJSON(r.out, doc)
 }
 
-// status prints the journal of interrupted drains.
+// status prints lvsctl run's record and the journal of interrupted
+// drains, and says by its status how the director is (see StatusOK).
 func (r *runner) status(c *statusCmd) (int, error) {
 	var jr *rules.Journal
 	dir := r.journalPath()
@@ -450,11 +439,11 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	switch {
 	case errors.Is(err, errNoJournal):
 	case err != nil:
-		return ExitFailed, err
+		return StatusUnknown, err
 	default:
 		defer j.Close()
 		if jr, err = j.Load(); err != nil {
-			return ExitFailed, err
+			return StatusUnknown, err
 		}
 	}
 	var drains []rules.DrainEntry
@@ -464,16 +453,17 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	var st *runState
 	if j != nil {
 		if st, err = j.loadRunState(); err != nil {
-			return ExitFailed, err
+			return StatusUnknown, err
 		}
 	}
+	code, verdict := statusVerdict(st, len(drains))
 	if c.JSON {
-		doc := jsonStatus{Journal: dir, PendingDrains: toJSONDrains(drains), Run: toJSONRun(st)}
+		doc := jsonStatus{Status: verdict, Journal: dir, PendingDrains: toJSONDrains(drains), Run: toJSONRun(st)}
 		if err := writeJSON(r.out, doc); err != nil {
-			return ExitFailed, err
+			return StatusUnknown, err
 		}
 	} else if err := r.writeRunStatus(st); err != nil {
-		return ExitFailed, err
+		return StatusUnknown, err
 	} else if len(drains) == 0 {
 		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
@@ -489,17 +479,38 @@ func (r *runner) status(c *statusCmd) (int, error) {
 				e.Started.UTC().Format(time.RFC3339), e.Deadline.UTC().Format(time.RFC3339), then})
 		}
 		if err := clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "WEIGHT BEFORE", "STARTED", "DEADLINE", "THEN"}, rows); err != nil {
-			return ExitFailed, err
+			return StatusUnknown, err
 		}
 	}
-	if len(drains) > 0 {
-		return ExitChanges, nil
+	return code, nil
+}
+
+// statusVerdict is status's exit status and its word for it: critical
+// when a service's real servers all failed their checks; warning when a
+// real server is held out by its check or draining, a drain is pending,
+// the last reload was refused, probes fall behind, or the run that wrote
+// the record has stopped; ok otherwise.
+func statusVerdict(st *runState, drains int) (int, string) {
+	if st != nil && len(st.AllDown) > 0 {
+		return StatusCritical, "critical"
 	}
-	return ExitOK, nil
+	warn := drains > 0
+	if st != nil {
+		warn = warn || st.Refused != "" || st.Late || !st.alive()
+		for i := range st.Servers {
+			warn = warn || !st.Servers[i].InService
+		}
+	}
+	if warn {
+		return StatusWarning, "warning"
+	}
+	return StatusOK, "ok"
 }
 
 // jsonStatus is status --json's document.
 type jsonStatus struct {
+	// Status is ok, warning or critical, as the exit status says.
+	Status        string      `json:"status"`
 	Journal       string      `json:"journal"`
 	PendingDrains []jsonDrain `json:"pending_drains"`
 	// Run is lvsctl run's record, when a run left one.
@@ -516,7 +527,12 @@ type jsonRun struct {
 	Updated  time.Time       `json:"updated"`
 	AllDown  []string        `json:"all_down"`
 	Lateness health.Lateness `json:"lateness"`
-	Servers  []jsonServer    `json:"servers"`
+	// Late is set while probes fall behind their schedule.
+	Late bool `json:"late"`
+	// ReloadRefused is why the last reload was refused, and when.
+	ReloadRefused   string       `json:"reload_refused,omitempty"`
+	ReloadRefusedAt time.Time    `json:"reload_refused_at,omitzero"`
+	Servers         []jsonServer `json:"servers"`
 }
 
 // jsonServer is one checked real server's health.
@@ -539,7 +555,8 @@ func toJSONRun(st *runState) *jsonRun {
 		return nil
 	}
 	out := &jsonRun{PID: st.PID, Running: st.alive(), File: st.File, Checks: st.Checks, Started: st.Started, Updated: st.Updated,
-		AllDown: st.AllDown, Lateness: st.Lateness, Servers: []jsonServer{}}
+		AllDown: st.AllDown, Lateness: st.Lateness, Late: st.Late, ReloadRefused: st.Refused, ReloadRefusedAt: st.RefusedAt,
+		Servers: []jsonServer{}}
 	if out.AllDown == nil {
 		out.AllDown = []string{}
 	}
@@ -562,8 +579,15 @@ func (r *runner) writeRunStatus(st *runState) error {
 	if !st.alive() {
 		state = "not running (its last record)"
 	}
-	fmt.Fprintf(r.out, "lvsctl run: pid %d %s, file %s, updated %s; probes late by p99 %s (max %s)\n",
-		st.PID, state, st.File, st.Updated.UTC().Format(time.RFC3339), st.Lateness.RecentP99, st.Lateness.RecentMax)
+	timing := "on time"
+	if st.Late {
+		timing = "LATE: failures are noticed late"
+	}
+	fmt.Fprintf(r.out, "lvsctl run: pid %d %s, file %s, updated %s\n", st.PID, state, st.File, st.Updated.UTC().Format(time.RFC3339))
+	fmt.Fprintf(r.out, "probes %s (recent lateness p99 %s, max %s)\n", timing, st.Lateness.RecentP99, st.Lateness.RecentMax)
+	if st.Refused != "" {
+		fmt.Fprintf(r.out, "last reload REFUSED at %s, the running file stays: %s\n", st.RefusedAt.UTC().Format(time.RFC3339), st.Refused)
+	}
 	for _, s := range st.AllDown {
 		fmt.Fprintf(r.out, "ALL REAL SERVERS OF %s FAILED THEIR CHECKS\n", s)
 	}

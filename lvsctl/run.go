@@ -2,8 +2,10 @@ package lvsctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +23,7 @@ type runCmd struct {
 	Checks        string        `name:"checks" placeholder:"FILE" help:"Checks for a rules-text FILE: YAML or JSON naming services as ipvsadm -Sn writes them."`
 	DrainTimeout  time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a real server that leaves FILE on a reload; 0 deletes at once."`
 	MetricsListen string        `name:"metrics-listen" placeholder:"ADDR" help:"Serve Prometheus metrics on ADDR (host:port); nothing listens without it."`
+	guardFlags
 	journalFlag
 }
 
@@ -42,6 +45,9 @@ const (
 	resyncDuty  = 20
 	// drainPoll is how often leaving real servers' connections are read.
 	drainPoll = time.Second
+	// lateEvery is how often run looks whether probes keep to their
+	// schedule, to log when they fall behind and when they catch up.
+	lateEvery = 5 * time.Second
 )
 
 // runner state of one lvsctl run.
@@ -69,7 +75,19 @@ type runLoop struct {
 	// last reconcile that converged; nil when the kernel's table is not
 	// known to be it.
 	applied *rules.Set
-	started time.Time
+	// carried holds, during a reload, the states that real servers whose
+	// check changed bring to their new check's key, until the checker
+	// has them (see carry).
+	carried map[health.TargetKey]health.State
+	// guard, when set, sees the plan of a reconcile before its first
+	// change (the first start's --max-delete).
+	guard func(*rules.Plan) error
+	// refused is why the last reload was refused, and when; empty after
+	// one that took effect.
+	refused   string
+	refusedAt time.Time
+	late      bool // probes were last seen falling behind
+	started   time.Time
 }
 
 // run applies FILE with health, then keeps the table as FILE says until
@@ -111,6 +129,17 @@ func (r *runner) run(f *runCmd) (int, error) {
 		opts.Observe = l.metrics.observe
 	}
 	l.checker = health.New(opts)
+	ctx := r.env.Context
+	if l.metrics != nil {
+		// Listening comes before the first change: an address run cannot
+		// take leaves the table as it was.
+		l.metrics.checker = l.checker
+		addr, err := l.metrics.serve(ctx, f.MetricsListen)
+		if err != nil {
+			return ExitUsage, usageError{err: err}
+		}
+		fmt.Fprintf(l.log, "lvsctl run: metrics at http://%s/metrics\n", addr)
+	}
 	if prior != nil {
 		for k, m := range prior.Marks {
 			l.marks[k] = m // a target keeps its mark, so its key and state
@@ -123,18 +152,16 @@ func (r *runner) run(f *runCmd) (int, error) {
 	if err := l.setTargets(l.probes); err != nil {
 		return ExitUsage, err
 	}
-	if err := l.reconcile("start", false); err != nil {
-		return ExitFailed, err
-	}
-	ctx := r.env.Context
-	if l.metrics != nil {
-		l.metrics.checker = l.checker
-		l.metrics.publish(l)
-		addr, err := l.metrics.serve(ctx, f.MetricsListen)
-		if err != nil {
-			return ExitUsage, usageError{err: err}
+	// The first start is an apply: the same guard before its first change.
+	l.guard = f.removalGuard
+	err = l.reconcile("start", false)
+	l.guard = nil
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			return ExitUsage, err
 		}
-		fmt.Fprintf(l.log, "lvsctl run: metrics at http://%s/metrics\n", addr)
+		return ExitFailed, err
 	}
 	done := make(chan error, 1)
 	checkCtx, stopChecks := context.WithCancel(context.Background())
@@ -147,6 +174,8 @@ func (r *runner) run(f *runCmd) (int, error) {
 	defer resync.Stop()
 	drain := time.NewTicker(drainPoll)
 	defer drain.Stop()
+	lateTick := time.NewTicker(lateEvery)
+	defer lateTick.Stop()
 	watchdog := r.watchdog()
 	var settleC <-chan time.Time
 	var nextHealth time.Time // the earliest next health change (healthDuty)
@@ -172,7 +201,9 @@ func (r *runner) run(f *runCmd) (int, error) {
 		case <-r.env.Reload:
 			r.notify("RELOADING=1")
 			if err := l.reload(); err != nil {
+				l.refused, l.refusedAt = err.Error(), r.env.Now()
 				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
+				l.save()
 			}
 			r.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
@@ -185,6 +216,8 @@ func (r *runner) run(f *runCmd) (int, error) {
 			if len(l.drains) > 0 {
 				l.pollDrains()
 			}
+		case <-lateTick.C:
+			l.noteLate()
 		case <-watchdog:
 			if l.checker.Healthy() {
 				r.notify("WATCHDOG=1")
@@ -199,7 +232,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 // readRunDesired reads FILE and its checks: from FILE itself (version 2),
 // or from --checks for rules text.
 func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) {
-	pf := &planFlags{File: f.File}
+	pf := &planFlags{File: f.File, guardFlags: f.guardFlags}
 	want, h, err := r.readDesiredHealth(pf)
 	if err != nil {
 		return nil, nil, err
@@ -234,16 +267,29 @@ func countKeys(cs []checked) int {
 
 // seed gives the checker each target's state: the record's when the run
 // restarts (a server that was out stays out until it passes rise checks),
-// else Up for a real server the kernel has in service (a restart of the
-// director's checker never takes a healthy server out), else Unknown: a
-// server new to the table serves only after its first passing check.
+// by the target's key or, when the file changed its check, by the real
+// server; else Up for a real server the kernel has in service (a restart
+// of the director's checker never takes a healthy server out), else
+// Unknown: a server new to the table serves only after its first passing
+// check.
 func (l *runLoop) seed(prior *runState) error {
 	var states []health.TargetState
 	known := map[health.TargetKey]bool{}
+	byRef := map[string]health.State{}
 	if prior != nil {
 		for _, s := range prior.Servers {
 			known[s.Health.Key] = true
 			states = append(states, s.Health)
+			byRef[s.Service+" -r "+s.Destination] = s.Health.State
+		}
+	}
+	for _, c := range l.probes {
+		if known[c.key] {
+			continue
+		}
+		if st := byRef[refName(c.ref)]; st == health.Up || st == health.Down {
+			known[c.key] = true
+			states = append(states, health.TargetState{Key: c.key, State: st})
 		}
 	}
 	current, err := rules.Read(l.client)
@@ -297,6 +343,7 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	}
 	l.allDown = now
 	a := l.applier()
+	a.Check = l.guard
 	o := rules.DiffOptions{OwnProbes: true}
 	var changed map[rules.ServiceKey]bool
 	if scoped && l.applied != nil {
@@ -318,6 +365,10 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	if l.metrics != nil {
 		l.metrics.publish(l)
 	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ue // the guard's: nothing was changed
+	}
 	if err != nil {
 		return fmt.Errorf("changing the table: %w", readError(err))
 	}
@@ -325,16 +376,31 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, planLine(res.Plan))
 	}
 	if res.Stopped || !res.Converged() {
-		return fmt.Errorf("the kernel refused %s; the next change or resync tries again", plural(len(res.Failed), "change", "changes"))
+		return &refusedError{failed: res.Failed}
 	}
 	return nil
+}
+
+// refusedError is a reconcile the kernel did not let converge.
+type refusedError struct{ failed []rules.ChangeError }
+
+func (e *refusedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the kernel refused %s", plural(len(e.failed), "change", "changes"))
+	for i := range e.failed {
+		fmt.Fprintf(&b, "; %v", &e.failed[i])
+	}
+	return b.String()
 }
 
 // state is the checker's state of a target, looked up one at a time:
 // 10,000 states in a snapshot and its index were a third of a reconcile's
 // garbage.
 func (l *runLoop) state(k health.TargetKey) health.State {
-	s, _ := l.checker.State(k)
+	s, ok := l.checker.State(k)
+	if !ok && l.carried != nil {
+		return l.carried[k]
+	}
 	return s.State
 }
 
@@ -402,7 +468,11 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 // time as the checker has them.
 func (l *runLoop) save() {
 	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
-		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness()}
+		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness(), Late: !l.checker.Healthy(),
+		Refused: l.refused}
+	if !l.refusedAt.IsZero() {
+		st.RefusedAt = l.refusedAt.UTC()
+	}
 	st.each = func(yield func(*runServer) bool) {
 		var svc string  // the name of the service of the server before
 		var s runServer // one for all: yield's pointer would move each to the heap
@@ -466,6 +536,24 @@ func (l *runLoop) logChange(c health.Change) {
 	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
 }
 
+// noteLate logs when probes fall behind their schedule and when they
+// catch up, whatever supervises run, and records it for status.
+func (l *runLoop) noteLate() {
+	late := !l.checker.Healthy()
+	if late == l.late {
+		return
+	}
+	l.late = late
+	lt := l.checker.Lateness()
+	if late {
+		fmt.Fprintf(l.log, "lvsctl run: probes fall behind their schedule (p99 lateness %s, max %s): "+
+			"failures are noticed late; the director is short of CPU or has too many checks for it\n", lt.RecentP99, lt.RecentMax)
+	} else {
+		fmt.Fprintf(l.log, "lvsctl run: probes on time again (p99 lateness %s)\n", lt.RecentP99)
+	}
+	l.save()
+}
+
 // status is one line for systemd's status.
 func (l *runLoop) status() string {
 	up, n := 0, 0
@@ -478,8 +566,11 @@ func (l *runLoop) status() string {
 	return fmt.Sprintf("%d of %d checked real servers in service", up, n)
 }
 
-// reload reads FILE again and applies the difference: real servers that
-// stay keep their health; those that leave drain at weight 0.
+// reload reads FILE again and applies the difference as apply would:
+// the same checks of the file, the same --max-delete, and a kernel that
+// refuses a change puts the running table and checks back. Real servers
+// that stay keep their health, through an edit of their check too; those
+// that leave drain at weight 0.
 func (l *runLoop) reload() error {
 	start := time.Now()
 	// The reload takes the processor first: on a large table, probes
@@ -496,6 +587,11 @@ func (l *runLoop) reload() error {
 	if err != nil {
 		return err
 	}
+	// What leaves the file counts as apply counts it: drained or not, a
+	// real server taken out. mh order is not the file's to judge here.
+	if err := l.f.removalGuard(rules.Diff(l.want, want, rules.DiffOptions{KeepMHOrder: true})); err != nil {
+		return err
+	}
 	stay := map[desired.DestRef]bool{}
 	for i := range want.Services {
 		s := &want.Services[i]
@@ -503,6 +599,7 @@ func (l *runLoop) reload() error {
 			stay[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&d.Destination)}] = true
 		}
 	}
+	old := runFile{want: l.want, health: l.health, probes: l.probes, drains: maps.Clone(l.drains), marks: maps.Clone(l.marks)}
 	now := l.r.env.Now()
 	for i := range l.want.Services {
 		s := &l.want.Services[i]
@@ -535,18 +632,91 @@ func (l *runLoop) reload() error {
 		}
 	}
 	changed := rules.ChangedServices(l.want, want)
+	l.carried = l.carry(probes)
+	defer func() { l.carried = nil }()
 	l.want, l.health, l.probes, l.byKey = want, h, probes, nil
-	// The table first, then the checker's targets: until then, a real
-	// server that stays has its state under its key, a new one none.
-	defer l.checker.Apply(targets)
 	if err := l.saveDrains(); err != nil {
+		l.restore(old)
 		return err
 	}
+	// The table first, then the checker's targets: until then, a real
+	// server that stays has its state under its key, or carried to its
+	// new check's key; a new one has none.
 	l.reconcileFirst(changed)
+	prevRefused, prevAt := l.refused, l.refusedAt
+	l.refused, l.refusedAt = "", time.Time{}
 	err = l.reconcile("reload", true)
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		// Nothing of the new file stays: the old one's table and drains
+		// come back, its checks never left the checker.
+		l.restore(old)
+		l.refused, l.refusedAt = prevRefused, prevAt
+		if err := l.saveDrains(); err != nil {
+			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+		}
+		if err := l.reconcile("reload refused, back to the running file", false); err != nil {
+			fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+		}
+		return refused
+	}
+	seeds := make([]health.TargetState, 0, len(l.carried))
+	for k, st := range l.carried {
+		seeds = append(seeds, health.TargetState{Key: k, State: st})
+	}
+	l.checker.Restore(seeds)
+	l.checker.Apply(targets)
 	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
 		l.f.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
-	return err
+	if err != nil {
+		// The file took effect; the kernel's table did not follow (a
+		// read failed): the next change or resync puts it right.
+		fmt.Fprintf(l.log, "lvsctl run: reloaded, but %v; the next change or resync tries again\n", err)
+	}
+	return nil
+}
+
+// runFile is what a reload replaces, kept to put back when the kernel
+// refuses the new file.
+type runFile struct {
+	want   *rules.Set
+	health *desired.Health
+	probes []checked
+	drains map[desired.DestRef]*draining
+	marks  map[string]uint32
+}
+
+func (l *runLoop) restore(f runFile) {
+	l.want, l.health, l.probes, l.drains, l.byKey = f.want, f.health, f.probes, f.drains, nil
+	clear(l.marks)
+	maps.Copy(l.marks, f.marks)
+}
+
+// carry gives each real server whose check changed (so its target's key)
+// the state it has under its present check, until the new check decides
+// by its own rise and fall: an edit of a check never takes a healthy
+// server out, nor brings a failed one back. A key that several real
+// servers share is up when one of them was.
+func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
+	was := make(map[desired.DestRef]health.State, len(l.probes))
+	for i := range l.probes {
+		if st := l.state(l.probes[i].key); st == health.Up || st == health.Down {
+			was[l.probes[i].ref] = st
+		}
+	}
+	out := map[health.TargetKey]health.State{}
+	for i := range probes {
+		c := &probes[i]
+		if _, ok := l.checker.State(c.key); ok {
+			continue // the same check: the checker keeps its state
+		}
+		st, ok := was[c.ref]
+		if !ok || out[c.key] == health.Up {
+			continue
+		}
+		out[c.key] = st
+	}
+	return out
 }
 
 // resumeDrains takes the drains the journal holds (of an interrupted

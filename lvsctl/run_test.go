@@ -94,7 +94,11 @@ func (p *fakeProbes) set(addr string, down bool) {
 func (p *fakeProbes) probe(ctx context.Context, t health.Target) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.down[t.Addr.String()] {
+	addr := t.Addr
+	if t.Through.IsValid() { // via the VIP: the real server answers
+		addr = netip.AddrPortFrom(t.Through, t.Addr.Port())
+	}
+	if p.down[addr.String()] {
 		return errors.New("connection refused")
 	}
 	return nil

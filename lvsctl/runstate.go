@@ -43,6 +43,13 @@ type runState struct {
 	// AllDown are the services whose real servers all failed.
 	AllDown  []string        `json:"all_down,omitempty"`
 	Lateness health.Lateness `json:"lateness"`
+	// Late is set while probes fall behind their schedule by more than
+	// a tenth of the shortest interval.
+	Late bool `json:"late,omitempty"`
+	// Refused is why the last reload was refused (the running file
+	// stayed), and RefusedAt when; empty once a reload took effect.
+	Refused   string    `json:"reload_refused,omitempty"`
+	RefusedAt time.Time `json:"reload_refused_at,omitzero"`
 	// Where it belongs: a record of another boot or namespace is stale.
 	Boot      string `json:"boot_id"`
 	Namespace uint64 `json:"netns_inode"`
