@@ -29,7 +29,7 @@ BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
 .PHONY: all help deps tools build test unit unit-arm64 lab lab-guest lab-pkgs lab-arm64 labrun check install uninstall deb rpm rpmlint lintian release tarball sbom bench-keepalived \
-	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run clean fuzz fuzz-short soak soak-lvsprep
+	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run try-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
 
@@ -282,6 +282,12 @@ soak: deps build labrun
 lab-run: deps build lab-guest labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) $(LAB_ARCH_FLAGS) -- "$$CMD"
+
+## try-run: lvsctl run in the lab: a real server fails and comes back
+## Runs lab/try/run.sh in the lab (docs/health.md, "Try it in the lab"):
+## two real servers behind lvsctl run; rs2 fails its check and comes back
+try-run: deps build lab-guest labrun
+	$(LABRUN) $(LAB_ARCH_FLAGS) -- 'sh /src/lab/try/run.sh'
 
 ## install: binaries, man pages, completions under PREFIX (/usr/local)
 ## Binaries, man pages, completions (honours PREFIX, default /usr/local,

@@ -584,7 +584,7 @@ func (r *runner) writeRunStatus(st *runState) error {
 		timing = "LATE: failures are noticed late"
 	}
 	fmt.Fprintf(r.out, "lvsctl run: pid %d %s, file %s, updated %s\n", st.PID, state, st.File, st.Updated.UTC().Format(time.RFC3339))
-	fmt.Fprintf(r.out, "probes %s (recent lateness p99 %s, max %s)\n", timing, st.Lateness.RecentP99, st.Lateness.RecentMax)
+	fmt.Fprintf(r.out, "probes %s (recent lateness p99 %s, max %s)\n", timing, st.Lateness.RecentP99.Round(time.Millisecond), st.Lateness.RecentMax.Round(time.Millisecond))
 	if st.Refused != "" {
 		fmt.Fprintf(r.out, "last reload REFUSED at %s, the running file stays: %s\n", st.RefusedAt.UTC().Format(time.RFC3339), st.Refused)
 	}
