@@ -28,7 +28,7 @@ GOBUILD   = $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 BINARIES := ipvsadm ipvsadm-save ipvsadm-restore lvsprep lvsctl
 export CGO_ENABLED := 0
 
-.PHONY: all help deps tools build test unit unit-arm64 lab lab-guest lab-pkgs lab-arm64 labrun check install uninstall deb rpm rpmlint lintian release tarball sbom bench-keepalived \
+.PHONY: all help deps lab-deps tools build test unit unit-arm64 lab lab-guest lab-pkgs lab-arm64 labrun check install uninstall deb rpm rpmlint lintian release tarball sbom bench-keepalived \
 	pkg-bin check-arch pkg-stage demo bench bench-plot lab-run try-run clean fuzz fuzz-short soak soak-lvsprep
 
 all: build
@@ -41,22 +41,34 @@ help:
 ## The Debian packages every test, the lab, the demo and packaging need,
 ## installed here once, in one apt-get call (as root; tools/deps.sh); tests
 ## never install anything. Run as another user it names what is missing and
-## the command that installs it, and fails.
+## the command that installs it, and fails. apt's output goes to
+## .cache/deps.log; the terminal gets what is installed and a summary.
 # the lab's VM image: emulator, guest kernel, guest user space, the reference
-# ipvsadm, BIRD for the ECMP topology, and what the image builder runs
+# ipvsadm, BIRD for the ECMP topology, and what the image builder runs: all
+# that make demo, try-run and lab-run need (lab-deps)
 LAB_PACKAGES  := qemu-system-x86 linux-image-cloud-amd64 busybox-static iptables \
-	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived tmux procps ncurses-base libc-bin \
-	qemu-system-arm qemu-user-static
+	iproute2 ipvsadm kmod bash dash netbase cpio bird2 keepalived tmux procps ncurses-base libc-bin
+# the arm64 lab (make lab ARCH=arm64, make lab-arm64) and the parsers'
+# tests under qemu-user (make unit-arm64)
+ARM64_PACKAGES := qemu-system-arm qemu-user-static
 # The foreign architectures of the lab (make lab ARCH=arm64): make deps adds
 # them to dpkg, so apt-get download finds their packages; they are unpacked
 # under .cache/lab, never installed on the host (lab-guest).
 LAB_FOREIGN_ARCHES := arm64
 # host-side tests: manual pages, completions in real shells, the .deb, units
 HOST_PACKAGES := git groff man-db bash-completion zsh fish dpkg lintian systemd rpm rpmlint
-DEBIAN_PACKAGES := $(LAB_PACKAGES) $(HOST_PACKAGES)
+DEBIAN_PACKAGES := $(LAB_PACKAGES) $(ARM64_PACKAGES) $(HOST_PACKAGES)
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
 	@tools/deps.sh --foreign-arch $(LAB_FOREIGN_ARCHES)
+
+## lab-deps: install only the Debian packages the amd64 lab needs
+## What make demo, try-run and lab-run install: the lab's packages alone
+## (LAB_PACKAGES), no arm64 architecture, no packaging tools
+lab-deps:
+	@tools/deps.sh $(LAB_PACKAGES)
+# lab-run and try-run for another architecture need make deps' arm64 set-up
+RUN_DEPS = $(if $(filter $(HOST_ARCH),$(ARCH)),lab-deps,deps)
 
 ## build: static binaries into bin/
 build:
@@ -189,7 +201,7 @@ check: tools
 ## the weights, ipvsadm -Ln --stats, one request's addresses, then lvsctl
 ## changing the weights, two lvsctl top frames and draining a server while
 ## requests flow (e2e TestDemo)
-demo: deps build labrun
+demo: lab-deps build labrun
 	$(LABRUN) -tests -run '^TestDemo$$' ./e2e
 
 ## bench: our tools against Debian's ipvsadm and the kernel floor
@@ -279,14 +291,14 @@ soak: deps build labrun
 ## lab-run: one shell command in the lab: make lab-run CMD='ipvsadm -Ln'
 ## Run any shell command inside the lab with our bin/ first on PATH,
 ## e.g. make lab-run CMD='ipvsadm -Ln'; exits with the command's status
-lab-run: deps build lab-guest labrun
+lab-run: $(RUN_DEPS) build lab-guest labrun
 	@if [ -z "$$CMD" ]; then echo "usage: make lab-run CMD='ipvsadm -Ln'" >&2; exit 2; fi
 	$(LABRUN) $(LAB_ARCH_FLAGS) -- "$$CMD"
 
 ## try-run: lvsctl run in the lab: a real server fails and comes back
 ## Runs lab/try/run.sh in the lab (docs/health.md, "Try it in the lab"):
 ## two real servers behind lvsctl run; rs2 fails its check and comes back
-try-run: deps build lab-guest labrun
+try-run: $(RUN_DEPS) build lab-guest labrun
 	$(LABRUN) $(LAB_ARCH_FLAGS) -- 'sh /src/lab/try/run.sh'
 
 ## install: binaries, man pages, completions under PREFIX (/usr/local)

@@ -38,18 +38,34 @@ if [ "$(id -u)" != 0 ]; then
 	echo "deps: install them as root: apt-get update && apt-get install -y --no-install-recommends $missing" >&2
 	exit 1
 fi
-echo "deps: installing Debian packages: $missing"
+# apt's own output goes to a log; the terminal gets what is installed, how
+# much, and a line at the end.
+mkdir -p .cache
+log=.cache/deps.log
+: >"$log"
+echo "deps: updating apt's package lists (apt's output: $log)"
 i=0
-until out=$(apt-get update -q 2>&1); do
-	case $out in
-	*"Could not get lock"*)
+until apt-get update -q >>"$log" 2>&1; do
+	if grep -q "Could not get lock" "$log"; then
 		i=$((i + 1))
 		[ "$i" = 1 ] && echo "deps: waiting for another apt-get to finish"
-		[ "$i" -ge 120 ] && { echo "$out" >&2; exit 1; }
+		[ "$i" -ge 120 ] && { tail -5 "$log" >&2; exit 1; }
 		sleep 5
-		;;
-	*) echo "$out" >&2; exit 1 ;;
-	esac
+		continue
+	fi
+	tail -5 "$log" >&2
+	exit 1
 done
 # shellcheck disable=SC2086 # one word per package
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $missing
+plan=$(apt-get install -s -o DPkg::Lock::Timeout=600 --no-install-recommends $missing 2>>"$log")
+count=$(printf '%s\n' "$plan" | grep -c '^Inst ' || true)
+echo "deps: installing $(echo "$missing" | wc -w) Debian packages, $count with their dependencies: $missing"
+echo "deps: a first install downloads up to a few hundred MB and takes a few minutes"
+start=$(date +%s)
+# shellcheck disable=SC2086 # one word per package
+if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $missing >>"$log" 2>&1; then
+	tail -20 "$log" >&2
+	echo "deps: apt-get install failed; its whole output is in $log" >&2
+	exit 1
+fi
+echo "deps: installed $count packages in $(($(date +%s) - start)) s"
