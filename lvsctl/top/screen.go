@@ -96,7 +96,8 @@ type Screen struct {
 	quit   bool
 	// periodChanged is set when d changed the period.
 	periodChanged bool
-	// detail is the line i shows whole, as it was when i was pressed.
+	// detail is the line i shows whole: the selected line as the last
+	// frame that had it under the selection.
 	detail Line
 }
 
