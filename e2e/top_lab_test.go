@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -365,9 +366,11 @@ func compareRates(t *testing.T, n *network) {
 
 // TestTopRunHeldOut: while lvsctl run checks the seed service and holds
 // rs1 out (its port refuses connections), lvsctl top's frames show rs1
-// held out by its check with the check's error, and each real server's
-// weight as current/configured: rs1 0/1, rs2 2/2; the JSON frame carries
-// the configured weights.
+// held out by its check with the check's error whole (as lvsctl status
+// has it), and each real server's weight as current/configured: rs1 0/1,
+// rs2 2/2; the JSON frame carries the configured weights. Then rs2's port
+// refuses too: the service reads ALL DOWN, and rs2, which when_all_down
+// keep leaves in, reads kept with its error.
 func TestTopRunHeldOut(t *testing.T) {
 	n := natNetwork(t, "toprun")
 	journal := filepath.Join(t.TempDir(), "journal") // lvsctl makes it 0700
@@ -395,15 +398,68 @@ func TestTopRunHeldOut(t *testing.T) {
 		t.Fatalf("no row of %s in:\n%s", server, frame)
 		return nil
 	}
+	// result is a real server's last check result as lvsctl status has it.
+	result := func(server string) string {
+		var st struct {
+			Run struct {
+				Servers []struct {
+					Destination string `json:"destination"`
+					Result      string `json:"result"`
+				} `json:"servers"`
+			} `json:"run"`
+		}
+		js := n.must("dir", labtest.Ours("lvsctl"), "status", "--json", "--journal-dir", journal)
+		if err := json.Unmarshal([]byte(js), &st); err != nil {
+			t.Fatalf("lvsctl status --json: %v\n%s", err, js)
+		}
+		for _, s := range st.Run.Servers {
+			if s.Destination == server && s.Result != "" {
+				return s.Result
+			}
+		}
+		t.Fatalf("lvsctl status has no result for %s:\n%s", server, js)
+		return ""
+	}
+	why1 := result(seedRS1)
 	r1, r2 := row(seedRS1), row(seedRS2)
-	if !strings.Contains(strings.Join(r1, " "), "held out by check (") || r1[len(r1)-2] != "0/1" {
-		t.Errorf("rs1 should be held out at weight 0/1: %q", r1)
+	if !strings.Contains(strings.Join(r1, " "), "held out by check ("+why1+")") || r1[len(r1)-2] != "0/1" {
+		t.Errorf("rs1 should be held out at weight 0/1 by %q, whole: %q", why1, r1)
 	}
 	if !strings.Contains(strings.Join(r2, " "), "in service") || r2[len(r2)-2] != "2/2" {
 		t.Errorf("rs2 should be in service at weight 2/2: %q", r2)
 	}
 	js := n.must("dir", labtest.Ours("lvsctl"), "top", "--json", "-n", "1", "--journal-dir", journal)
 	for _, want := range []string{`"weight":0,`, `"configured_weight":1`, `"configured_weight":2`, `"state":"held out by check (`} {
+		if !strings.Contains(js, want) {
+			t.Errorf("JSON frame lacks %s:\n%s", want, js)
+		}
+	}
+
+	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		frame = n.must("dir", labtest.Ours("lvsctl"), "top", "-b", "-n", "1", "--journal-dir", journal)
+		if strings.Contains(frame, "ALL DOWN") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	fmt.Printf("lvsctl top -b -n 1 once rs2 failed its check too:\n%s", frame)
+	svc := strings.Join(row("-t"), " ")
+	r1, r2 = row(seedRS1), row(seedRS2)
+	if !strings.HasPrefix(frame, "lvsctl top - ") || !strings.Contains(strings.SplitN(frame, "\n", 2)[0], " (1 ALL DOWN), ") ||
+		!strings.HasPrefix(svc, "-t "+seedVIP80+" - 2 servers ALL DOWN: 1/2 in service") {
+		t.Errorf("the service should read ALL DOWN, on its line and the first:\n%s", frame)
+	}
+	why2 := result(seedRS2)
+	if !strings.Contains(strings.Join(r2, " "), "kept in service, all failed ("+why2+")") || r2[len(r2)-2] != "2/2" {
+		t.Errorf("rs2 should be kept in service at 2/2 by %q: %q", why2, r2)
+	}
+	if !strings.Contains(strings.Join(r1, " "), "held out by check ("+why1+")") {
+		t.Errorf("rs1 should still be held out by %q: %q", why1, r1)
+	}
+	js = n.must("dir", labtest.Ours("lvsctl"), "top", "--json", "-n", "1", "--journal-dir", journal)
+	for _, want := range []string{`"all_down":["-t ` + seedVIP80 + `"]`, `"state":"ALL DOWN: 1/2 in service","all_down":true`, `"state":"kept in service, all failed (`} {
 		if !strings.Contains(js, want) {
 			t.Errorf("JSON frame lacks %s:\n%s", want, js)
 		}

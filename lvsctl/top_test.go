@@ -313,3 +313,75 @@ func TestTopReadsTheRunRecordWhenItChanges(t *testing.T) {
 		t.Errorf("unchanged record: %q", got)
 	}
 }
+
+// A negative, zero or too short --delay and a negative --iterations are
+// refused before anything runs, by a message that names the flag and
+// says what to give; kong would take "-1" for a flag.
+func TestTopRefusesBadDelayAndIterations(t *testing.T) {
+	_, env := seeded(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-d", "-1"}, "--delay: -1 is negative; give seconds or a duration of at least 0.1s"},
+		{[]string{"--delay", "-500ms"}, "--delay: -500ms is negative; give seconds or a duration of at least 0.1s"},
+		{[]string{"-d", "0"}, "--delay: 0 is too short; give seconds or a duration of at least 0.1s"},
+		{[]string{"-d", "0.01"}, "--delay: 0.01 is too short"},
+		{[]string{"-d", "soon"}, `--delay: "soon" is neither seconds nor a duration`},
+		{[]string{"-d", "-b"}, "--delay: no value before -b"},
+		{[]string{"-n", "-1"}, "--iterations: -1 is negative; give 0 (print until interrupted) or a number of frames"},
+		{[]string{"--iterations=-3"}, "--iterations: -3 is negative"},
+	} {
+		r := run(t, env, "", append([]string{"top", "-b"}, c.args...)...)
+		if r.code != ExitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "lvsctl: "+c.want) || strings.Contains(r.stderr, "expected") {
+			t.Errorf("top -b %q: %+v, want exit %d and %q", c.args, r, ExitUsage, c.want)
+		}
+	}
+	// Values as top(1) takes them still work, -d=2 too.
+	for _, args := range [][]string{{"-d", "0.1"}, {"-d=100ms"}, {"--delay", "1"}} {
+		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, args...)...); r.code != ExitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
+			t.Errorf("top -b -n 1 %q: %+v", args, r)
+		}
+	}
+}
+
+// While lvsctl run's record says every check of a service failed, a batch
+// frame marks the service ALL DOWN, the server kept in service as kept,
+// and the one held out with its check's error whole, however long.
+func TestTopShowsTheRunRecordsAllDown(t *testing.T) {
+	_, env := seeded(t)
+	r := &runner{env: env, errOut: io.Discard}
+	j, err := r.journal(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = `Get "http://192.168.1.2:80/health/deep?probe=lvsctl-run": connect 192.168.1.2:80: connection refused`
+	st := &runState{PID: os.Getpid(), AllDown: []string{"-t 10.0.0.1:80"}, Servers: []runServer{
+		{Service: "-t 10.0.0.1:80", Destination: "192.168.1.1:80", InService: true, Weight: 3, Check: "http",
+			Health: health.TargetState{State: health.Down, Result: "connect 192.168.1.1:80: connection refused"}},
+		{Service: "-t 10.0.0.1:80", Destination: "192.168.1.2:80", Weight: 1, Check: "http",
+			Health: health.TargetState{State: health.Down, Result: reason}},
+	}}
+	if err := j.saveRunState(st); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	out := run(t, env, "", "top", "-b", "-n", "1")
+	if out.code != ExitOK {
+		t.Fatalf("top: %+v", out)
+	}
+	frame := strings.Join(strings.Fields(out.stdout), " ")
+	for _, want := range []string{"3 services (1 ALL DOWN), 5 real servers",
+		"-t 10.0.0.1:80 - 2 servers ALL DOWN: 1/2 in service",
+		"192.168.1.1:80 kept in service, all failed (connect 192.168.1.1:80: connection refused)",
+		"192.168.1.2:80 held out by check (" + reason + ")",
+		"-u 10.0.0.2:53 - 2 servers 2/2 in service"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("frame lacks %q:\n%s", want, out.stdout)
+		}
+	}
+	js := run(t, env, "", "top", "--json", "-n", "1")
+	if !strings.Contains(js.stdout, `"all_down":["-t 10.0.0.1:80"]`) || !strings.Contains(js.stdout, `"state":"ALL DOWN: 1/2 in service","all_down":true`) {
+		t.Errorf("JSON frame:\n%s", js.stdout)
+	}
+}

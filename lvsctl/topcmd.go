@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/gdamore/tcell/v2"
 	"golang.org/x/sys/unix"
 
@@ -17,31 +20,94 @@ import (
 )
 
 type topCmd struct {
-	Batch      bool   `name:"batch" short:"b" help:"Print plain-text frames to stdout instead of the full-screen view (also without a terminal, or with TERM=dumb)."`
-	Iterations int    `name:"iterations" short:"n" default:"0" help:"Frames to print in batch mode, then exit; 0 prints until interrupted."`
-	Delay      delay  `name:"delay" short:"d" default:"1s" help:"Time between refreshes (each reads the table once); a number is seconds."`
-	JSON       bool   `name:"json" help:"Batch mode, one JSON document per frame: the fields of the list JSON with rates, and the states."`
-	Filter     string `name:"filter" placeholder:"TEXT" help:"Show only services or real servers whose address holds TEXT."`
-	Sort       string `name:"sort" default:"service" placeholder:"COLUMN" help:"Sort column: service, server, state, weight, active, inact, cps, inpps, outpps, inbps, outbps, fwd."`
-	Reverse    bool   `name:"reverse" help:"Reverse the sort order."`
+	Batch      bool       `name:"batch" short:"b" help:"Print plain-text frames to stdout instead of the full-screen view (also without a terminal, or with TERM=dumb)."`
+	Iterations iterations `name:"iterations" short:"n" default:"0" help:"Frames to print in batch mode, then exit; 0 prints until interrupted."`
+	Delay      delay      `name:"delay" short:"d" default:"1s" help:"Time between refreshes (each reads the table once), at least 0.1s; a number is seconds."`
+	JSON       bool       `name:"json" help:"Batch mode, one JSON document per frame: the fields of the list JSON with rates, and the states."`
+	Filter     string     `name:"filter" placeholder:"TEXT" help:"Show only services or real servers whose address holds TEXT."`
+	Sort       string     `name:"sort" default:"service" placeholder:"COLUMN" help:"Sort column: service, server, state, weight, active, inact, cps, inpps, outpps, inbps, outbps, fwd."`
+	Reverse    bool       `name:"reverse" help:"Reverse the sort order."`
 	journalFlag
 }
 
 // delay is a duration ("500ms", "2s") or a number of seconds ("2",
-// "0.5"), as top(1)'s -d takes.
+// "0.5"), as top(1)'s -d takes, of at least minDelay: the screen reads
+// the table once a period, and a shorter one would read it without pause.
 type delay time.Duration
 
-func (d *delay) UnmarshalText(b []byte) error {
-	if v, err := strconv.ParseFloat(string(b), 64); err == nil {
-		*d = delay(time.Duration(v * float64(time.Second)))
-		return nil
-	}
-	v, err := time.ParseDuration(string(b))
+// minDelay is the shortest period --delay and the screen's d take.
+const minDelay = 100 * time.Millisecond
+
+// Decode reads the flag's value itself: kong would take "-1" for a flag
+// and say so, where the user wants to hear that a delay cannot be
+// negative. kong prefixes the error with the flag's name.
+func (d *delay) Decode(ctx *kong.DecodeContext) error {
+	s, err := popValue(ctx, "seconds or a duration")
 	if err != nil {
-		return fmt.Errorf("%q is neither seconds nor a duration", b)
+		return err
 	}
-	*d = delay(v)
+	const want = "give seconds or a duration of at least 0.1s"
+	v, err := strconv.ParseFloat(s, 64)
+	if err == nil {
+		v *= float64(time.Second)
+	} else if dv, derr := time.ParseDuration(s); derr == nil {
+		v, err = float64(dv), nil
+	}
+	switch {
+	case err != nil || math.IsNaN(v):
+		return fmt.Errorf("%q is neither seconds nor a duration; %s", s, want)
+	case v < 0:
+		return fmt.Errorf("%s is negative; %s", s, want)
+	case v < float64(minDelay):
+		return fmt.Errorf("%s is too short; %s", s, want)
+	case v > float64(math.MaxInt64):
+		return fmt.Errorf("%s is too long; %s", s, want)
+	}
+	*d = delay(time.Duration(v))
 	return nil
+}
+
+// iterations is --iterations: 0 (until interrupted) or a number of frames.
+type iterations int
+
+// Decode reads the flag's value as delay's Decode does, so that "-n -1"
+// is told it is negative rather than a flag.
+func (n *iterations) Decode(ctx *kong.DecodeContext) error {
+	s, err := popValue(ctx, "a number of frames")
+	if err != nil {
+		return err
+	}
+	const want = "give 0 (print until interrupted) or a number of frames"
+	v, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a whole number; %s", s, want)
+	case v < 0:
+		return fmt.Errorf("%s is negative; %s", s, want)
+	}
+	*n = iterations(v)
+	return nil
+}
+
+// popValue takes a flag's value off kong's scanner, one that starts with
+// a minus and a digit ("-1", "-.5s") too; another flag in its place
+// ("-d -b") is a missing value.
+func popValue(ctx *kong.DecodeContext, what string) (string, error) {
+	t := ctx.Scan.Pop()
+	if t.IsEOL() {
+		return "", fmt.Errorf("no value; give %s", what)
+	}
+	s := fmt.Sprint(t.Value)
+	if t.Type == kong.ShortFlagTailToken {
+		s = strings.TrimPrefix(s, "=") // -d=2 as --delay=2
+	}
+	if !t.IsValue() {
+		rest := strings.TrimPrefix(s, "-")
+		if rest == s || rest == "" || !strings.ContainsRune("0123456789.", rune(rest[0])) {
+			return "", fmt.Errorf("no value before %s; give %s", t, what)
+		}
+	}
+	return s, nil
 }
 
 // topSource reads one frame: the journal's drains, lvsctl run's record,
@@ -105,7 +171,7 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		}
 		if st := run.load(j); st != nil {
 			in.RunActive = st.alive()
-			in.Run = run.health
+			in.Run, in.AllDown = run.health, st.AllDown
 		}
 		return in, nil
 	}
@@ -222,12 +288,6 @@ func (r *runner) top(c *topCmd) (int, error) {
 	if err != nil {
 		return ExitUsage, usageError{err: fmt.Errorf("--sort: %w", err), help: true}
 	}
-	if time.Duration(c.Delay) < 100*time.Millisecond {
-		return ExitUsage, usageError{err: errors.New("--delay: at least 0.1s"), help: true}
-	}
-	if c.Iterations < 0 {
-		return ExitUsage, usageError{err: errors.New("--iterations: 0 or more"), help: true}
-	}
 	// A hang-up (the ssh session or the terminal gone) ends top as it
 	// ends top(1); lvsctl's main catches SIGHUP for run's reload.
 	ctx, cancel := context.WithCancel(r.env.Context)
@@ -268,7 +328,7 @@ func (r *runner) top(c *topCmd) (int, error) {
 // topBatch prints frames as top -b does: --iterations of them (0: until
 // interrupted), one every --delay.
 func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) {
-	for i := 0; c.Iterations == 0 || i < c.Iterations; i++ {
+	for i := 0; c.Iterations == 0 || i < int(c.Iterations); i++ {
 		if i > 0 {
 			t := time.NewTimer(time.Duration(c.Delay))
 			select {

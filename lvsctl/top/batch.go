@@ -64,16 +64,21 @@ type JSONFrame struct {
 	PeriodSeconds float64 `json:"period_seconds"`
 	// RatesChanged is when the kernel's rate estimates last changed
 	// between two reads (absent before a change was seen).
-	RatesChanged *time.Time    `json:"rates_changed,omitempty"`
-	Services     []JSONService `json:"services"`
-	RealServers  int           `json:"real_servers"`
+	RatesChanged *time.Time `json:"rates_changed,omitempty"`
+	// AllDown are the services whose real servers all failed their
+	// checks, by lvsctl run's record (as lvsctl status --json has them),
+	// filtered or not; absent when none did or no run runs.
+	AllDown     []string      `json:"all_down,omitempty"`
+	Services    []JSONService `json:"services"`
+	RealServers int           `json:"real_servers"`
 }
 
 // JSONService is a service of list --json --rate with its real servers'
-// states.
+// states; AllDown marks one whose real servers all failed their checks.
 type JSONService struct {
 	desired.JSONService
 	State        string     `json:"state"`
+	AllDown      bool       `json:"all_down,omitempty"`
 	Destinations []JSONDest `json:"destinations"`
 }
 
@@ -88,7 +93,8 @@ type JSONDest struct {
 // Frame is the JSON frame of the last refresh, under the filter (folds do
 // not apply: every matching real server is in it).
 func (m *Model) Frame() JSONFrame {
-	f := JSONFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), Services: []JSONService{}}
+	f := JSONFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), AllDown: m.AllDown(),
+		Services: []JSONService{}}
 	if !m.ratesChanged.IsZero() {
 		t := m.ratesChanged.UTC()
 		f.RatesChanged = &t
@@ -104,7 +110,7 @@ func (m *Model) Frame() JSONFrame {
 			continue
 		}
 		m.fill(g)
-		js := JSONService{JSONService: doc.Services[i], State: stateText(&g.svc, false), Destinations: []JSONDest{}}
+		js := JSONService{JSONService: doc.Services[i], State: stateText(&g.svc, false), AllDown: g.svc.allDown, Destinations: []JSONDest{}}
 		for j := range g.dests {
 			r := &g.dests[j]
 			if !keep(r) {

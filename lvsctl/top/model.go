@@ -3,7 +3,9 @@
 // counters and the kernel's rate estimates), lvsctl's drain journal and
 // lvsctl run's health record, it builds one row per service (its totals)
 // and per real server, with the rates, connections, weights and a state
-// (in service, draining, held out by its check, unknown). The model sorts,
+// (in service, draining, held out by its check, kept in service though
+// every check of its service failed, sorry server, unknown), and marks the
+// services whose checks all failed ALL DOWN. The model sorts,
 // filters and folds rows and formats only the rows a screen shows; Batch
 // writes plain-text or JSON frames, and Run drives a full-screen view
 // (tcell) by keys.
@@ -69,7 +71,10 @@ type Input struct {
 	// names them); RunActive says that run still runs.
 	Run       map[string]Health
 	RunActive bool
-	Now       time.Time
+	// AllDown are the services (keys as ipvsadm -Sn writes them) whose
+	// real servers all failed their checks, by lvsctl run's record.
+	AllDown []string
+	Now     time.Time
 }
 
 // Column is a column of the view.
@@ -111,6 +116,10 @@ func ParseColumn(name string) (Column, error) {
 const (
 	StateInService = "in service"
 	StateUnknown   = "unknown"
+	StateSorry     = "sorry server"
+	// AllDownMark starts the state of a service whose real servers all
+	// failed their checks: "ALL DOWN: 1/2 in service".
+	AllDownMark = "ALL DOWN"
 )
 
 // row is one service's totals or one real server, as numbers; its text is
@@ -125,11 +134,12 @@ type row struct {
 	state     int    // stateIn and the others; a service row's is stateService
 	left      uint64 // draining: connections left
 	deadline  int64  // draining: seconds to the deadline
-	reason    string // held out: the check's last result
+	reason    string // held out or kept: the check's last result
 	weight    int64
 	conf      int64 // configured weight, -1 when unknown
 	servers   int   // a service row's real servers
-	inService int   // ... of them in service
+	inService int   // ... of them in service (kept and sorry too)
+	allDown   bool  // a service row's: every check failed
 }
 
 // group is a service and its real servers.
@@ -164,6 +174,7 @@ type Model struct {
 	runActive    bool
 	in           Input
 	drains       map[string]rules.DrainEntry
+	allDown      map[string]bool // in.AllDown while the run runs
 }
 
 // NewModel returns an empty model refreshed every period.
@@ -180,6 +191,13 @@ func (m *Model) Update(in Input) {
 	m.drains = make(map[string]rules.DrainEntry, len(in.Drains))
 	for _, d := range in.Drains {
 		m.drains[d.Service.String()+" -r "+d.Dest.String()] = d
+	}
+	m.allDown = nil
+	if in.RunActive && len(in.AllDown) > 0 {
+		m.allDown = make(map[string]bool, len(in.AllDown))
+		for _, k := range in.AllDown {
+			m.allDown[k] = true
+		}
 	}
 	var h maphash.Hash
 	h.SetSeed(m.seed)
@@ -214,6 +232,7 @@ func (m *Model) fill(g *group) {
 	g.filled = true
 	s := g.svc.service
 	key := m.nameOf(&g.svc)
+	g.svc.allDown = m.allDown[key]
 	g.dests = make([]row, len(s.Dests))
 	for j := range s.Dests {
 		d := &s.Dests[j]
@@ -231,8 +250,8 @@ func (m *Model) fill(g *group) {
 		if checked && hl.HasWeight {
 			r.conf = int64(hl.Weight)
 		}
-		m.setState(&r, m.drains, ref, hl, checked && m.in.RunActive)
-		if r.state == stateIn {
+		m.setState(&r, m.drains, ref, hl, checked && m.in.RunActive, g.svc.allDown)
+		if r.state == stateIn || r.state == stateKept || r.state == stateSorry {
 			g.svc.inService++
 		}
 		g.svc.active += r.active
@@ -270,14 +289,19 @@ const (
 	stateIn
 	stateDraining
 	stateHeld
+	stateKept
+	stateSorry
 	stateUnknown
 )
 
 // setState labels a real server: draining (the journal holds it), held
-// out by its check (lvsctl run's record), in service (weight above 0), or
-// unknown (weight 0 for no reason lvsctl knows, or a check that has not
-// answered yet).
-func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked bool) {
+// out by its check (lvsctl run's record), kept in service though its check
+// failed (its service's checks all failed, and when_all_down keep left it
+// in), the sorry server (a server lvsctl run does not check, in a service
+// whose checks all failed), in service (weight above 0), or unknown
+// (weight 0 for no reason lvsctl knows, or a check that has not answered
+// yet).
+func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string, hl Health, checked, allDown bool) {
 	if d, ok := drains[ref]; ok {
 		left := d.Deadline.Sub(m.now)
 		r.state, r.left, r.deadline = stateDraining, r.active+r.inactive, max(0, int64((left+time.Second-1)/time.Second))
@@ -294,8 +318,18 @@ func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string,
 		}
 		return
 	}
+	if checked && (hl.Check == "down" || allDown && hl.Check != "up") {
+		r.state, r.reason = stateKept, hl.Result
+		if r.reason == "" {
+			r.reason = hl.Check
+		}
+		return
+	}
 	if r.weight > 0 {
 		r.state = stateIn
+		if allDown && !checked {
+			r.state = stateSorry
+		}
 		return
 	}
 	r.state = stateUnknown
@@ -307,7 +341,11 @@ func (m *Model) setState(r *row, drains map[string]rules.DrainEntry, ref string,
 func stateText(r *row, short bool) string {
 	switch r.state {
 	case stateService:
-		return strconv.Itoa(r.inService) + "/" + strconv.Itoa(r.servers) + " in service"
+		n := strconv.Itoa(r.inService) + "/" + strconv.Itoa(r.servers) + " in service"
+		if r.allDown {
+			return AllDownMark + ": " + n
+		}
+		return n
 	case stateIn:
 		return StateInService
 	case stateDraining:
@@ -320,6 +358,13 @@ func stateText(r *row, short bool) string {
 			return "held out: " + r.reason
 		}
 		return "held out by check (" + r.reason + ")"
+	case stateKept:
+		if short {
+			return "kept, all failed: " + r.reason
+		}
+		return "kept in service, all failed (" + r.reason + ")"
+	case stateSorry:
+		return StateSorry
 	}
 	return StateUnknown
 }
@@ -332,16 +377,30 @@ func (m *Model) Size() (services, servers int) { return m.services, m.servers }
 // change was seen.
 func (m *Model) RatesChanged() time.Time { return m.ratesChanged }
 
-// Header is the view's first line: the time, the table's size, the
-// refresh period and when the rates last changed. It starts with
-// "lvsctl top" on every frame.
+// Header is the view's first line: the time, the table's size with how
+// many services are ALL DOWN, the refresh period and, once a change was
+// seen, when the rates last changed. It starts with "lvsctl top" on every
+// frame.
 func (m *Model) Header() string {
-	changed := "rates not changed yet"
-	if !m.ratesChanged.IsZero() {
-		changed = "rates changed " + m.now.Sub(m.ratesChanged).Round(100*time.Millisecond).String() + " ago"
+	services := plural(m.services, "service", "services")
+	if len(m.allDown) > 0 {
+		services += " (" + strconv.Itoa(len(m.allDown)) + " " + AllDownMark + ")"
 	}
-	return fmt.Sprintf("lvsctl top - %s  %s, %s  every %s  %s", m.now.Format("15:04:05"),
-		plural(m.services, "service", "services"), plural(m.servers, "real server", "real servers"), shortDuration(m.Period), changed)
+	h := fmt.Sprintf("lvsctl top - %s  %s, %s  every %s", m.now.Format("15:04:05"),
+		services, plural(m.servers, "real server", "real servers"), shortDuration(m.Period))
+	if !m.ratesChanged.IsZero() {
+		h += "  rates changed " + m.now.Sub(m.ratesChanged).Round(100*time.Millisecond).String() + " ago"
+	}
+	return h
+}
+
+// AllDown lists the services whose real servers all failed their checks,
+// as lvsctl run's record has them; none when the run is not running.
+func (m *Model) AllDown() []string {
+	if len(m.allDown) == 0 {
+		return nil
+	}
+	return m.in.AllDown
 }
 
 // plural is n and the noun in the number n asks for.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
 
@@ -60,6 +61,7 @@ const (
 	modeFilter
 	modeDelay
 	modeHelp
+	modeDetail
 )
 
 // Fixed widths of the screen's columns (the addresses and state are
@@ -67,8 +69,14 @@ const (
 var screenWidth = [NumColumns]int{ColWeight: 6, ColActive: 6, ColInactive: 6, ColCPS: 6, ColInPPS: 6, ColOutPPS: 6,
 	ColInBPS: 6, ColOutBPS: 6, ColMethod: 6}
 
-// minState is the narrowest state column kept; a wider state is cut.
+// minState is the narrowest state column kept; maxState the widest the
+// state column takes before the columns right of it, which it may widen
+// into the room they leave. A state cut to fit ends in cutMark; i shows
+// the selected line whole.
 const minState, maxState = 10, 24
+
+// cutMark ends a cell cut to fit its column.
+const cutMark = '…'
 
 // headerLines are the lines above the rows: header, status, column names.
 const headerLines = 3
@@ -88,10 +96,14 @@ type Screen struct {
 	quit   bool
 	// periodChanged is set when d changed the period.
 	periodChanged bool
+	// detail is the line i shows whole: the selected line as the last
+	// frame that had it under the selection.
+	detail Line
 }
 
 // NewScreen returns the view of m on scr (initialised by the caller).
 func NewScreen(scr tcell.Screen, m *Model, color bool) *Screen {
+	scr.RegisterRuneFallback(cutMark, "~")
 	return &Screen{m: m, scr: scr, color: color}
 }
 
@@ -118,18 +130,23 @@ const help = `lvsctl top: keys
   Up Down PgUp PgDn Home End  move the selection
   p          pause / resume the refresh
   d          change the refresh period (seconds)
+  i          the selected line whole: its state (a check's error) in full
   ?          this help (any key returns)
   q          quit
 States: in service; draining (connections left, seconds to the deadline);
-held out by check (last error), by lvsctl run; unknown (weight 0 for no
-reason lvsctl knows, or a check not answered yet).
+held out by check (last error), by lvsctl run; kept, all failed (every
+check of the service failed and when_all_down keep left it in; its last
+error); sorry server (when_all_down sorry); unknown (weight 0 for no
+reason lvsctl knows, or a check not answered yet). ALL DOWN: every check
+of the service failed; the first line counts such services. A state cut
+to fit ends in …; i shows it whole.
 WEIGHT is current/configured while lvsctl run runs. Rates are the kernel's
 estimates (updated every 2 s), K = 1000.`
 
 // Key handles one key.
 func (s *Screen) Key(ev *tcell.EventKey) {
 	switch s.mode {
-	case modeHelp:
+	case modeHelp, modeDetail:
 		s.mode = modeTable
 		return
 	case modeFilter, modeDelay:
@@ -172,6 +189,10 @@ func (s *Screen) Key(ev *tcell.EventKey) {
 			s.paused = !s.paused
 		case '?', 'h':
 			s.mode = modeHelp
+		case 'i':
+			if ls := s.m.Lines(s.cursor, 1, false); len(ls) == 1 {
+				s.mode, s.detail = modeDetail, ls[0]
+			}
 		case ' ':
 			s.toggle()
 		case '+':
@@ -263,21 +284,21 @@ func (s *Screen) clamp() {
 func layout(lines []Line, w int) ([]Column, []int) {
 	var cols []Column
 	var widths []int
-	used := 0
+	used, stateNeed := 0, 0
 	for c := range NumColumns {
 		cw := screenWidth[c]
 		switch c {
 		case ColService, ColServer, ColState:
 			cw = len(ColumnNames[c])
 			for i := range lines {
-				n := len(lines[i].Cells[c])
+				n := utf8.RuneCountInString(lines[i].Cells[c])
 				if c == ColServer && !lines[i].IsService() {
 					n++ // indented under its service
 				}
 				cw = max(cw, n)
 			}
 			if c == ColState {
-				cw = min(cw, maxState)
+				stateNeed, cw = cw, min(cw, maxState)
 			}
 		}
 		gap := 0
@@ -294,6 +315,11 @@ func layout(lines []Line, w int) ([]Column, []int) {
 		widths = append(widths, cw)
 		used += gap + cw
 	}
+	// The room the columns leave goes to the state, up to its longest:
+	// a check's error shows whole where the screen is wide enough.
+	if len(cols) > 2 && cols[2] == ColState && used < w {
+		widths[2] += min(stateNeed-widths[2], w-used)
+	}
 	return cols, widths
 }
 
@@ -306,6 +332,15 @@ func (s *Screen) Draw() {
 	plain := tcell.StyleDefault
 	inverse := plain.Reverse(true)
 	s.put(0, 0, w, s.m.Header(), plain.Bold(true))
+	if s.mode == modeDetail {
+		for i, l := range s.detailLines(w) {
+			if 1+i < h {
+				s.put(0, 1+i, w, l, plain)
+			}
+		}
+		s.scr.Show()
+		return
+	}
 	if s.mode == modeHelp {
 		for i, l := range strings.Split(help, "\n") {
 			if 1+i < h {
@@ -322,7 +357,7 @@ func (s *Screen) Draw() {
 	if s.m.Filter != "" {
 		status += "  filter " + strconv.Quote(s.m.Filter)
 	}
-	status += "  ? help  q quit"
+	status += "  i whole line  ? help  q quit"
 	if s.paused {
 		status = "PAUSED (p resumes)  " + status
 	}
@@ -372,7 +407,8 @@ func (s *Screen) Draw() {
 			cs := st
 			if s.color && c == ColState {
 				switch {
-				case strings.HasPrefix(text, "held out"):
+				case strings.HasPrefix(text, "held out"), strings.HasPrefix(text, "kept"),
+					strings.HasPrefix(text, AllDownMark), text == StateSorry:
 					cs = cs.Foreground(tcell.ColorRed)
 				case strings.HasPrefix(text, "draining"):
 					cs = cs.Foreground(tcell.ColorYellow)
@@ -385,25 +421,85 @@ func (s *Screen) Draw() {
 	s.scr.Show()
 }
 
-// pad fits text into n cells, right-aligned for numbers.
+// pad fits text into n cells, right-aligned for numbers; text cut to
+// fit ends in cutMark.
 func pad(text string, n int, right bool) string {
-	if len(text) > n {
-		return text[:n]
+	l := utf8.RuneCountInString(text)
+	if l > n {
+		if n < 2 {
+			return string([]rune(text)[:n])
+		}
+		return string([]rune(text)[:n-1]) + string(cutMark)
 	}
 	if right {
-		return strings.Repeat(" ", n-len(text)) + text
+		return strings.Repeat(" ", n-l) + text
 	}
-	return text + strings.Repeat(" ", n-len(text))
+	return text + strings.Repeat(" ", n-l)
 }
 
-// put writes text from x on line y, at most n cells.
+// put writes text from x on line y, at most n cells (a rune a cell).
 func (s *Screen) put(x, y, n int, text string, st tcell.Style) {
-	for i, r := range text {
+	i := 0
+	for _, r := range text {
 		if i >= n {
 			break
 		}
 		s.scr.SetContent(x+i, y, r, nil, st)
+		i++
 	}
+}
+
+// detailLines is the view of i: the selected line whole, its state in
+// full (the long form batch frames write), wrapped to width w. It follows
+// the line's figures while the line stays selected, and keeps the last
+// it had when a refresh moves another line under the selection.
+func (s *Screen) detailLines(w int) []string {
+	if ls := s.m.Lines(s.cursor, 1, false); len(ls) == 1 && ls[0].Service == s.detail.Service && ls[0].Server == s.detail.Server {
+		s.detail = ls[0]
+	}
+	l := &s.detail
+	c := &l.Cells
+	var out []string
+	if l.IsService() {
+		_, servers, _ := strings.Cut(c[ColServer], " ") // after the fold mark
+		out = append(out, l.Service+"  "+servers+", scheduler "+c[ColMethod])
+	} else {
+		out = append(out, l.Service+" -r "+l.Server+"  "+c[ColMethod])
+	}
+	out = append(out, "state: "+c[ColState])
+	if strings.HasPrefix(c[ColState], AllDownMark) {
+		out = append(out, "every real server of the service failed its check; lvsctl run's when_all_down chose which stay in service")
+	}
+	out = append(out, "weight "+c[ColWeight]+"  active "+c[ColActive]+"  inactive "+c[ColInactive],
+		"per second: conns "+c[ColCPS]+"  packets in "+c[ColInPPS]+" out "+c[ColOutPPS]+"  bytes in "+c[ColInBPS]+" out "+c[ColOutBPS],
+		"", "any key returns")
+	var wrapped []string
+	for _, t := range out {
+		wrapped = append(wrapped, wrap(t, w)...)
+	}
+	return wrapped
+}
+
+// wrap breaks text into lines of at most w runes, at spaces where it can;
+// the lines after the first are indented by two.
+func wrap(text string, w int) []string {
+	if w < 8 {
+		return []string{text}
+	}
+	var out []string
+	r := []rune(text)
+	for len(r) > w {
+		cut := w
+		for i := w; i > w/2; i-- {
+			if r[i] == ' ' {
+				cut = i
+				break
+			}
+		}
+		out = append(out, string(r[:cut]))
+		r = append([]rune("  "), []rune(strings.TrimLeft(string(r[cut:]), " "))...)
+	}
+	return append(out, string(r))
 }
 
 // Run shows the view on scr until q, Ctrl-C or ctx's end: it reads src at

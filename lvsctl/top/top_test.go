@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gdamore/tcell/v2"
 
@@ -164,17 +166,25 @@ func TestFilterAndFold(t *testing.T) {
 	}
 }
 
+// The first line says when the rates last changed once it saw them
+// change, and nothing of them before: with no traffic they never do.
 func TestRatesChangedAndHeader(t *testing.T) {
 	m := NewModel(2 * time.Second)
 	in := fixture(t0)
 	m.Update(in)
-	if !m.RatesChanged().IsZero() || !strings.HasPrefix(m.Header(), "lvsctl top - 10:00:00  3 services, 7 real servers  every 2s  rates not changed yet") {
-		t.Errorf("first read: %q", m.Header())
+	if h := m.Header(); !m.RatesChanged().IsZero() || h != "lvsctl top - 10:00:00  3 services, 7 real servers  every 2s" {
+		t.Errorf("first read: %q", h)
 	}
-	in.Now = t0.Add(time.Second)
-	m.Update(in)
-	if !m.RatesChanged().IsZero() {
-		t.Error("same rates counted as a change")
+	for i := 1; i <= 5; i++ {
+		in.Now = t0.Add(time.Duration(i) * 400 * time.Millisecond)
+		m.Update(in)
+		if h := m.Header(); !m.RatesChanged().IsZero() || strings.Contains(h, "rate") {
+			t.Errorf("read %d with the same rates: %q", i+1, h)
+		}
+	}
+	var b bytes.Buffer
+	if err := m.WriteJSON(&b); err != nil || strings.Contains(b.String(), "rates_changed") {
+		t.Errorf("JSON frame before a change (%v): %s", err, b.String())
 	}
 	in = fixture(t0.Add(2 * time.Second))
 	in.Set.Services[2].Stats.CPS = 6
@@ -387,8 +397,8 @@ func TestScreenWidths(t *testing.T) {
 		s.Draw()
 		lines := text(sim)
 		for i, l := range lines {
-			if len(l) > w {
-				t.Errorf("width %d: line %d is %d wide: %q", w, i, len(l), l)
+			if n := utf8.RuneCountInString(l); n > w {
+				t.Errorf("width %d: line %d is %d wide: %q", w, i, n, l)
 			}
 		}
 		// The address columns stay, other columns go from the right.
@@ -523,5 +533,175 @@ func BenchmarkScreenRefresh(b *testing.B) {
 		m.Update(Input{Set: set, Now: t0})
 		m.Len()
 		m.Lines(0, 47, true)
+	}
+}
+
+// allDownFixture is fixture with every check of -t 10.0.0.2:443 failed:
+// lvsctl run keeps .1, in service before, and holds .2 out (when_all_down
+// keep); and -t 10.0.0.3:22's one check failed with its sorry server in
+// (when_all_down sorry).
+func allDownFixture(now time.Time) Input {
+	in := fixture(now)
+	s3 := &in.Set.Services[2]
+	s3.Dests[0].Weight = 0
+	s3.Dests = append(s3.Dests, dest("192.168.9.9", 1, 0, 0, 0))
+	in.Run["-t 10.0.0.2:443 -r 192.168.2.1:80"] = Health{InService: true, Check: "down", Result: "connect 192.168.2.1:80: connection refused", Weight: 1, HasWeight: true}
+	in.Run["-t 10.0.0.2:443 -r 192.168.2.2:80"] = Health{InService: false, Check: "down", Result: "timeout after 1s", Weight: 1, HasWeight: true}
+	in.Run["-t 10.0.0.3:22 -r 192.168.3.1:80"] = Health{InService: false, Check: "down", Result: "timeout after 1s", Weight: 1, HasWeight: true}
+	in.AllDown = []string{"-t 10.0.0.2:443", "-t 10.0.0.3:22"}
+	return in
+}
+
+// A service whose checks all failed is marked ALL DOWN on its line, in
+// the first line's count and in the JSON frame; the server kept in service
+// only because all failed reads as kept with its check's error, and the
+// sorry server as such.
+func TestAllDown(t *testing.T) {
+	m := NewModel(time.Second)
+	m.Update(allDownFixture(t0))
+	if h := m.Header(); !strings.HasPrefix(h, "lvsctl top - 10:00:00  3 services (2 ALL DOWN), 8 real servers  every 1s") {
+		t.Errorf("header %q", h)
+	}
+	states := map[string]string{}
+	for _, l := range m.Lines(0, m.Len(), false) {
+		states[l.Service+" "+l.Server] = l.Cells[ColState]
+	}
+	for k, want := range map[string]string{
+		"-t 10.0.0.1:80 ":                "1/4 in service",
+		"-t 10.0.0.2:443 ":               "ALL DOWN: 1/2 in service",
+		"-t 10.0.0.2:443 192.168.2.1:80": "kept in service, all failed (connect 192.168.2.1:80: connection refused)",
+		"-t 10.0.0.2:443 192.168.2.2:80": "held out by check (timeout after 1s)",
+		"-t 10.0.0.3:22 ":                "ALL DOWN: 1/2 in service",
+		"-t 10.0.0.3:22 192.168.9.9:80":  "sorry server",
+	} {
+		if states[k] != want {
+			t.Errorf("state of %q: %q, want %q", k, states[k], want)
+		}
+	}
+	// The screen's short form says kept too.
+	if s := m.Lines(6, 1, true)[0]; s.Server != "192.168.2.1:80" || s.Cells[ColState] != "kept, all failed: connect 192.168.2.1:80: connection refused" {
+		t.Errorf("short state of %s: %q", s.Server, s.Cells[ColState])
+	}
+
+	var b bytes.Buffer
+	if err := m.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"(2 ALL DOWN)", "-t 10.0.0.2:443 - 2 servers ALL DOWN: 1/2 in service",
+		"192.168.2.1:80 kept in service, all failed (connect 192.168.2.1:80: connection refused)"} {
+		if !strings.Contains(strings.Join(strings.Fields(b.String()), " "), want) {
+			t.Errorf("text frame lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := m.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		AllDown  []string `json:"all_down"`
+		Services []struct {
+			Address      string `json:"address"`
+			State        string `json:"state"`
+			AllDown      bool   `json:"all_down"`
+			Destinations []struct {
+				State string `json:"state"`
+			} `json:"destinations"`
+		} `json:"services"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.AllDown, ",") != "-t 10.0.0.2:443,-t 10.0.0.3:22" || f.Services[0].AllDown || !f.Services[1].AllDown ||
+		f.Services[1].State != "ALL DOWN: 1/2 in service" || !strings.HasPrefix(f.Services[1].Destinations[0].State, "kept in service, all failed (") {
+		t.Errorf("JSON frame: %+v\n%s", f, b.String())
+	}
+
+	// A record left by a run that no longer runs marks nothing.
+	in := allDownFixture(t0)
+	in.RunActive = false
+	m.Update(in)
+	b.Reset()
+	if err := m.WriteText(&b); err != nil || strings.Contains(b.String(), "ALL DOWN") || strings.Contains(b.String(), "kept") || strings.Contains(b.String(), "sorry") {
+		t.Errorf("without a live run (%v):\n%s", err, b.String())
+	}
+}
+
+// longReason is a check's error longer than any screen's state column.
+const longReason = `Get "http://192.168.1.3:80/health/deep?probe=lvsctl": connect 192.168.1.3:80: connection refused`
+
+// A held-out server's reason is never cut without a way to see it whole:
+// batch frames write it whole; the screen widens the state column into
+// the room the columns leave, marks a cut state with …, and i shows the
+// selected line whole, wrapped to the screen.
+func TestHeldOutReasonWhole(t *testing.T) {
+	in := fixture(t0)
+	in.Run["-t 10.0.0.1:80 -r 192.168.1.3:80"] = Health{InService: false, Check: "down", Result: longReason, Weight: 2, HasWeight: true}
+	m := NewModel(time.Second)
+	m.Update(in)
+	var b bytes.Buffer
+	if err := m.WriteText(&b); err != nil || !strings.Contains(b.String(), "held out by check ("+longReason+")") {
+		t.Errorf("text frame (%v):\n%s", err, b.String())
+	}
+
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Fini()
+	sim.SetSize(130, 24)
+	s := NewScreen(sim, m, false)
+	s.Draw()
+	row := func() string {
+		t.Helper()
+		lines := text(sim)
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "192.168.1.3:80") })
+		if i < 0 {
+			t.Fatalf("no row of 192.168.1.3:\n%s", strings.Join(lines, "\n"))
+		}
+		return lines[i]
+	}
+	// At 130 columns the state column takes the room left: wider than
+	// maxState, every column kept, the cut marked.
+	r := row()
+	state, _, cut := strings.Cut(r[strings.Index(r, "held out: "):], "…")
+	if !cut || !strings.HasPrefix(longReason, strings.TrimPrefix(state, "held out: ")) || len(state)+1 <= maxState || !strings.Contains(text(sim)[2], "FWD") {
+		t.Errorf("130 columns:\n%s", strings.Join(text(sim), "\n"))
+	}
+	// Wide enough, the reason shows whole on its row.
+	sim.SetSize(220, 24)
+	s.Draw()
+	if r := row(); !strings.Contains(r, "held out: "+longReason+" ") || strings.Contains(r, "…") {
+		t.Errorf("220 columns: %q", r)
+	}
+	// i on the row shows it whole, wrapped at 60 columns; any key returns.
+	sim.SetSize(60, 24)
+	for range 3 {
+		special(s, tcell.KeyDown)
+	}
+	key(s, 'i')
+	lines := text(sim)
+	unspaced := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	if !strings.Contains(lines[1], "-t 10.0.0.1:80 -r 192.168.1.3:80") || !strings.HasPrefix(lines[2], "state: held out by check (Get ") ||
+		!strings.Contains(unspaced(strings.Join(lines[2:], "")), unspaced("state: held out by check ("+longReason+")")) {
+		t.Errorf("i:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 60 {
+			t.Errorf("i: line %d is %d wide: %q", i, n, l)
+		}
+	}
+	// A refresh keeps it, with the line's figures of the refresh.
+	m.Update(in)
+	s.Draw()
+	if !strings.Contains(strings.Join(text(sim), "\n"), "state: held out") {
+		t.Errorf("i after a refresh:\n%s", strings.Join(text(sim), "\n"))
+	}
+	key(s, 'x')
+	if got := text(sim); !strings.HasPrefix(got[2], "SERVICE") || s.Quit() {
+		t.Errorf("after a key:\n%s", strings.Join(got, "\n"))
+	}
+	key(s, '?')
+	if !strings.Contains(strings.Join(text(sim), "\n"), "i          the selected line whole") {
+		t.Errorf("help lacks i:\n%s", strings.Join(text(sim), "\n"))
 	}
 }
