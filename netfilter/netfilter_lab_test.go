@@ -126,13 +126,3 @@ func TestLabIPTables(t *testing.T) {
 		t.Error("deleting a missing rule succeeded")
 	}
 }
-
-func TestLabModuleLoaded(t *testing.T) {
-	labtest.Require(t)
-	if ok, err := ModuleLoaded("", "", "ip_vs"); err != nil || !ok {
-		t.Errorf("ModuleLoaded(ip_vs) = %t, %v; the lab preloads it", ok, err)
-	}
-	if ok, err := ModuleLoaded("", "", "no_such_module"); err != nil || ok {
-		t.Errorf("ModuleLoaded(no_such_module) = %t, %v", ok, err)
-	}
-}

@@ -84,18 +84,3 @@ func TestRouteArgs(t *testing.T) {
 		t.Error("IPv6 gateway gives an IPv4 route")
 	}
 }
-
-func TestModuleLoaded(t *testing.T) {
-	sys, mods := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(sys, "module/ip_vs/refcnt"), "0\n")
-	writeFile(t, filepath.Join(mods, "modules.builtin"), "kernel/net/ipv4/ipip.ko\nkernel/drivers/net/dummy.ko\n")
-	for name, want := range map[string]bool{"ip_vs": true, "ip-vs": true, "ipip": true, "dummy": true, "xt_ipvs": false} {
-		got, err := ModuleLoaded(sys, mods, name)
-		if err != nil || got != want {
-			t.Errorf("ModuleLoaded(%s) = %t, %v; want %t", name, got, err, want)
-		}
-	}
-	if _, err := ModuleLoaded(sys, mods, "../etc"); err == nil {
-		t.Error("a module name with a slash was accepted")
-	}
-}

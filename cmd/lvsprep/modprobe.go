@@ -7,33 +7,21 @@ import (
 	"os/exec"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/lvskit/lvskit/internal/kmod"
 	"github.com/lvskit/lvskit/netfilter"
 )
 
-// modprobe is the real netfilter.Modules: it looks in /sys/module and the
-// kernel's modules.builtin, and runs modprobe(8) to load or unload.
+// modprobe is the real netfilter.Modules: it asks internal/kmod whether a
+// module is there, and runs modprobe(8) to load or unload.
 type modprobe struct{}
 
 var _ netfilter.Modules = modprobe{}
 
-func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Release[:])
-}
-
 // Loaded reports whether the module is loaded or built in.
-func (modprobe) Loaded(name string) (bool, error) {
-	modRoot := ""
-	if r := kernelRelease(); r != "" {
-		modRoot = "/lib/modules/" + r
-	}
-	return netfilter.ModuleLoaded("", modRoot, name)
-}
+func (modprobe) Loaded(name string) (bool, error) { return modules.Loaded(name) }
+
+// modules is the running kernel's module tree, read once.
+var modules kmod.Modules
 
 // Load and Unload run modprobe. Module names come from lvsprep's profiles
 // (and from state files only when they name a step of a profile); "--"

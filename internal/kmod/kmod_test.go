@@ -38,3 +38,37 @@ func TestHasWithoutTree(t *testing.T) {
 		t.Errorf("Has without modules.dep = %v, %v; want false and an error", got, err)
 	}
 }
+
+// TestLoaded: loaded (in /sys/module) or built in, never merely loadable;
+// '-' and '_' alike; a name that could be a path refused.
+func TestLoaded(t *testing.T) {
+	dir, sys := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(sys, "ip_vs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules.builtin"), []byte("kernel/net/ipv4/ipip.ko\nkernel/drivers/net/dummy.ko\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules.dep"), []byte("kernel/net/netfilter/xt_ipvs.ko:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := &Modules{Dir: dir, Sys: sys}
+	for name, want := range map[string]bool{"ip_vs": true, "ip-vs": true, "ipip": true, "dummy": true, "xt_ipvs": false} {
+		if got, err := m.Loaded(name); err != nil || got != want {
+			t.Errorf("Loaded(%s) = %t, %v; want %t", name, got, err, want)
+		}
+	}
+	for _, bad := range []string{"../etc", "", ".."} {
+		if _, err := m.Loaded(bad); err == nil {
+			t.Errorf("Loaded(%q) accepted", bad)
+		}
+	}
+	// No module tree at all: loaded ones are still known.
+	bare := &Modules{Dir: t.TempDir(), Sys: sys}
+	if got, err := bare.Loaded("ip_vs"); !got || err != nil {
+		t.Errorf("Loaded(ip_vs) without a tree = %t, %v", got, err)
+	}
+	if got, err := bare.Loaded("dummy"); got || err != nil {
+		t.Errorf("Loaded(dummy) without a tree = %t, %v; want false, no error", got, err)
+	}
+}
