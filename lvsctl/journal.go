@@ -2,7 +2,6 @@ package lvsctl
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,19 +23,12 @@ const DefaultJournalRoot = "/run/lvsctl"
 
 const journalName = "journal.json"
 
-func bootID() string {
-	b, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return string(bytes.TrimSpace(b))
-}
-
 // journalFile is the journal as stored: the engine's record plus where it
 // belongs: the boot, the namespace's inode and its cookie (SO_NETNS_COOKIE,
 // never reused while the system runs; inodes are).
 type journalFile struct {
 	rules.Journal
-	Namespace uint64 `json:"netns_inode"`
-	Cookie    uint64 `json:"netns_cookie"`
-	Boot      string `json:"boot_id"`
+	netnsid.Identity
 }
 
 // fileJournal is the journal of one namespace: a directory made and
@@ -44,11 +36,9 @@ type journalFile struct {
 // open and locked while an apply runs, and a file replaced atomically
 // (temporary file, fsync, rename, fsync of the directory).
 type fileJournal struct {
-	dir    string
-	fd     int // the directory, opened without following links
-	ns     uint64
-	cookie uint64
-	boot   string
+	dir string
+	fd  int // the directory, opened without following links
+	id  netnsid.Identity
 }
 
 // errLocked: another lvsctl apply or run holds the journal directory.
@@ -100,10 +90,10 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}
 	}
-	// A cookie that cannot be read is 0, as on a kernel without one: the
-	// inode and boot still tell namespaces apart.
-	cookie, _ := netnsid.Cookie()
-	return &fileJournal{dir: dir, fd: fd, ns: netnsid.Inode(), cookie: cookie, boot: bootID()}, nil
+	// What cannot be read stays zero (a cookie, on a kernel without
+	// one): the rest still tells namespaces apart.
+	id, _ := netnsid.Current()
+	return &fileJournal{dir: dir, fd: fd, id: id}, nil
 }
 
 func checkDir(path string) error {
@@ -151,15 +141,10 @@ func (j *fileJournal) Load() (*rules.Journal, error) {
 	if jf.Version != rules.JournalVersion {
 		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", filepath.Join(j.dir, journalName), jf.Version, rules.JournalVersion)
 	}
-	if !j.ours(jf.Boot, jf.Namespace, jf.Cookie) {
+	if !j.id.Same(jf.Identity) {
 		return nil, nil // another boot's or namespace's: its table is gone
 	}
 	return &jf.Journal, nil
-}
-
-// ours reports whether a record was written in this boot and namespace.
-func (j *fileJournal) ours(boot string, ns, cookie uint64) bool {
-	return boot == j.boot && ns == j.ns && cookie == j.cookie
 }
 
 // Save replaces the journal atomically; nil removes it.
@@ -167,7 +152,7 @@ func (j *fileJournal) Save(jr *rules.Journal) error {
 	if jr == nil {
 		return j.writeFile(journalName, nil)
 	}
-	return j.writeFile(journalName, journalFile{Journal: *jr, Namespace: j.ns, Cookie: j.cookie, Boot: j.boot})
+	return j.writeFile(journalName, journalFile{Journal: *jr, Identity: j.id})
 }
 
 // readFile decodes the directory's file name into v; false when there is

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lvskit/lvskit/health"
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/rules"
@@ -579,7 +580,7 @@ func TestRunHealthChangeReadsItsServiceOnly(t *testing.T) {
 // writes, less whitespace.
 func TestRecordWritesAsMarshal(t *testing.T) {
 	st := &runState{Version: runStateVersion, PID: 7, File: `/etc/"servers":null.yaml`, Marks: map[string]uint32{`"servers":null`: 1},
-		AllDown: []string{"-t 10.0.0.1:80"}, Boot: "b"}
+		AllDown: []string{"-t 10.0.0.1:80"}, Identity: netnsid.Identity{Boot: "b"}}
 	for i := range 3 {
 		st.Servers = append(st.Servers, runServer{Service: "-t 10.0.0.1:80", Destination: fmt.Sprintf("192.168.1.%d:80", i), Weight: uint32(i), Check: "tcp",
 			Health: health.TargetState{State: health.Down, Result: "connect: refused <&>"}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/jsonstr"
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/rules"
 )
 
@@ -51,9 +52,7 @@ type runState struct {
 	Refused   string    `json:"reload_refused,omitempty"`
 	RefusedAt time.Time `json:"reload_refused_at,omitzero"`
 	// Where it belongs: a record of another boot or namespace is stale.
-	Boot      string `json:"boot_id"`
-	Namespace uint64 `json:"netns_inode"`
-	Cookie    uint64 `json:"netns_cookie"`
+	netnsid.Identity
 }
 
 // runServer is one checked real server as the record keeps it.
@@ -79,7 +78,7 @@ func (j *fileJournal) loadRunState() (*runState, error) {
 	if st.Version != runStateVersion {
 		return nil, fmt.Errorf("%s: version %d, this lvsctl knows %d", filepath.Join(j.dir, runStateName), st.Version, runStateVersion)
 	}
-	if !j.ours(st.Boot, st.Namespace, st.Cookie) {
+	if !j.id.Same(st.Identity) {
 		return nil, nil
 	}
 	return &st, nil
@@ -219,7 +218,7 @@ func appendTime(b []byte, key string, t time.Time) []byte {
 
 // saveRunState replaces the record.
 func (j *fileJournal) saveRunState(st *runState) error {
-	st.Version, st.Boot, st.Namespace, st.Cookie = runStateVersion, j.boot, j.ns, j.cookie
+	st.Version, st.Identity = runStateVersion, j.id
 	return j.writeFile(runStateName, st)
 }
 

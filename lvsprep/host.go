@@ -33,7 +33,7 @@ type Host struct {
 	UID int
 	// Identity tells which network namespace instance lvsprep runs in
 	// (nil: not checked).
-	Identity func() (nsIdentity, error)
+	Identity func() (netnsid.Identity, error)
 
 	ipt map[netfilter.Family]netfilter.IPTables
 }
@@ -67,7 +67,7 @@ func RealHost(mods netfilter.Modules) *Host {
 		Now:      time.Now,
 		StateDir: netnsid.Dir(DefaultStateDir),
 		UID:      os.Geteuid(),
-		Identity: currentIdentity,
+		Identity: netnsid.Current,
 	}
 }
 

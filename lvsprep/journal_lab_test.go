@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/lab/labtest"
 )
 
@@ -21,11 +22,11 @@ import (
 // numbers come back, and whether SO_NETNS_COOKIE does (it must not).
 func TestLabNetnsIdentity(t *testing.T) {
 	const n = 40
-	var ids []nsIdentity
+	var ids []netnsid.Identity
 	for i := range n {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			labtest.Netns(t)
-			id, err := currentIdentity()
+			id, err := netnsid.Current()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +40,7 @@ func TestLabNetnsIdentity(t *testing.T) {
 	for _, id := range ids {
 		inodes[id.Inode]++
 		cookies[id.Cookie]++
-		if id.Cookie == 0 || id.BootID == "" {
+		if id.Cookie == 0 || id.Boot == "" {
 			t.Fatalf("identity %v: the kernel gives no netns cookie or boot id", id)
 		}
 	}

@@ -393,7 +393,7 @@ func TestStaleNamespaceStateIsSetAside(t *testing.T) {
 	th.stateDir = root
 	th.ident.Cookie = 1
 	th.mustRun("rs", "nat", "--gateway", "10.0.0.1")
-	th.ident.BootID = "another boot"
+	th.ident.Boot = "another boot"
 	if _, errOut, code := th.run("rs", "nat", "--gateway", "10.0.0.1", "--undo"); code != 1 || !strings.Contains(errOut, "before a reboot") {
 		t.Errorf("stale state in a named directory: exit %d, stderr %q", code, errOut)
 	}

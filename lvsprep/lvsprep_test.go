@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/netfilter"
@@ -41,7 +42,7 @@ type testHost struct {
 	modules  *netfiltertest.FakeModules
 	stateDir string
 	root     bool
-	ident    nsIdentity
+	ident    netnsid.Identity
 	ipvs     *ipvstest.Fake
 }
 
@@ -124,7 +125,7 @@ func newTestHost(t *testing.T) *testHost {
 		modules:  netfiltertest.NewFakeModules("ip_vs", "ip_vs_mh", "xt_ipvs", "ipip", "ip6_tunnel"),
 		stateDir: filepath.Join(t.TempDir(), "state"),
 		root:     true,
-		ident:    nsIdentity{BootID: "b00t", Cookie: 1, Inode: 4026531840},
+		ident:    netnsid.Identity{Boot: "b00t", Cookie: 1, Inode: 4026531840},
 		ipvs:     ipvstest.New(),
 	}
 	th.links.Links["eth0"].Up = true
@@ -154,7 +155,7 @@ func newTestHost(t *testing.T) *testHost {
 		IsRoot: func() bool { return th.root },
 		IPVS:   func() (ipvs.Client, error) { return unclosed{th.ipvs}, nil },
 		UID:    os.Geteuid(),
-		Identity: func() (nsIdentity, error) {
+		Identity: func() (netnsid.Identity, error) {
 			return th.ident, nil
 		},
 		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },

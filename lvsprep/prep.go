@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lvskit/lvskit/internal/clitable"
+	"github.com/lvskit/lvskit/internal/netnsid"
 	"io"
 	"io/fs"
 	"net/netip"
@@ -137,7 +138,7 @@ func (r *runner) open(write bool) (*store, func(), error) {
 // A netns-* directory is renamed stale-netns-*-COOKIE beside it (the name
 // was reused by a new namespace) and a fresh one is opened; any other
 // directory is refused, since the user named it.
-func (r *runner) setAside(s *store, was nsIdentity, write bool) (*store, error) {
+func (r *runner) setAside(s *store, was netnsid.Identity, write bool) (*store, error) {
 	base := filepath.Base(s.path)
 	if !strings.HasPrefix(base, "netns-") {
 		return s, fmt.Errorf("the state in %s was written in another network namespace or before a reboot (%s): "+

@@ -5,6 +5,8 @@
 package netnsid
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,4 +56,45 @@ func Dir(root string) string {
 		return filepath.Join(root, "netns-"+strconv.FormatUint(st.Ino, 10))
 	}
 	return root
+}
+
+// Identity tells one network namespace of one boot from every other: the
+// boot id, the namespace's inode, and its cookie (0 where the kernel has
+// none). State written under one identity is stale under another.
+type Identity struct {
+	Boot   string `json:"boot_id"`
+	Cookie uint64 `json:"netns_cookie"`
+	Inode  uint64 `json:"netns_inode"`
+}
+
+// Current reads the calling thread's identity: the namespace its sockets
+// belong to, which a thread may have changed from the process's.
+func Current() (Identity, error) {
+	var id Identity
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return id, fmt.Errorf("reading the boot id: %w", err)
+	}
+	id.Boot = string(bytes.TrimSpace(b))
+	fi, err := os.Stat("/proc/thread-self/ns/net")
+	if err != nil {
+		return id, fmt.Errorf("reading the network namespace: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.Inode = st.Ino
+	}
+	if id.Cookie, err = Cookie(); err != nil {
+		return id, fmt.Errorf("reading the network namespace cookie: %w", err)
+	}
+	return id, nil
+}
+
+// Same reports whether a and b are one namespace of one boot: the same
+// boot and inode, and the same cookie where both have one.
+func (a Identity) Same(b Identity) bool {
+	return a.Boot == b.Boot && a.Inode == b.Inode && (a.Cookie == 0 || b.Cookie == 0 || a.Cookie == b.Cookie)
+}
+
+func (a Identity) String() string {
+	return fmt.Sprintf("boot %s, netns inode %d, cookie %d", a.Boot, a.Inode, a.Cookie)
 }
