@@ -31,15 +31,9 @@ const (
 )
 
 // String names the family as ip(8) does: "inet", "inet6", else "family N".
-func (f Family) String() string {
-	switch f {
-	case AFInet:
-		return "inet"
-	case AFInet6:
-		return "inet6"
-	}
-	return "family " + strconv.Itoa(int(f))
-}
+func (f Family) String() string { return enumName(familyNames[:], f, "family ") }
+
+var familyNames = [...]string{AFInet: "inet", AFInet6: "inet6"}
 
 // Protocol is the IP protocol a virtual service matches (0 for fwmark
 // services).
@@ -54,17 +48,9 @@ const (
 
 // String names the protocol in lower case ("tcp", "udp", "sctp"), else
 // "protocol N".
-func (p Protocol) String() string {
-	switch p {
-	case ProtoTCP:
-		return "tcp"
-	case ProtoUDP:
-		return "udp"
-	case ProtoSCTP:
-		return "sctp"
-	}
-	return "protocol " + strconv.Itoa(int(p))
-}
+func (p Protocol) String() string { return enumName(protocolNames[:], p, "protocol ") }
+
+var protocolNames = [...]string{ProtoTCP: "tcp", ProtoUDP: "udp", ProtoSCTP: "sctp"}
 
 // ServiceFlags are a service's IP_VS_SVC_F_* bits.
 type ServiceFlags uint32
@@ -117,19 +103,9 @@ func (m FwdMethod) Method() FwdMethod { return m & 7 }
 
 // String names the method as lvsctl's JSON does: "masq", "local",
 // "tunnel", "route", else "method N".
-func (m FwdMethod) String() string {
-	switch m.Method() {
-	case FwdMasq:
-		return "masq"
-	case FwdLocal:
-		return "local"
-	case FwdTunnel:
-		return "tunnel"
-	case FwdRoute:
-		return "route"
-	}
-	return "method " + strconv.Itoa(int(m.Method()))
-}
+func (m FwdMethod) String() string { return enumName(fwdNames[:], m.Method(), "method ") }
+
+var fwdNames = [...]string{FwdMasq: "masq", FwdLocal: "local", FwdTunnel: "tunnel", FwdRoute: "route"}
 
 // TunType is the tunnel type of a FwdTunnel destination.
 type TunType uint8
@@ -143,17 +119,9 @@ const (
 
 // String names the type as ipvsadm's --tun-type does: "ipip", "gue",
 // "gre", else "type N".
-func (t TunType) String() string {
-	switch t {
-	case TunIPIP:
-		return "ipip"
-	case TunGUE:
-		return "gue"
-	case TunGRE:
-		return "gre"
-	}
-	return "type " + strconv.Itoa(int(t))
-}
+func (t TunType) String() string { return enumName(tunTypeNames[:], t, "type ") }
+
+var tunTypeNames = [...]string{TunIPIP: "ipip", TunGUE: "gue", TunGRE: "gre"}
 
 // TunFlags are a tunnel's checksum flags (one value, not bits).
 type TunFlags uint16
@@ -167,17 +135,9 @@ const (
 
 // String names the flags as ipvsadm's options do without their "--tun-"
 // ("nocsum", "csum", "remcsum"), else "flags N".
-func (f TunFlags) String() string {
-	switch f {
-	case TunFlagNoCsum:
-		return "nocsum"
-	case TunFlagCsum:
-		return "csum"
-	case TunFlagRemCsum:
-		return "remcsum"
-	}
-	return "flags " + strconv.Itoa(int(f))
-}
+func (f TunFlags) String() string { return enumName(tunFlagNames[:], f, "flags ") }
+
+var tunFlagNames = [...]string{TunFlagNoCsum: "nocsum", TunFlagCsum: "csum", TunFlagRemCsum: "remcsum"}
 
 // DaemonState is a connection-synchronisation daemon's role.
 type DaemonState uint32
@@ -190,15 +150,9 @@ const (
 
 // String names the state as ipvsadm does: "master", "backup", else
 // "state N".
-func (s DaemonState) String() string {
-	switch s {
-	case DaemonMaster:
-		return "master"
-	case DaemonBackup:
-		return "backup"
-	}
-	return "state " + strconv.Itoa(int(s))
-}
+func (s DaemonState) String() string { return enumName(daemonStateNames[:], s, "state ") }
+
+var daemonStateNames = [...]string{DaemonMaster: "master", DaemonBackup: "backup"}
 
 // Stats are a service's or destination's counters and estimated rates, as the
 // kernel's 64-bit statistics report them.
@@ -343,12 +297,7 @@ var opNames = [...]string{
 
 // String returns the kernel's name for the operation without the IPVS_CMD_
 // prefix, e.g. "NEW_SERVICE".
-func (o Op) String() string {
-	if int(o) < len(opNames) && opNames[o] != "" {
-		return opNames[o]
-	}
-	return "IPVS_CMD_" + strconv.Itoa(int(o))
-}
+func (o Op) String() string { return enumName(opNames[:], o, "IPVS_CMD_") }
 
 // Writes reports whether Exec accepts the operation (it changes the tables).
 func (o Op) Writes() bool {
@@ -529,4 +478,13 @@ func EachDestinations(c Reader, n int, service func(i int) *Service, fn func(i i
 		}
 	}
 	return nil
+}
+
+// enumName is the name of v in names, indexed by value, else prefix and
+// v's number: how each enumeration of the package names its values.
+func enumName[T ~uint8 | ~uint16 | ~uint32](names []string, v T, prefix string) string {
+	if uint64(v) < uint64(len(names)) && names[v] != "" {
+		return names[v]
+	}
+	return prefix + strconv.FormatUint(uint64(v), 10)
 }
