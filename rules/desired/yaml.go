@@ -53,7 +53,7 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, nil, yamlError(err)
+		return nil, nil, yamlError(data, err)
 	}
 	if len(root.Content) == 0 {
 		return []byte("{}"), lineTable{}, nil
@@ -67,17 +67,50 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	return w.b, w.lines, nil
 }
 
-// yamlError turns the parser's "yaml: line N: ..." into a LineError's parts.
-func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+// yamlError is the parser's error of data as a LineError at the line of
+// the problem. The parser's "line N" is not that line: it is where the
+// construct it was reading began (a flow mapping, a block sequence, a
+// scalar), counted from 0 for a parser error and from 1 for a scanner
+// error, or none at all (an unknown anchor, invalid UTF-8). The problem
+// lies at or after it, on the first line k such that the document cut
+// after line k fails with the same error: before that line the parser had
+// not met it. Only a failed read pays for this search.
+func yamlError(data []byte, err error) error {
+	text := err.Error()
+	msg := strings.TrimPrefix(text, "yaml: ")
+	from := 1
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if i := strings.IndexByte(rest, ':'); i > 0 {
 			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				return &LineError{Line: n, Msg: "YAML: " + strings.TrimSpace(rest[i+1:])}
+				from, msg = max(n, 1), strings.TrimSpace(rest[i+1:])
 			}
 		}
 	}
-	return &LineError{Line: 1, Msg: "YAML: " + msg}
+	// ends[k-1] is the offset just past line k.
+	var ends []int
+	for off := 0; off < len(data); {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			off = len(data)
+		} else {
+			off += i + 1
+		}
+		ends = append(ends, off)
+	}
+	lo, hi := from, len(ends) // the document cut after line hi is the document
+	if lo > hi {
+		return &LineError{Line: from, Msg: "YAML: " + msg}
+	}
+	for lo < hi {
+		k := lo + (hi-lo)/2
+		var root yaml.Node
+		if e := yaml.Unmarshal(data[:ends[k-1]], &root); e != nil && e.Error() == text {
+			hi = k
+		} else {
+			lo = k + 1
+		}
+	}
+	return &LineError{Line: lo, Msg: "YAML: " + msg}
 }
 
 // jsonWriter writes JSON, padding with newlines to keep YAML lines.
@@ -125,6 +158,9 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 		if entry {
 			w.lines = append(w.lines, w.line)
 		}
+		if err := repeatedYAMLKey(n.Content); err != nil {
+			return err
+		}
 		w.b = append(w.b, '{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -167,6 +203,37 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 		return w.scalar(n)
 	default:
 		return &LineError{Line: n.Line, Msg: "YAML: unexpected node"}
+	}
+	return nil
+}
+
+// repeatedYAMLKey is the error of a mapping, whose keys and values
+// alternate in content, that gives a key twice: the JSON decoder would
+// keep the last value and drop the first without a word. Keys are
+// compared as the decoder matches them to fields, letter case aside (see
+// sameKey). Keys that are no names are left to the writer to refuse.
+func repeatedYAMLKey(content []*yaml.Node) error {
+	if len(content) <= 2*smallObject {
+		for i := 2; i+1 < len(content); i += 2 {
+			for j := 0; j < i; j += 2 {
+				if a, b := content[j], content[i]; a.Kind == yaml.ScalarNode && b.Kind == yaml.ScalarNode && sameKey(a.Value, b.Value) {
+					return repeatedKeyError(a.Value, a.Line, b.Value, b.Line)
+				}
+			}
+		}
+		return nil
+	}
+	seen := make(map[string]*yaml.Node, len(content)/2)
+	for i := 0; i+1 < len(content); i += 2 {
+		k := content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		f := foldKey(k.Value)
+		if a := seen[f]; a != nil {
+			return repeatedKeyError(a.Value, a.Line, k.Value, k.Line)
+		}
+		seen[f] = k
 	}
 	return nil
 }
