@@ -306,7 +306,7 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 			return nil, nil, r.errorf(h.lineOf(n, errorField(err)), "service %d: %v", i+1, err)
 		}
 		if err := r.parseWords(lines.at(n), &svcWords); err != nil {
-			return nil, nil, err
+			return nil, nil, atField(err, h, n)
 		}
 		svcN := n
 		n++
@@ -327,7 +327,7 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 				return nil, nil, r.errorf(h.lineOf(n, errorField(err)), "service %d, destination %d: %v", i+1, j+1, err)
 			}
 			if err := r.parseWords(lines.at(n), &destWords); err != nil {
-				return nil, nil, err
+				return nil, nil, atField(err, h, n)
 			}
 			svc := r.svc(r.nsvc - 1)
 			dest := rules.DestKeyOf(&svc.Dests[len(svc.Dests)-1].Destination)
@@ -348,6 +348,46 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		return nil, nil, err
 	}
 	return set, h.result(), nil
+}
+
+// ipvsadmFields gives the field of an entry that ipvsadm's message, of a
+// rule made of the entry, is about: the first whose words the message
+// holds.
+var ipvsadmFields = []struct {
+	words string
+	path  []string
+}{
+	{"persistent mask", []string{"persistence", "netmask"}},
+	{"ipv6 netmask", []string{"persistence", "netmask"}},
+	{"timeout value", []string{"persistence", "timeout"}},
+	{"scheduler flag", []string{"scheduler_flags"}},
+	{"weight", []string{"weight"}},
+	{"u_threshold", []string{"upper_threshold"}},
+	{"l_threshold", []string{"lower_threshold"}},
+	{"tunnel port", []string{"tunnel", "port"}},
+	{"tunnel type", []string{"tunnel", "type"}},
+	{"Tunnel options", []string{"tunnel"}},
+	{"One-Packet", []string{"one_packet"}},
+	{"Zero port", []string{"port"}},
+	{"address family", []string{"address"}},
+	{"address[:port]", []string{"address"}},
+	{"fwmark", []string{"fwmark"}},
+}
+
+// atField moves err, ipvsadm's about the rule of entry n, to the line of
+// the field it is about, when its message says which.
+func atField(err error, h *healthReader, n int) error {
+	le, ok := err.(*LineError)
+	if !ok {
+		return err
+	}
+	for _, f := range ipvsadmFields {
+		if strings.Contains(le.Msg, f.words) {
+			le.Line = h.lineOf(n, f.path...)
+			break
+		}
+	}
+	return err
 }
 
 // typeErrorText says which field of the document holds a value of the

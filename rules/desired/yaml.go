@@ -73,8 +73,11 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 // scalar), counted from 0 for a parser error and from 1 for a scanner
 // error, or none at all (an unknown anchor, invalid UTF-8). The problem
 // lies at or after it, on the first line k such that the document cut
-// after line k fails with the same error: before that line the parser had
-// not met it. Only a failed read pays for this search.
+// after line k fails with the same error. Blank lines are put after the
+// cut: a failure at the end of the text, which any cut document may meet,
+// then has another line than the one the problem has. A document whose
+// own failure is at its end is searched without them. Only a failed read
+// pays for this search.
 func yamlError(data []byte, err error) error {
 	text := err.Error()
 	msg := strings.TrimPrefix(text, "yaml: ")
@@ -97,14 +100,27 @@ func yamlError(data []byte, err error) error {
 		}
 		ends = append(ends, off)
 	}
-	lo, hi := from, len(ends) // the document cut after line hi is the document
+	var cut []byte
+	same := func(k int, pad bool) bool {
+		cut = append(cut[:0], data[:ends[k-1]]...)
+		if pad {
+			cut = append(cut, "\n\n\n"...)
+		}
+		var root yaml.Node
+		e := yaml.Unmarshal(cut, &root)
+		return e != nil && e.Error() == text
+	}
+	lo, hi := from, len(ends)
 	if lo > hi {
+		return &LineError{Line: from, Msg: "YAML: " + msg}
+	}
+	pad := same(hi, true)
+	if !pad && !same(hi, false) {
 		return &LineError{Line: from, Msg: "YAML: " + msg}
 	}
 	for lo < hi {
 		k := lo + (hi-lo)/2
-		var root yaml.Node
-		if e := yaml.Unmarshal(data[:ends[k-1]], &root); e != nil && e.Error() == text {
+		if same(k, pad) {
 			hi = k
 		} else {
 			lo = k + 1
