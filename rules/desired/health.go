@@ -90,7 +90,8 @@ func (hr *healthReader) errorf(line int, format string, args ...any) error {
 }
 
 // lineOf is the line of the key at path within entry n of the document
-// (see fieldLine), else the entry's.
+// (see fieldLine), else the entry's. It reads the document from its
+// start: for the messages of a failed read only.
 func (hr *healthReader) lineOf(n int, path ...string) int {
 	if len(path) > 0 && path[0] != "" {
 		if l := fieldLine(hr.data, n, path...); l > 0 {
@@ -100,10 +101,11 @@ func (hr *healthReader) lineOf(n int, path ...string) int {
 	return hr.lines.at(n)
 }
 
-// needVersion refuses a health field in a version 1 document.
-func (hr *healthReader) needVersion(line int, path string) error {
+// needVersion refuses a health field, key of entry n, in a version 1
+// document.
+func (hr *healthReader) needVersion(n int, key, path string) error {
 	if hr.version < HealthVersion {
-		return hr.errorf(line, "%s needs \"version\": %d", path, HealthVersion)
+		return hr.errorf(hr.lineOf(n, key), "%s needs \"version\": %d", path, HealthVersion)
 	}
 	return nil
 }
@@ -121,7 +123,7 @@ func (hr *healthReader) service(n, i int, key rules.ServiceKey, js *JSONService)
 			given = "sorry_server"
 		}
 	}
-	if err := hr.needVersion(hr.lineOf(n, given), path+".check"); err != nil {
+	if err := hr.needVersion(n, given, path+".check"); err != nil {
 		return err
 	}
 	if js.Check != nil {
@@ -170,7 +172,7 @@ func (hr *healthReader) dest(line, n, i, j int, svc rules.ServiceKey, dest rules
 	spec := js.Check
 	if jd.Check != nil {
 		path := fmt.Sprintf("services[%d].destinations[%d].check", i, j)
-		if err := hr.needVersion(hr.lineOf(n, "check"), path); err != nil {
+		if err := hr.needVersion(n, "check", path); err != nil {
 			return err
 		}
 		if err := hr.check(n, path, jd.Check); err != nil {
