@@ -118,6 +118,16 @@ func yamlError(data []byte, err error) error {
 	if !pad && !same(hi, false) {
 		return &LineError{Line: from, Msg: "YAML: " + msg}
 	}
+	// The problem is mostly a few lines after where its construct began:
+	// steps that double from there, then halves of the last step.
+	for step := 1; lo < hi; step *= 2 {
+		k := min(lo+step-1, hi-1)
+		if same(k, pad) {
+			hi = k
+			break
+		}
+		lo = k + 1
+	}
 	for lo < hi {
 		k := lo + (hi-lo)/2
 		if same(k, pad) {
