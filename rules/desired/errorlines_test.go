@@ -342,6 +342,11 @@ func TestJSONSyntaxErrorLines(t *testing.T) {
 // flow style, is an error at its second line that names the first.
 func TestRepeatedKeysYAML(t *testing.T) {
 	b, f := blockYAML, flowYAML
+	manyKeys := "version: 2\nservices: []\n" // more keys than smallObject
+	for i := range 20 {
+		manyKeys += fmt.Sprintf("k%d: %d\n", i, i)
+	}
+	manyKeys += "K7: 1\n"
 	testLines(t, "repeated.yaml", readFile, []lineCase{
 		{"top level", b + "version: 2\n", 35, "version", `"version" repeated: first on line 1`},
 		{"top level services", b + "services: []\n", 35, "services", `"services" repeated: first on line 2`},
@@ -359,6 +364,9 @@ func TestRepeatedKeysYAML(t *testing.T) {
 		{"flow destination check", edit(t, f, "via: direct}", "via: direct, via: vip}"), 9, "via: vip", `"via" repeated: first on line 9`},
 		{"flow tunnel", edit(t, f, "port: 6080}", "port: 6080, port: 6081}"), 11, "6081", `"port" repeated: first on line 11`},
 		{"quoted key", edit(t, b, "scheduler: wrr", `"port": 81`), 6, `"port": 81`, `"port" repeated: first on line 5`},
+		// encoding/json takes "ſ" (long s) for "s" in a field's name.
+		{"non-ASCII letter case", edit(t, b, "persistence:", "ſcheduler: rr\n    persistence:"), 7, "ſcheduler", `"ſcheduler" repeated: first on line 6 as "scheduler"`},
+		{"many keys", manyKeys, 23, "K7", `"K7" repeated: first on line 10 as "k7"`},
 	})
 	testLines(t, "checks.yaml", readChecksFile(t), []lineCase{
 		{"checks entry", edit(t, checksYAML, "    check:\n      type: tcp", "    service: -t 10.0.0.1:80\n    check:\n      type: tcp"), 4, "service", `"service" repeated: first on line 3`},

@@ -207,7 +207,9 @@ func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
 // ReadJSON reads a JSON document. Each service and destination is turned
 // into the ipvsadm rule it stands for and checked by ipvsadm's parser, so
 // the defaults and checks are those of rules text; errors name the line of
-// the service or destination at fault. Unknown fields are errors.
+// the field at fault, else of its service or destination. Unknown fields
+// are errors, and so is a key an object gives twice (letter case aside,
+// as the decoder matches keys to fields).
 func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 	set, _, err := readJSON(name, data, nil, res)
 	return set, err
@@ -381,8 +383,9 @@ func atField(err error, h *healthReader, n int) error {
 	if !ok {
 		return err
 	}
+	msg, _, _ := strings.Cut(le.Msg, " (as the rule ") // not the rule's own words
 	for _, f := range ipvsadmFields {
-		if strings.Contains(le.Msg, f.words) {
+		if strings.Contains(msg, f.words) {
 			le.Line = h.lineOf(n, f.path...)
 			break
 		}

@@ -42,7 +42,8 @@ func isYAML(head []byte) bool {
 // the line where the YAML has it, so that the JSON reader's messages name
 // the YAML's lines; it also returns the JSON's entry lines, the ones
 // entryLines would find in it. Anchors and aliases are expanded; keys must
-// be strings. The YAML is parsed with go.yaml.in/yaml/v3
+// be strings, and a mapping that gives a key twice is an error at the
+// second one's line (see repeatedYAMLKey). The YAML is parsed with go.yaml.in/yaml/v3
 // (docs/decisions/0014-health-checks.md says why).
 func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	if cache != nil {
@@ -68,16 +69,12 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 }
 
 // yamlError is the parser's error of data as a LineError at the line of
-// the problem. The parser's "line N" is not that line: it is where the
-// construct it was reading began (a flow mapping, a block sequence, a
-// scalar), counted from 0 for a parser error and from 1 for a scanner
-// error, or none at all (an unknown anchor, invalid UTF-8). The problem
-// lies at or after it, on the first line k such that the document cut
-// after line k fails with the same error. Blank lines are put after the
-// cut: a failure at the end of the text, which any cut document may meet,
-// then has another line than the one the problem has. A document whose
-// own failure is at its end is searched without them. Only a failed read
-// pays for this search.
+// the problem. The parser's "line N" is where the construct it was reading
+// began, counted from 0 or 1 as the error's kind has it, or is missing.
+// The problem is on the first line k, from there, such that the document
+// cut after line k fails with the same error; blank lines after the cut
+// move a failure at the cut's end off line k. Only a failed read pays for
+// this search.
 func yamlError(data []byte, err error) error {
 	text := err.Error()
 	msg := strings.TrimPrefix(text, "yaml: ")
