@@ -176,6 +176,15 @@ const smallObject = 16
 // after "port" replaces its value as a second "port" would. No object of
 // the documents decodes into a map, where case would count.
 func sameKey(a, b string) bool {
+	if a == "" || b == "" {
+		return a == b
+	}
+	// Folding maps an ASCII letter to an ASCII one: keys whose first
+	// letters are ASCII and differ are other keys, without a look at
+	// the rest.
+	if x, y := a[0]|0x20, b[0]|0x20; a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf && x != y {
+		return false
+	}
 	if isASCII(a) && isASCII(b) {
 		return strings.EqualFold(a, b)
 	}
