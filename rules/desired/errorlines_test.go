@@ -1,9 +1,11 @@
 package desired
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -420,5 +422,35 @@ func TestRepeatedKeyThroughCache(t *testing.T) {
 	want2, _, _ := Read("c.yaml", strings.NewReader(doc), nil)
 	if d := rules.Diff(want2, set, rules.DiffOptions{}); !d.InSync() {
 		t.Errorf("cached read differs: %+v", d.Changes)
+	}
+}
+
+// TestSameKeyAsDecoder: sameKey takes two keys for one exactly when
+// encoding/json sets a field named by the one from a key written as the
+// other.
+func TestSameKeyAsDecoder(t *testing.T) {
+	keys := []string{"port", "Port", "PORT", "ports", "pOrt", "scheduler", "ſcheduler", "SCHEDULER",
+		"k", "K", "\u212a", "a", "b", "@x", "`x", "ß", "ss", "SS", "é", "É", "x\u0130", "xi", "xI"}
+	for _, field := range keys {
+		// Each key is tried as itself first.
+		others := append([]string{field}, keys...)
+		typ := reflect.StructOf([]reflect.StructField{{Name: "F", Type: reflect.TypeFor[int](), Tag: reflect.StructTag(`json:"` + field + `"`)}})
+		for _, key := range others {
+			v := reflect.New(typ)
+			doc, _ := json.Marshal(map[string]int{key: 1})
+			if err := json.Unmarshal(doc, v.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			decoder := v.Elem().Field(0).Int() == 1
+			if key == field && !decoder {
+				break // not a name a tag can give
+			}
+			if got := sameKey(field, key); got != decoder {
+				t.Errorf("sameKey(%q, %q) = %v, but the decoder says %v", field, key, got, decoder)
+			}
+			if got := foldKey(field) == foldKey(key); got != decoder {
+				t.Errorf("foldKey(%q) == foldKey(%q) is %v, but the decoder says %v", field, key, got, decoder)
+			}
+		}
 	}
 }

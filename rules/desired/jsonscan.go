@@ -172,50 +172,42 @@ func unquoteKey(quoted []byte) string {
 const smallObject = 16
 
 // sameKey reports whether the decoder takes keys a and b for the same
-// field: it matches a key to a field's name letter case aside, so "Port"
-// after "port" replaces its value as a second "port" would. No object of
-// the documents decodes into a map, where case would count.
+// field: it matches a key to a field's name as strings.EqualFold does, so
+// "Port" after "port" replaces its value as a second "port" would. No
+// object of the documents decodes into a map, where case would count.
 func sameKey(a, b string) bool {
-	if a == "" || b == "" {
-		return a == b
-	}
 	// Folding maps an ASCII letter to an ASCII one: keys whose first
-	// letters are ASCII and differ are other keys, without a look at
-	// the rest.
-	if x, y := a[0]|0x20, b[0]|0x20; a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf && x != y {
+	// bytes are ASCII and differ, letter case aside, are other keys.
+	if a != "" && b != "" && a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf && a[0]|0x20 != b[0]|0x20 {
 		return false
 	}
-	if isASCII(a) && isASCII(b) {
-		return strings.EqualFold(a, b)
-	}
-	return foldKey(a) == foldKey(b)
+	return strings.EqualFold(a, b)
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// foldKey is key folded as encoding/json folds names: ASCII letters to
-// upper case, other runes to lower then upper case.
+// foldKey is key folded as encoding/json folds names, equal for keys
+// that sameKey takes for one: ASCII letters in upper case, other runes
+// as the least rune of their case-folding orbit.
 func foldKey(key string) string {
-	var b strings.Builder
-	b.Grow(len(key))
+	b := make([]byte, 0, len(key))
 	for _, r := range key {
 		if r < utf8.RuneSelf {
 			if 'a' <= r && r <= 'z' {
 				r -= 'a' - 'A'
 			}
-			b.WriteByte(byte(r))
+			b = append(b, byte(r))
 			continue
 		}
-		b.WriteRune(unicode.ToUpper(unicode.ToLower(r)))
+		for {
+			f := unicode.SimpleFold(r)
+			if f <= r {
+				r = f
+				break
+			}
+			r = f
+		}
+		b = utf8.AppendRune(b, r)
 	}
-	return b.String()
+	return string(b)
 }
 
 // repeatedKeyError is the error of an object (a YAML mapping) that gives
