@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 
 	"github.com/lvskit/lvskit/health"
@@ -48,49 +49,59 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, decodeError(name, data, err)
+		return nil, decodeError(name, data, reflect.TypeFor[checksDocument](), err)
+	}
+	if lines == nil {
+		var err error
+		if lines, err = checkJSON(data); err != nil {
+			err.(*LineError).File = name
+			return nil, err
+		}
 	}
 	if doc.Version != HealthVersion {
-		return nil, &LineError{File: name, Line: 1, Msg: fmt.Sprintf("a checks file has \"version\": %d", HealthVersion)}
+		return nil, &LineError{File: name, Line: versionLine(data), Msg: fmt.Sprintf("a checks file has \"version\": %d", HealthVersion)}
 	}
 	services := map[string]*rules.Service{}
 	for i := range set.Services {
 		s := &set.Services[i]
 		services[rules.KeyOf(&s.Service).String()] = s
 	}
-	if lines == nil {
-		lines = entryLines(data)
-	}
-	hr := newHealth(name, HealthVersion)
+	hr := newHealth(name, HealthVersion, data, lines)
 	n := 0
+	// An own check, and the entry that gives it.
+	type ownCheck struct {
+		jd JSONDestination
+		n  int
+	}
 	for i, c := range doc.Checks {
+		svcN := n
 		line := lines.at(n)
 		n++
 		svc, ok := services[strings.Join(strings.Fields(c.Service), " ")]
 		if !ok {
-			return nil, hr.errorf(line, "checks[%d].service %q: no such service in the rules (write it as ipvsadm -Sn does)", i, c.Service)
+			return nil, hr.errorf(hr.lineOf(svcN, "service"), "checks[%d].service %q: no such service in the rules (write it as ipvsadm -Sn does)", i, c.Service)
 		}
 		key := rules.KeyOf(&svc.Service)
 		js := &JSONService{Check: c.Check, WhenAllDown: c.WhenAllDown, SorryServer: c.SorryServer}
-		if err := hr.service(line, i, key, js); err != nil {
+		if err := hr.service(svcN, i, key, js); err != nil {
 			return nil, err
 		}
-		own := map[rules.DestKey]*JSONDestination{}
+		own := map[rules.DestKey]*ownCheck{}
 		for j, d := range c.Destinations {
 			dk, ok := findDest(svc, d.Address, d.Port)
 			if !ok {
 				return nil, hr.errorf(lines.at(n), "checks[%d].destinations[%d]: %s port %d is no real server of %s", i, j, d.Address, d.Port, key)
 			}
-			own[dk] = &JSONDestination{Check: d.Check}
+			own[dk] = &ownCheck{JSONDestination{Check: d.Check}, n}
 			n++
 		}
 		for j := range svc.Dests {
 			dk := rules.DestKeyOf(&svc.Dests[j].Destination)
-			jd := own[dk]
-			if jd == nil {
-				jd = &JSONDestination{}
+			jd, dn := &JSONDestination{}, svcN
+			if o := own[dk]; o != nil {
+				jd, dn = &o.jd, o.n
 			}
-			if err := hr.dest(line, i, j, key, dk, js, jd); err != nil {
+			if err := hr.dest(line, dn, i, j, key, dk, js, jd); err != nil {
 				return nil, err
 			}
 		}

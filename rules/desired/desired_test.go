@@ -83,7 +83,7 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"# café\n-A -t 10.0.0.1:80\x00 -s rr\n", "f:2: NUL byte in the line"},
 		{"-A -t 10.0.0.1:80\n\x00\n", "f:2: NUL byte in the line"},
 		{"{\"version\": 3, \"services\": []}", "f:1: \"version\": 3, but this lvsctl reads versions 1 and 2"},
-		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n\"persistence\": {\"timeout\": 0}, \"destinations\": []}]}", "f:2: invalid timeout value `0' specified"},
+		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n\"persistence\": {\"timeout\": 0}, \"destinations\": []}]}", "f:3: invalid timeout value `0' specified"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"example.com\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": []}]}", "f:2: service 1: address \"example.com\": not an IP address"},
 		{"{\"version\": 1, \"services\": [\n{\"protocol\": \"tcp\", \"address\": \"10.0.0.1\", \"port\": 80,\n \"weight\": \"x\"}]}", "f:3: unknown field \"weight\""},
 	} {

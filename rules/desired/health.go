@@ -3,6 +3,7 @@ package desired
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/rules"
@@ -62,10 +63,14 @@ type healthReader struct {
 	// real server read: mostly its service's, that of the next ones too.
 	spec         *health.Spec
 	withDefaults *health.Spec
+	// data is the document's JSON and lines its entry lines, for the
+	// lines of the fields an error is about.
+	data  []byte
+	lines lineTable
 }
 
-func newHealth(name string, version int) *healthReader {
-	return &healthReader{name: name, version: version, sys: healthSystem,
+func newHealth(name string, version int, data []byte, lines lineTable) *healthReader {
+	return &healthReader{name: name, version: version, sys: healthSystem, data: data, lines: lines,
 		h: Health{Checks: map[DestRef]*health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
 }
 
@@ -84,29 +89,49 @@ func (hr *healthReader) errorf(line int, format string, args ...any) error {
 	return &LineError{File: hr.name, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// needVersion refuses a health field in a version 1 document.
-func (hr *healthReader) needVersion(line int, path string) error {
+// lineOf is the line of the key at path within entry n of the document
+// (see fieldLine), else the entry's. It reads the document from its
+// start: for the messages of a failed read only.
+func (hr *healthReader) lineOf(n int, path ...string) int {
+	if len(path) > 0 && path[0] != "" {
+		if l := fieldLine(hr.data, n, path...); l > 0 {
+			return l
+		}
+	}
+	return hr.lines.at(n)
+}
+
+// needVersion refuses a health field, key of entry n, in a version 1
+// document.
+func (hr *healthReader) needVersion(n int, key, path string) error {
 	if hr.version < HealthVersion {
-		return hr.errorf(line, "%s needs \"version\": %d", path, HealthVersion)
+		return hr.errorf(hr.lineOf(n, key), "%s needs \"version\": %d", path, HealthVersion)
 	}
 	return nil
 }
 
-// service reads the i-th service's health settings.
-func (hr *healthReader) service(line, i int, key rules.ServiceKey, js *JSONService) error {
+// service reads the i-th service's health settings, written in entry n.
+func (hr *healthReader) service(n, i int, key rules.ServiceKey, js *JSONService) error {
 	if js.Check == nil && js.WhenAllDown == "" && js.SorryServer == "" {
 		return nil
 	}
 	path := fmt.Sprintf("services[%d]", i)
-	if err := hr.needVersion(line, path+".check"); err != nil {
+	given := "check" // the first health field given
+	if js.Check == nil {
+		given = "when_all_down"
+		if js.WhenAllDown == "" {
+			given = "sorry_server"
+		}
+	}
+	if err := hr.needVersion(n, given, path+".check"); err != nil {
 		return err
 	}
 	if js.Check != nil {
-		if err := hr.check(line, path+".check", js.Check); err != nil {
+		if err := hr.check(n, path+".check", js.Check); err != nil {
 			return err
 		}
 	}
-	sh := ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}}
+	sh := ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: hr.lines.at(n)}}
 	switch js.WhenAllDown {
 	case "", KeepLast:
 	case Zero:
@@ -115,14 +140,18 @@ func (hr *healthReader) service(line, i int, key rules.ServiceKey, js *JSONServi
 		sh.WhenAllDown = Sorry
 		ap, err := netip.ParseAddrPort(js.SorryServer)
 		if err != nil {
+			line := hr.lineOf(n, "when_all_down")
+			if js.SorryServer != "" {
+				line = hr.lineOf(n, "sorry_server")
+			}
 			return hr.errorf(line, "%s.sorry_server %q: an address:port is needed with when_all_down sorry", path, js.SorryServer)
 		}
 		sh.SorryServer = ap
 	default:
-		return hr.errorf(line, "%s.when_all_down %q: keep, sorry or zero", path, js.WhenAllDown)
+		return hr.errorf(hr.lineOf(n, "when_all_down"), "%s.when_all_down %q: keep, sorry or zero", path, js.WhenAllDown)
 	}
 	if js.SorryServer != "" && sh.WhenAllDown != Sorry {
-		return hr.errorf(line, "%s.sorry_server is used only with when_all_down sorry", path)
+		return hr.errorf(hr.lineOf(n, "sorry_server"), "%s.sorry_server is used only with when_all_down sorry", path)
 	}
 	hr.addService(key, sh)
 	return nil
@@ -136,16 +165,17 @@ func (hr *healthReader) addService(key rules.ServiceKey, sh ServiceHealth) {
 	hr.h.Services[key] = sh
 }
 
-// dest reads the j-th real server of the i-th service: its own check, or
-// the service's.
-func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.DestKey, js *JSONService, jd *JSONDestination) error {
+// dest reads the j-th real server of the i-th service: its own check,
+// written in entry n, or the service's. line is where the real server
+// was written.
+func (hr *healthReader) dest(line, n, i, j int, svc rules.ServiceKey, dest rules.DestKey, js *JSONService, jd *JSONDestination) error {
 	spec := js.Check
 	if jd.Check != nil {
 		path := fmt.Sprintf("services[%d].destinations[%d].check", i, j)
-		if err := hr.needVersion(line, path); err != nil {
+		if err := hr.needVersion(n, "check", path); err != nil {
 			return err
 		}
-		if err := hr.check(line, path, jd.Check); err != nil {
+		if err := hr.check(n, path, jd.Check); err != nil {
 			return err
 		}
 		spec = jd.Check
@@ -167,12 +197,23 @@ func (hr *healthReader) dest(line, i, j int, svc rules.ServiceKey, dest rules.De
 	return nil
 }
 
-// check validates a check object written at line.
-func (hr *healthReader) check(line int, path string, s *health.Spec) error {
+// check validates the check object of entry n. An error names the line
+// of the field it is about, else of the "check" key.
+func (hr *healthReader) check(n int, path string, s *health.Spec) error {
 	if err := s.WithDefaults().ValidateWith(hr.sys); err != nil {
-		return hr.errorf(line, "%s: %v", path, err)
+		return hr.errorf(hr.lineOf(n, "check", checkField(err)), "%s: %v", path, err)
 	}
 	return nil
+}
+
+// checkField is the field a check's error is about: health's messages
+// start with its key ("interval \"2x\": ...", "type: missing").
+func checkField(err error) string {
+	msg := err.Error()
+	if i := strings.IndexAny(msg, " :"); i > 0 {
+		return msg[:i]
+	}
+	return ""
 }
 
 // result is the health the document holds, nil when it has none.

@@ -83,14 +83,14 @@ func TestYAMLWithChecks(t *testing.T) {
 // error with the file, the line and the field's path.
 func TestHealthErrorsNameTheLine(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{strings.Replace(healthYAML, "interval: 3s", "interval: 3x", 1), "pool.yaml:4: services[0].check: interval"},
-		{strings.Replace(healthYAML, "type: tcp", "type: ftp", 1), "pool.yaml:13: services[0].destinations[1].check: type \"ftp\""},
-		{strings.Replace(healthYAML, "when_all_down: sorry", "when_all_down: panic", 1), "pool.yaml:4: services[0].when_all_down \"panic\": keep, sorry or zero"},
+		{strings.Replace(healthYAML, "interval: 3s", "interval: 3x", 1), "pool.yaml:8: services[0].check: interval"},
+		{strings.Replace(healthYAML, "type: tcp", "type: ftp", 1), "pool.yaml:18: services[0].destinations[1].check: type \"ftp\""},
+		{strings.Replace(healthYAML, "when_all_down: sorry", "when_all_down: panic", 1), "pool.yaml:9: services[0].when_all_down \"panic\": keep, sorry or zero"},
 		{strings.Replace(healthYAML, "    sorry_server: 192.168.9.9:80\n", "", 1), "services[0].sorry_server \"\": an address:port is needed"},
-		{strings.Replace(healthYAML, "version: 2", "version: 1", 1), "pool.yaml:4: services[0].check needs \"version\": 2"},
+		{strings.Replace(healthYAML, "version: 2", "version: 1", 1), "pool.yaml:8: services[0].check needs \"version\": 2"},
 		{strings.Replace(healthYAML, "        method: masq\n        weight: 1", "        method: masq\n        wieght: 1", 1), "pool.yaml:16: unknown field \"wieght\""},
 		{strings.Replace(healthYAML, "port: 80\n    scheduler", "port: eighty\n    scheduler", 1), "pool.yaml:6: services[].port must be an integer from 0 to 65535, not a string"},
-		{"version: 2\nservices:\n  - protocol: tcp\n   address: x\n", "pool.yaml:2: YAML: did not find expected"},
+		{"version: 2\nservices:\n  - protocol: tcp\n   address: x\n", "pool.yaml:4: YAML: did not find expected"},
 	} {
 		_, _, err := Read("pool.yaml", strings.NewReader(tc.doc), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

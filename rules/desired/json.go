@@ -207,7 +207,9 @@ func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
 // ReadJSON reads a JSON document. Each service and destination is turned
 // into the ipvsadm rule it stands for and checked by ipvsadm's parser, so
 // the defaults and checks are those of rules text; errors name the line of
-// the service or destination at fault. Unknown fields are errors.
+// the field at fault, else of its service or destination. Unknown fields
+// are errors, and so is a key an object gives twice (letter case aside,
+// as the decoder matches keys to fields).
 func ReadJSON(name string, data []byte, res *names.Resolver) (*rules.Set, error) {
 	set, _, err := readJSON(name, data, nil, res)
 	return set, err
@@ -221,7 +223,7 @@ func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*
 	dec.DisallowUnknownFields()
 	var doc Document
 	if err := dec.Decode(&doc); err != nil {
-		return nil, nil, decodeError(name, data, err)
+		return nil, nil, decodeError(name, data, reflect.TypeFor[Document](), err)
 	}
 	if dec.More() {
 		return nil, nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
@@ -272,6 +274,13 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 	if res == nil {
 		res = names.NewResolver()
 	}
+	if lines == nil {
+		var err error
+		if lines, err = checkJSON(data); err != nil {
+			err.(*LineError).File = name
+			return nil, nil, err
+		}
+	}
 	if doc.Version != SchemaVersion && doc.Version != HealthVersion {
 		msg := fmt.Sprintf("\"version\": %d, but this lvsctl reads versions %d and %d", doc.Version, SchemaVersion, HealthVersion)
 		var probe struct {
@@ -280,13 +289,10 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		if json.Unmarshal(data, &probe) == nil && probe.Version == nil {
 			msg = fmt.Sprintf("the document has no \"version\"; write \"version\": %d", SchemaVersion)
 		}
-		return nil, nil, &LineError{File: name, Line: 1, Msg: msg}
-	}
-	if lines == nil {
-		lines = entryLines(data)
+		return nil, nil, &LineError{File: name, Line: versionLine(data), Msg: msg}
 	}
 	r := newReader(name, res)
-	h := newHealth(name, doc.Version)
+	h := newHealth(name, doc.Version, data, lines)
 	dests := 0
 	for i := range doc.Services {
 		dests += len(doc.Services[i].Destinations)
@@ -299,15 +305,15 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		svcWords.reset()
 		svcWords.add("-A")
 		if err := js.appendArgv(&svcWords); err != nil {
-			return nil, nil, r.errorf(lines.at(n), "service %d: %v", i+1, err)
+			return nil, nil, r.errorf(h.lineOf(n, errorField(err)), "service %d: %v", i+1, err)
 		}
 		if err := r.parseWords(lines.at(n), &svcWords); err != nil {
-			return nil, nil, err
+			return nil, nil, atField(err, h, n)
 		}
-		svcLine := lines.at(n)
+		svcN := n
 		n++
 		svcKey := rules.KeyOf(&r.svc(r.nsvc - 1).Service)
-		if err := h.service(svcLine, i, svcKey, js); err != nil {
+		if err := h.service(svcN, i, svcKey, js); err != nil {
 			return nil, nil, err
 		}
 		// The designator follows -A: "-t addr:port", "-f mark", "-f mark -6".
@@ -320,14 +326,14 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 			destWords.add("-a")
 			destWords.addFrom(&svcWords, 1, 1+designator)
 			if err := js.Destinations[j].appendArgv(&destWords); err != nil {
-				return nil, nil, r.errorf(lines.at(n), "service %d, destination %d: %v", i+1, j+1, err)
+				return nil, nil, r.errorf(h.lineOf(n, errorField(err)), "service %d, destination %d: %v", i+1, j+1, err)
 			}
 			if err := r.parseWords(lines.at(n), &destWords); err != nil {
-				return nil, nil, err
+				return nil, nil, atField(err, h, n)
 			}
 			svc := r.svc(r.nsvc - 1)
 			dest := rules.DestKeyOf(&svc.Dests[len(svc.Dests)-1].Destination)
-			if err := h.dest(lines.at(n), i, j, svcKey, dest, js, &js.Destinations[j]); err != nil {
+			if err := h.dest(lines.at(n), n, i, j, svcKey, dest, js, &js.Destinations[j]); err != nil {
 				return nil, nil, err
 			}
 			n++
@@ -344,6 +350,47 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		return nil, nil, err
 	}
 	return set, h.result(), nil
+}
+
+// ipvsadmFields gives the field of an entry that ipvsadm's message, of a
+// rule made of the entry, is about: the first whose words the message
+// holds.
+var ipvsadmFields = []struct {
+	words string
+	path  []string
+}{
+	{"persistent mask", []string{"persistence", "netmask"}},
+	{"ipv6 netmask", []string{"persistence", "netmask"}},
+	{"timeout value", []string{"persistence", "timeout"}},
+	{"scheduler flag", []string{"scheduler_flags"}},
+	{"weight", []string{"weight"}},
+	{"u_threshold", []string{"upper_threshold"}},
+	{"l_threshold", []string{"lower_threshold"}},
+	{"tunnel port", []string{"tunnel", "port"}},
+	{"tunnel type", []string{"tunnel", "type"}},
+	{"Tunnel options", []string{"tunnel"}},
+	{"One-Packet", []string{"one_packet"}},
+	{"Zero port", []string{"port"}},
+	{"address family", []string{"address"}},
+	{"address[:port]", []string{"address"}},
+	{"fwmark", []string{"fwmark"}},
+}
+
+// atField moves err, ipvsadm's about the rule of entry n, to the line of
+// the field it is about, when its message says which.
+func atField(err error, h *healthReader, n int) error {
+	le, ok := err.(*LineError)
+	if !ok {
+		return err
+	}
+	msg, _, _ := strings.Cut(le.Msg, " (as the rule ") // not the rule's own words
+	for _, f := range ipvsadmFields {
+		if strings.Contains(msg, f.words) {
+			le.Line = h.lineOf(n, f.path...)
+			break
+		}
+	}
+	return err
 }
 
 // typeErrorText says which field of the document holds a value of the
@@ -393,9 +440,9 @@ func typeErrorText(te *json.UnmarshalTypeError) string {
 	return fmt.Sprintf("%s must be %s, not %s", path, want, got)
 }
 
-// decodeError is a JSON decoding error of data as a LineError in the
-// document's terms.
-func decodeError(name string, data []byte, err error) error {
+// decodeError is a JSON decoding error of data, a document of type t, as
+// a LineError in the document's terms.
+func decodeError(name string, data []byte, t reflect.Type, err error) error {
 	line, msg := 1, "JSON: "+err.Error()
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -408,8 +455,11 @@ func decodeError(name string, data []byte, err error) error {
 		// Unknown fields carry no offset: find the key.
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			msg = "unknown field " + field + " (docs/lvsctl.md lists the fields)"
-			if i := bytes.Index(data, []byte(field)); i >= 0 {
-				line = lineAt(data, int64(i))
+			var key string
+			if json.Unmarshal([]byte(field), &key) == nil {
+				if l := unknownFieldLine(data, t, key); l > 0 {
+					line = l
+				}
 			}
 		}
 	}
@@ -504,13 +554,40 @@ func (w *words) fields() [][]byte {
 	return w.cut
 }
 
+// fieldError is an error in the value of one field of an entry.
+type fieldError struct {
+	field string // its key
+	msg   string
+}
+
+func (e *fieldError) Error() string { return e.msg }
+
+func fieldErrorf(field, format string, args ...any) error {
+	return &fieldError{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorField is the key an error of an entry is about ("" when unknown).
+func errorField(err error) string {
+	if fe, ok := err.(*fieldError); ok {
+		return fe.field
+	}
+	return ""
+}
+
 // appendArgv adds the service's part of an -A rule to w: designator, then
-// settings.
+// settings. An error is a *fieldError.
 func (js *JSONService) appendArgv(w *words) error {
 	switch {
 	case js.FWMark != 0:
 		if js.Protocol != "" || js.Address != "" || js.Port != nil {
-			return fmt.Errorf("a fwmark service has no protocol, address or port")
+			field := "protocol"
+			if js.Protocol == "" {
+				field = "address"
+				if js.Address == "" {
+					field = "port"
+				}
+			}
+			return fieldErrorf(field, "a fwmark service has no protocol, address or port")
 		}
 		w.add("-f")
 		w.addUint(uint64(js.FWMark))
@@ -519,22 +596,22 @@ func (js *JSONService) appendArgv(w *words) error {
 			w.add("-6")
 		case "inet", "":
 		default:
-			return fmt.Errorf("family %q: inet or inet6", js.Family)
+			return fieldErrorf("family", "family %q: inet or inet6", js.Family)
 		}
 	default:
 		addr, err := netip.ParseAddr(js.Address)
 		if err != nil || addr.Zone() != "" {
-			return fmt.Errorf("address %q: not an IP address", js.Address)
+			return fieldErrorf("address", "address %q: not an IP address", js.Address)
 		}
 		if js.Port == nil {
-			return fmt.Errorf("address service without port")
+			return fieldErrorf("address", "address service without port")
 		}
 		if want := familyName(familyOf(addr)); js.Family != "" && js.Family != want {
-			return fmt.Errorf("family %q but address %s", js.Family, addr)
+			return fieldErrorf("family", "family %q but address %s", js.Family, addr)
 		}
 		proto, ok := notation.ProtocolNamed(js.Protocol)
 		if !ok || js.Protocol != proto.String() {
-			return fmt.Errorf("protocol %q: tcp, udp or sctp", js.Protocol)
+			return fieldErrorf("protocol", "protocol %q: tcp, udp or sctp", js.Protocol)
 		}
 		w.add(notation.Protocol(proto).Option)
 		w.addHostPort(addr, *js.Port)
@@ -571,11 +648,12 @@ func (js *JSONService) appendArgv(w *words) error {
 	return nil
 }
 
-// appendArgv adds the destination's part of an -a rule to w.
+// appendArgv adds the destination's part of an -a rule to w. An error is
+// a *fieldError.
 func (jd *JSONDestination) appendArgv(w *words) error {
 	addr, err := netip.ParseAddr(jd.Address)
 	if err != nil || addr.Zone() != "" {
-		return fmt.Errorf("address %q: not an IP address", jd.Address)
+		return fieldErrorf("address", "address %q: not an IP address", jd.Address)
 	}
 	w.add("-r")
 	w.addHostPort(addr, jd.Port)
@@ -584,7 +662,7 @@ func (jd *JSONDestination) appendArgv(w *words) error {
 		var ok bool
 		method, ok = notation.MethodNamed(jd.Method)
 		if !ok || jd.Method != method.String() || method == ipvs.FwdLocal {
-			return fmt.Errorf("method %q: masq, route or tunnel", jd.Method)
+			return fieldErrorf("method", "method %q: masq, route or tunnel", jd.Method)
 		}
 	}
 	w.add(notation.Method(method).Option)
@@ -632,64 +710,6 @@ func (t lineTable) at(i int) int {
 	return 1
 }
 
-// entryLines finds the line of each service, destination and check
-// object of a JSON document: each object that opens directly within an
-// array whose key is "services", "destinations" or "checks". data starts
-// with a document that decoded without error, so it is read as valid
-// JSON, in one pass over its bytes; what follows the document is not
-// read. The key of an array is the last key before it, even for an array
-// within an array, as the Token-based reader this replaces had it.
-func entryLines(data []byte) lineTable {
-	var out lineTable
-	// One byte per open object or array, saying which it is.
-	const (
-		object = iota
-		array
-		entries // an array whose key names entries
-	)
-	var stack []byte
-	// entryKey is whether the last key read, anywhere before, names
-	// entries: an array takes the last key as its name, as in
-	// `"services": [`, and so does an array within an array.
-	entryKey := false
-	// Offsets only grow: newlines are counted since the last entry, not
-	// from the start each time.
-	line, counted := 1, 0
-	for i := 0; i < len(data); i++ {
-		switch data[i] {
-		case '"':
-			end := stringEnd(data, i)
-			k := end
-			for k < len(data) && isJSONSpace(data[k]) {
-				k++
-			}
-			if k < len(data) && data[k] == ':' {
-				entryKey = namesEntries(data[i:end])
-			}
-			i = end - 1
-		case '{':
-			if len(stack) > 0 && stack[len(stack)-1] == entries {
-				line += bytes.Count(data[counted:i], []byte{'\n'})
-				counted = i
-				out = append(out, line)
-			}
-			stack = append(stack, object)
-		case '[':
-			if entryKey {
-				stack = append(stack, entries)
-			} else {
-				stack = append(stack, array)
-			}
-		case '}', ']':
-			if len(stack) <= 1 {
-				return out // the document's end: what follows is not read
-			}
-			stack = stack[:len(stack)-1]
-		}
-	}
-	return out
-}
-
 // stringEnd is the offset just past the JSON string that starts at
 // data[start] (a quote), or len(data) when it is not closed.
 func stringEnd(data []byte, start int) int {
@@ -723,6 +743,16 @@ func namesEntries(quoted []byte) bool {
 		return true
 	}
 	return false
+}
+
+// versionLine is the line of a document's "version" key, or 1.
+func versionLine(data []byte) int {
+	if off := skipSpace(data, 0); off < len(data) && data[off] == '{' {
+		if k, _ := findKey(data, off, "version"); k >= 0 {
+			return lineAt(data, int64(k))
+		}
+	}
+	return 1
 }
 
 func lineAt(data []byte, off int64) int {

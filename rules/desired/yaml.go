@@ -42,7 +42,8 @@ func isYAML(head []byte) bool {
 // the line where the YAML has it, so that the JSON reader's messages name
 // the YAML's lines; it also returns the JSON's entry lines, the ones
 // entryLines would find in it. Anchors and aliases are expanded; keys must
-// be strings. The YAML is parsed with go.yaml.in/yaml/v3
+// be strings, and a mapping that gives a key twice is an error at the
+// second one's line (see repeatedYAMLKey). The YAML is parsed with go.yaml.in/yaml/v3
 // (docs/decisions/0014-health-checks.md says why).
 func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	if cache != nil {
@@ -53,7 +54,7 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, nil, yamlError(err)
+		return nil, nil, yamlError(data, err)
 	}
 	if len(root.Content) == 0 {
 		return []byte("{}"), lineTable{}, nil
@@ -67,17 +68,72 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	return w.b, w.lines, nil
 }
 
-// yamlError turns the parser's "yaml: line N: ..." into a LineError's parts.
-func yamlError(err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+// yamlError is the parser's error of data as a LineError at the line of
+// the problem. The parser's "line N" is where the construct it was reading
+// began, counted from 0 or 1 as the error's kind has it, or is missing.
+// The problem is on the first line k, from there, such that the document
+// cut after line k fails with the same error; blank lines after the cut
+// move a failure at the cut's end off line k. Only a failed read pays for
+// this search.
+func yamlError(data []byte, err error) error {
+	text := err.Error()
+	msg := strings.TrimPrefix(text, "yaml: ")
+	from := 1
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		if i := strings.IndexByte(rest, ':'); i > 0 {
 			if n, err := strconv.Atoi(rest[:i]); err == nil {
-				return &LineError{Line: n, Msg: "YAML: " + strings.TrimSpace(rest[i+1:])}
+				from, msg = max(n, 1), strings.TrimSpace(rest[i+1:])
 			}
 		}
 	}
-	return &LineError{Line: 1, Msg: "YAML: " + msg}
+	// ends[k-1] is the offset just past line k.
+	var ends []int
+	for off := 0; off < len(data); {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			off = len(data)
+		} else {
+			off += i + 1
+		}
+		ends = append(ends, off)
+	}
+	var cut []byte
+	same := func(k int, pad bool) bool {
+		cut = append(cut[:0], data[:ends[k-1]]...)
+		if pad {
+			cut = append(cut, "\n\n\n"...)
+		}
+		var root yaml.Node
+		e := yaml.Unmarshal(cut, &root)
+		return e != nil && e.Error() == text
+	}
+	lo, hi := from, len(ends)
+	if lo > hi {
+		return &LineError{Line: from, Msg: "YAML: " + msg}
+	}
+	pad := same(hi, true)
+	if !pad && !same(hi, false) {
+		return &LineError{Line: from, Msg: "YAML: " + msg}
+	}
+	// The problem is mostly a few lines after where its construct began:
+	// steps that double from there, then halves of the last step.
+	for step := 1; lo < hi; step *= 2 {
+		k := min(lo+step-1, hi-1)
+		if same(k, pad) {
+			hi = k
+			break
+		}
+		lo = k + 1
+	}
+	for lo < hi {
+		k := lo + (hi-lo)/2
+		if same(k, pad) {
+			hi = k
+		} else {
+			lo = k + 1
+		}
+	}
+	return &LineError{Line: lo, Msg: "YAML: " + msg}
 }
 
 // jsonWriter writes JSON, padding with newlines to keep YAML lines.
@@ -125,6 +181,9 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 		if entry {
 			w.lines = append(w.lines, w.line)
 		}
+		if err := repeatedYAMLKey(n.Content); err != nil {
+			return err
+		}
 		w.b = append(w.b, '{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -167,6 +226,37 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 		return w.scalar(n)
 	default:
 		return &LineError{Line: n.Line, Msg: "YAML: unexpected node"}
+	}
+	return nil
+}
+
+// repeatedYAMLKey is the error of a mapping, whose keys and values
+// alternate in content, that gives a key twice: the JSON decoder would
+// keep the last value and drop the first without a word. Keys are
+// compared as the decoder matches them to fields, letter case aside (see
+// sameKey). Keys that are no names are left to the writer to refuse.
+func repeatedYAMLKey(content []*yaml.Node) error {
+	if len(content) <= 2*smallObject {
+		for i := 2; i+1 < len(content); i += 2 {
+			for j := 0; j < i; j += 2 {
+				if a, b := content[j], content[i]; a.Kind == yaml.ScalarNode && b.Kind == yaml.ScalarNode && sameKey(a.Value, b.Value) {
+					return repeatedKeyError(a.Value, a.Line, b.Value, b.Line)
+				}
+			}
+		}
+		return nil
+	}
+	seen := make(map[string]*yaml.Node, len(content)/2)
+	for i := 0; i+1 < len(content); i += 2 {
+		k := content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		f := foldKey(k.Value)
+		if a := seen[f]; a != nil {
+			return repeatedKeyError(a.Value, a.Line, k.Value, k.Line)
+		}
+		seen[f] = k
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 func yamlToJSONByMarshal(data []byte) ([]byte, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(err)
+		return nil, yamlError(data, err)
 	}
 	w := &marshalWriter{line: 1}
 	if len(root.Content) == 0 {
@@ -53,6 +53,15 @@ func (w *marshalWriter) node(n *yaml.Node, depth int) error {
 	case yaml.AliasNode:
 		return w.node(n.Alias, depth+1)
 	case yaml.MappingNode:
+		// A key given twice, as encoding/json matches keys to fields.
+		for i := 2; i+1 < len(n.Content); i += 2 {
+			for j := 0; j < i; j += 2 {
+				a, b := n.Content[j], n.Content[i]
+				if a.Kind == yaml.ScalarNode && b.Kind == yaml.ScalarNode && foldKey(a.Value) == foldKey(b.Value) {
+					return repeatedKeyError(a.Value, a.Line, b.Value, b.Line)
+				}
+			}
+		}
 		w.b.WriteByte('{')
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
