@@ -454,3 +454,16 @@ func TestSameKeyAsDecoder(t *testing.T) {
 		}
 	}
 }
+
+// TestNumberForText: a number where text is due (YAML reads expect: 204
+// as one) is refused at its line with a hint to quote it.
+func TestNumberForText(t *testing.T) {
+	doc := "version: 2\nservices:\n  - {protocol: tcp, address: 10.0.0.1, port: 80, scheduler: wrr,\n" +
+		"     check: {type: http, expect: 204},\n" +
+		"     destinations: [{address: 192.168.1.1, port: 80, method: masq, weight: 1}]}\n"
+	_, _, err := Read("d.yaml", strings.NewReader(doc), nil)
+	want := `d.yaml:4: services[].check.expect must be a string, not a number (quote a number meant as text: "204")`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}

@@ -437,7 +437,11 @@ func typeErrorText(te *json.UnmarshalTypeError) string {
 	if !ok {
 		got = strings.TrimPrefix(te.Value, "number ")
 	}
-	return fmt.Sprintf("%s must be %s, not %s", path, want, got)
+	msg := fmt.Sprintf("%s must be %s, not %s", path, want, got)
+	if want == "a string" && te.Value == "number" {
+		msg += " (quote a number meant as text: \"204\")" // YAML reads 204 as a number
+	}
+	return msg
 }
 
 // decodeError is a JSON decoding error of data, a document of type t, as
