@@ -218,15 +218,9 @@ func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rul
 
 // top shows the live view, or prints frames in batch mode.
 func (r *runner) top(c *topCmd) (int, error) {
-	col, err := top.ParseColumn(c.Sort)
+	col, err := top.ParseColumn(c.Sort) // checked by Validate
 	if err != nil {
 		return ExitUsage, usageError{err: fmt.Errorf("--sort: %w", err), help: true}
-	}
-	if time.Duration(c.Delay) < 100*time.Millisecond {
-		return ExitUsage, usageError{err: errors.New("--delay: at least 0.1s"), help: true}
-	}
-	if c.Iterations < 0 {
-		return ExitUsage, usageError{err: errors.New("--iterations: 0 or more"), help: true}
 	}
 	// A hang-up (the ssh session or the terminal gone) ends top as it
 	// ends top(1); lvsctl's main catches SIGHUP for run's reload.

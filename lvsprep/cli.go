@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lvskit/lvskit/internal/kongmsg"
 	"github.com/lvskit/lvskit/internal/version"
 )
 
@@ -378,7 +380,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, h *Host) (co
 		if errors.As(err, &perr) {
 			kctx = perr.Context
 		}
-		fmt.Fprintf(stderr, "lvsprep: %v (see %s)\n", err, helpCommand(kctx))
+		fmt.Fprintf(stderr, "lvsprep: %s (see %s)\n", kongmsg.Message(err, kctx, nil), helpCommand(kctx))
 		return exitUsage
 	}
 	r := &runner{h: h, dir: c.StateDir, out: stdout, errOut: stderr}
