@@ -107,7 +107,7 @@ type cli struct {
 }
 
 type listCmd struct {
-	JSON  bool `name:"json" help:"Print the JSON document apply reads (docs/lvsctl.md)."`
+	JSON  bool `name:"json" help:"Print the JSON document apply reads (/usr/share/doc/lvskit/lvsctl.md)."`
 	Stats bool `name:"stats" help:"Add the 64-bit counters."`
 	Rate  bool `name:"rate" help:"Add the estimated rates."`
 }

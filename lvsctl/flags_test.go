@@ -113,7 +113,8 @@ func TestHelpPointsAtTheFullCommand(t *testing.T) {
 }
 
 // TestHelpTexts: status's help tells its record and exit statuses; plan
-// and apply name every format FILE may be in.
+// and apply name every format FILE may be in; list points at the installed
+// documentation.
 func TestHelpTexts(t *testing.T) {
 	env := testEnv(t, nil)
 	h := run(t, env, "", "status", "--help")
@@ -131,6 +132,9 @@ func TestHelpTexts(t *testing.T) {
 		if !strings.Contains(h.stdout, "ipvsadm-save text, or lvsctl JSON or YAML") {
 			t.Errorf("%s --help does not name YAML:\n%s", cmd, h.stdout)
 		}
+	}
+	if h := run(t, env, "", "list", "--help"); !strings.Contains(h.stdout, "(/usr/share/doc/lvskit/lvsctl.md)") {
+		t.Errorf("list --help does not point at the installed lvsctl.md:\n%s", h.stdout)
 	}
 	if h := run(t, env, "", "--help"); !strings.Contains(h.stdout, "or the same document in YAML") {
 		t.Errorf("--help does not name YAML:\n%s", h.stdout)

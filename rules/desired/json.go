@@ -407,7 +407,7 @@ func decodeError(name string, data []byte, err error) error {
 	default:
 		// Unknown fields carry no offset: find the key.
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			msg = "unknown field " + field + " (docs/lvsctl.md lists the fields)"
+			msg = "unknown field " + field + " (/usr/share/doc/lvskit/lvsctl.md lists them)"
 			if i := bytes.Index(data, []byte(field)); i >= 0 {
 				line = lineAt(data, int64(i))
 			}
