@@ -58,7 +58,7 @@ complete -c lvsctl -l version -d 'Print the version and exit'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a list -d "List the kernel's services and real servers"
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a plan -d 'Show the changes that would turn the table into FILE'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the table equal FILE: add, edit, drain, delete'
-complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d "Show run's health record and pending drains"
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a top -d 'Live view of rates, connections and states'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a import -d "Convert another tool's configuration"
