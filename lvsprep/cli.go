@@ -283,7 +283,7 @@ func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
 		return Profile{}, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return Profile{}, usagef("--port %d: out of range 1-65535", c.Port)
+		return Profile{}, usagef("--port %d: out of range 0-65535 (0: every port)", c.Port)
 	}
 	return DirectorFullNAT(vip, c.Dev, snat, c.Proto, c.Port), nil
 }
