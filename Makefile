@@ -301,9 +301,9 @@ lab-run: $(RUN_DEPS) build lab-guest labrun
 try-run: $(RUN_DEPS) build lab-guest labrun
 	$(LABRUN) $(LAB_ARCH_FLAGS) -- 'sh /src/lab/try/run.sh'
 
-## install: binaries, man pages, completions under PREFIX (/usr/local)
-## Binaries, man pages, completions (honours PREFIX, default /usr/local,
-## and DESTDIR); PREFIX=/usr is for distribution packages; PREFIX= puts the
+## install: binaries, man pages, completions, docs under PREFIX (/usr/local)
+## Binaries, man pages, completions, user documentation (honours PREFIX,
+## default /usr/local, and DESTDIR); PREFIX=/usr is for distribution packages; PREFIX= puts the
 ## programs in /sbin as Debian's ipvsadm does, the rest in /usr
 install: build
 	install -d $(DESTDIR)$(SBINDIR)
@@ -314,6 +314,8 @@ install: build
 	install -m 0644 $(BASHCOMP) $(DESTDIR)$(BASHCOMPDIR)/
 	install -m 0644 $(ZSHCOMP) $(DESTDIR)$(ZSHCOMPDIR)/
 	install -m 0644 $(FISHCOMP) $(DESTDIR)$(FISHCOMPDIR)/
+	install -d $(DESTDIR)$(DOCDIR)
+	install -m 0644 $(USERDOCS) $(DESTDIR)$(DOCDIR)/
 
 ## uninstall: remove exactly the files install put under PREFIX
 ## Remove the files make install put there (same PREFIX and DESTDIR);
@@ -324,17 +326,23 @@ uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,$(notdir $(BASHCOMP)))
 	rm -f $(addprefix $(DESTDIR)$(ZSHCOMPDIR)/,$(notdir $(ZSHCOMP)))
 	rm -f $(addprefix $(DESTDIR)$(FISHCOMPDIR)/,$(notdir $(FISHCOMP)))
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(USERDOCS)))
 
 # What install puts where: programs in PREFIX/sbin (/sbin when PREFIX is
 # empty), documentation and completions below PREFIX, or /usr when PREFIX is
 # empty. zsh looks in vendor-completions only below /usr.
 MANPAGES    = $(wildcard man/*.8)
+# The user documentation the packages and install put in /usr/share/doc/lvskit
+# (DOCDIR) and the tarball in doc/ beside README.md (packaging/nfpm.yaml lists the
+# same files).
+USERDOCS    = README.md $(addprefix docs/,lvsctl.md health.md lvsprep.md migrate-keepalived.md scale-out.md vrrp.md compatibility.md packaging.md)
 BASHCOMP    = $(filter-out %.fish %.go,$(wildcard completions/bash/*))
 ZSHCOMP     = $(wildcard completions/zsh/_*)
 FISHCOMP    = $(wildcard completions/fish/*.fish)
 SBINDIR     = $(PREFIX)/sbin
 DATADIR     = $(or $(PREFIX),/usr)/share
 MANDIR      = $(DATADIR)/man
+DOCDIR      = $(DATADIR)/doc/lvskit
 BASHCOMPDIR = $(DATADIR)/bash-completion/completions
 ZSHCOMPDIR  = $(if $(filter /usr,$(or $(PREFIX),/usr)),$(DATADIR)/zsh/vendor-completions,$(DATADIR)/zsh/site-functions)
 FISHCOMPDIR = $(DATADIR)/fish/vendor_completions.d
@@ -419,15 +427,16 @@ rpm: tools pkg-bin pkg-stage
 
 ## tarball: the binary archive for ARCH, into dist/
 ## Dist/lvskit_<version>_linux_<arch>.tar.gz: the programs, man pages,
-## completions, systemd units with their helper and configuration, README,
+## user documentation (doc/), completions, systemd units with their helper and configuration, README,
 ## LICENSE, CHANGELOG; sorted, owned by root, dated SOURCE_DATE_EPOCH
 tarball: pkg-bin
 	rm -rf $(PKG_STAGEDIR)-tar && mkdir -p $(DISTDIR)
 	d=$(PKG_STAGEDIR)-tar/$(TAR_NAME); \
-	install -d -m 0755 $$d/bin $$d/man/man8 $$d/completions/bash $$d/completions/zsh $$d/completions/fish \
+	install -d -m 0755 $$d/bin $$d/man/man8 $$d/doc $$d/completions/bash $$d/completions/zsh $$d/completions/fish \
 		$$d/systemd $$d/libexec/lvskit $$d/etc/default && \
 	install -m 0755 $(addprefix $(PKG_BINDIR)/,$(BINARIES)) $$d/bin/ && \
 	install -m 0644 $(MANPAGES) $$d/man/man8/ && \
+	install -m 0644 $(filter docs/%,$(USERDOCS)) $$d/doc/ && \
 	install -m 0644 $(BASHCOMP) $$d/completions/bash/ && \
 	install -m 0644 $(ZSHCOMP) $$d/completions/zsh/ && \
 	install -m 0644 $(FISHCOMP) $$d/completions/fish/ && \

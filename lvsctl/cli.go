@@ -1,9 +1,9 @@
 // Package lvsctl is the lvsctl command: it lists a director's IPVS table
 // for people and programs, plans the changes that turn it into a desired
-// rule set (ipvsadm-save text or lvsctl's JSON), and applies them without
-// a flush: new services and servers first, then edits, then a drain of
-// each leaving server (weight 0, deleted when its connections are gone or
-// at a deadline), recorded in a journal so an interrupted drain is
+// rule set (ipvsadm-save text, or lvsctl's JSON or YAML), and applies them
+// without a flush: new services and servers first, then edits, then a
+// drain of each leaving server (weight 0, deleted when its connections are
+// gone or at a deadline), recorded in a journal so an interrupted drain is
 // finished by the next apply and shown by status. The engine is package
 // rules; this package is the command line, the output and the host (the
 // journal directory, the connection table, signals).
@@ -23,6 +23,7 @@ import (
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/kmod"
+	"github.com/lvskit/lvskit/internal/kongmsg"
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/internal/version"
 	"github.com/lvskit/lvskit/ipvs"
@@ -49,9 +50,23 @@ const (
 )
 
 const description = "Plan and apply a desired IPVS rule set on a live director without dropping connections.\n\n" +
-	"FILE is ipvsadm-save text (as in /etc/ipvsadm.rules) or the JSON 'lvsctl list --json' prints; '-' reads stdin. " +
+	"FILE is ipvsadm-save text (as in /etc/ipvsadm.rules), the JSON 'lvsctl list --json' prints, or the same document in YAML; '-' reads stdin. " +
 	"apply never flushes: it adds, edits, then drains leaving real servers (weight 0, deleted when their " +
 	"connections end or at --drain-timeout), with a journal so an interrupted drain is finished by the next apply."
+
+// statusHelp is status's line in the command list; statusExits ends its
+// --help. Its exit statuses are a monitoring plugin's (Nagios OK, WARNING,
+// CRITICAL, UNKNOWN).
+const (
+	statusHelp = "Show lvsctl run's health record and the drains pending " +
+		"(exit 0: all in service, 1: some out or draining, 2: a service with every real server failed)."
+	statusExits = "Exit status, as a monitoring plugin's:\n" +
+		"  0  every checked real server in service and no drain pending\n" +
+		"  1  a real server held out or draining, a drain pending, a refused reload,\n" +
+		"     probes late, or a record whose run has stopped\n" +
+		"  2  a service whose real servers all failed (ALL REAL SERVERS ... FAILED)\n" +
+		"  3  the record or the journal could not be read, or a bad command line"
+)
 
 // Env is what Run needs from the host.
 type Env struct {
@@ -94,14 +109,14 @@ type cli struct {
 	List   listCmd   `cmd:"" help:"List the kernel's services and real servers."`
 	Plan   planCmd   `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
 	Apply  applyCmd  `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
-	Status statusCmd `cmd:"" help:"Show drains an interrupted apply left (exit 3 when some are pending)."`
+	Status statusCmd `cmd:"" help:"${status_help}"`
 	Run    runCmd    `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
 	Top    topCmd    `cmd:"" help:"Live view of the table: rates, connections, weights and each real server's state (draining, held out by its check)."`
 	Import importCmd `cmd:"" help:"Convert another tool's configuration into a desired state with checks (YAML on stdout)."`
 }
 
 type listCmd struct {
-	JSON  bool `name:"json" help:"Print the JSON document apply reads (docs/lvsctl.md)."`
+	JSON  bool `name:"json" help:"Print the JSON document apply reads (/usr/share/doc/lvskit/lvsctl.md)."`
 	Stats bool `name:"stats" help:"Add the 64-bit counters."`
 	Rate  bool `name:"rate" help:"Add the estimated rates."`
 }
@@ -112,7 +127,7 @@ type journalFlag struct {
 }
 
 type planFlags struct {
-	File         string        `arg:"" name:"FILE" help:"Desired rules: ipvsadm-save text or lvsctl JSON; - for stdin."`
+	File         string        `arg:"" name:"FILE" help:"Desired rules: ipvsadm-save text, or lvsctl JSON or YAML; - for stdin."`
 	JSON         bool          `name:"json" help:"Print the plan (apply: what was done) as JSON."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
 	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
@@ -185,6 +200,9 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 	if node := ctx.Selected(); node != nil {
 		cmd = node.Path()
 	}
+	if cmd == "status" {
+		fmt.Fprintln(ctx.Stdout, "\n"+statusExits)
+	}
 	if ex := examples[cmd]; len(ex) > 0 {
 		fmt.Fprintln(ctx.Stdout, "\nExamples:")
 		for _, e := range ex {
@@ -216,7 +234,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
-		kong.Vars{"version": "lvsctl " + version.Version, "drain_timeout": shortDuration(rules.DefaultDrainTimeout)},
+		kong.Vars{"version": "lvsctl " + version.Version, "drain_timeout": shortDuration(rules.DefaultDrainTimeout), "status_help": statusHelp},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Help(printHelp),
 	)
@@ -235,7 +253,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	}()
 	kctx, err := parser.Parse(args[min(1, len(args)):])
 	if err != nil {
-		fmt.Fprintf(stderr, "lvsctl: %v (see %s --help)\n", err, helpCommand(err))
+		help := helpCommand(err)
+		fmt.Fprintf(stderr, "lvsctl: %s (see %s --help)\n", parseMessage(err), help)
+		if help == "lvsctl status" {
+			return StatusUnknown // 2 would read as critical to a monitoring system
+		}
 		return ExitUsage
 	}
 	if env.Context == nil {
@@ -340,15 +362,32 @@ func kernelError(err error) error {
 }
 
 // helpCommand is the help to point at for a command-line error: the
-// subcommand's when kong's error names one.
+// command's (its full path, "import keepalived") when kong's error has one.
 func helpCommand(err error) string {
 	var pe *kong.ParseError
 	if errors.As(err, &pe) && pe.Context != nil {
 		if node := pe.Context.Selected(); node != nil {
-			return "lvsctl " + node.Name
+			return "lvsctl " + node.Path()
 		}
 	}
 	return "lvsctl"
+}
+
+// valueKinds say what a flag takes where its placeholder does not.
+var valueKinds = map[string]string{"metrics-listen": "HOST:PORT"}
+
+// parseMessage is a command-line error's text: a flag's bad value as
+// "--flag: why", kong's other errors in words (kongmsg).
+func parseMessage(err error) string {
+	var fe *flagError
+	if errors.As(err, &fe) {
+		return fe.Error()
+	}
+	var pe *kong.ParseError
+	if errors.As(err, &pe) {
+		return kongmsg.Message(err, pe.Context, valueKinds)
+	}
+	return kongmsg.Message(err, nil, valueKinds)
 }
 
 func (r *runner) sysctl(name string) (string, error) {

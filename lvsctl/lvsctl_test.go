@@ -163,7 +163,7 @@ func TestBadFileChangesNothing(t *testing.T) {
 		{"-A -t 10.0.0.9:80\x00\n", "<stdin>:1: NUL byte"},
 		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\",\n  \"destinations\": [\n   {\"address\": \"1.2.3.4\", \"port\": 80, \"method\": \"masq\", \"weight\": 1},\n   {\"address\": \"1.2.3.4\", \"port\": 80, \"method\": \"masq\", \"weight\": 2}]}]}\n",
 			"<stdin>:5: destination 1.2.3.4:80 of -t 10.0.0.9:80 given again (first at <stdin>:4)"},
-		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": [],\n  \"bogus\": 1}]}\n", "<stdin>:3: unknown field \"bogus\""},
+		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": [],\n  \"bogus\": 1}]}\n", "<stdin>:3: unknown field \"bogus\" (/usr/share/doc/lvskit/lvsctl.md lists them)"},
 	} {
 		r := run(t, env, tc.text, "apply", "-")
 		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {

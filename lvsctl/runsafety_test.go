@@ -271,4 +271,10 @@ func TestStatusVerdict(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
 		}
 	}
+	// A command-line mistake is unknown to a monitoring system, not
+	// critical.
+	_, env, _ := runFixture(t)
+	if r := run(t, env, "", "status", "--no-such-flag"); r.code != StatusUnknown || !strings.Contains(r.stderr, "lvsctl status --help") {
+		t.Errorf("status --no-such-flag: %+v", r)
+	}
 }

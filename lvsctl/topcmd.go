@@ -284,7 +284,7 @@ func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rul
 
 // top shows the live view, or prints frames in batch mode.
 func (r *runner) top(c *topCmd) (int, error) {
-	col, err := top.ParseColumn(c.Sort)
+	col, err := top.ParseColumn(c.Sort) // checked by Validate
 	if err != nil {
 		return ExitUsage, usageError{err: fmt.Errorf("--sort: %w", err), help: true}
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/lvskit/lvskit/internal/kongmsg"
 	"github.com/lvskit/lvskit/internal/version"
 )
 
@@ -281,7 +283,7 @@ func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
 		return Profile{}, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return Profile{}, usagef("--port %d: out of range 1-65535", c.Port)
+		return Profile{}, usagef("--port %d: out of range 0-65535 (0: every port)", c.Port)
 	}
 	return DirectorFullNAT(vip, c.Dev, snat, c.Proto, c.Port), nil
 }
@@ -378,7 +380,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, h *Host) (co
 		if errors.As(err, &perr) {
 			kctx = perr.Context
 		}
-		fmt.Fprintf(stderr, "lvsprep: %v (see %s)\n", err, helpCommand(kctx))
+		fmt.Fprintf(stderr, "lvsprep: %s (see %s)\n", kongmsg.Message(err, kctx, nil), helpCommand(kctx))
 		return exitUsage
 	}
 	r := &runner{h: h, dir: c.StateDir, out: stdout, errOut: stderr}

@@ -154,6 +154,16 @@ func TestUsageErrorsPointAtTheCommandsHelp(t *testing.T) {
 		{"check rs dr --vip 10.0.0.1 --dev eth0 --undo", "lvsprep: check takes neither --undo nor --dry-run (see lvsprep check realserver dr --help)\n"},
 		{"status -n", "lvsprep: status takes neither --undo nor --dry-run (see lvsprep status --help)\n"},
 		{"frobnicate", "lvsprep: unexpected argument frobnicate (see lvsprep --help)\n"},
+		{"director fullnat --vip 10.0.0.1 --dev eth0 --snat 10.0.0.2 --port 70000",
+			"lvsprep: --port 70000: out of range 0-65535 (0: every port) (see lvsprep director fullnat --help)\n"},
+		// A flag without its value, at the end or before another flag.
+		{"director nat --vip", "lvsprep: --vip needs a value (an address, or an address/length) (see lvsprep director nat --help)\n"},
+		{"director fullnat --vip 10.0.0.1 --proto", "lvsprep: --proto needs a value (one of tcp, udp, sctp) (see lvsprep director fullnat --help)\n"},
+		{"director fullnat --vip 10.0.0.1 --port", "lvsprep: --port needs a value (a port number) (see lvsprep director fullnat --help)\n"},
+		{"rs nat --gateway", "lvsprep: --gateway needs a value (an address) (see lvsprep realserver nat --help)\n"},
+		{"--state-dir", "lvsprep: --state-dir needs a value (a directory) (see lvsprep --help)\n"},
+		{"director nat --vip --dev eth0", "lvsprep: --vip needs a value (an address, or an address/length), not --dev; " +
+			"write --vip=--dev if --dev is its value (see lvsprep director nat --help)\n"},
 	} {
 		_, errOut, code := th.run(strings.Fields(tc.args)...)
 		if code != 2 || errOut != tc.want {

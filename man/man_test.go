@@ -5,12 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/packaging/hosttool"
+	"github.com/lvskit/lvskit/rules/desired"
 )
 
 // pages are the manual pages the package installs.
@@ -147,5 +151,64 @@ func TestIpvsadmPageFacts(t *testing.T) {
 		if strings.Contains(flat, wrong) {
 			t.Errorf("ipvsadm(8) repeats the upstream error %q", wrong)
 		}
+	}
+}
+
+// TestLvsctlPageFacts checks that lvsctl(8) documents every field of a
+// check (taken from health.Spec) and of a service's failure settings, the
+// defaults, status's exit statuses, run's reloads and where the user
+// documentation is installed.
+func TestLvsctlPageFacts(t *testing.T) {
+	hosttool.Require(t, "man", "man-db")
+	text := rendered(t, "lvsctl.8")
+	flat := strings.Join(strings.Fields(text), " ")
+	start, end := strings.Index(flat, "HEALTH CHECKS A check"), strings.Index(flat, "EXIT STATUS For every")
+	if start < 0 || end < start {
+		t.Fatalf("lvsctl(8) has no HEALTH CHECKS section before EXIT STATUS:\n%s", text)
+	}
+	section := flat[start:end]
+	var fields []string
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(health.Spec{})) {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields = append(fields, name)
+	}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(desired.JSONService{})) {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == "when_all_down" || name == "sorry_server" {
+			fields = append(fields, name)
+		}
+	}
+	if len(fields) < 20 {
+		t.Fatalf("only %d check fields found: %q", len(fields), fields)
+	}
+	for _, f := range fields {
+		if !regexp.MustCompile(`(^| )` + regexp.QuoteMeta(f) + `[ ,]`).MatchString(section) {
+			t.Errorf("lvsctl(8)'s HEALTH CHECKS does not name the field %q", f)
+		}
+	}
+	for _, want := range []string{
+		// Defaults, from health's constants.
+		"at least 100ms; default " + health.DefaultInterval.String(),
+		"Default " + health.DefaultTimeout.String() + ", or half the interval",
+		"back; default " + strconv.Itoa(health.DefaultRise),
+		"out; default " + strconv.Itoa(health.DefaultFall),
+		"(default " + health.DefaultPath + ")", "default " + health.DefaultExpect,
+		"(default " + health.DefaultRecord + ")", "(default " + health.DefaultUser + ")",
+		"keep (the default)",
+		// status's exit statuses.
+		"0 Every checked real server is in service and no drain is pending.",
+		"1 Some real server is held out by its check or draining, a drain is pending, the last reload was refused, probes run late, or the run that wrote the record has stopped.",
+		"2 A service has every real server failed (ALL REAL SERVERS ... FAILED)",
+		"3 The record or the journal could not be read, or the command line is wrong.",
+		// run's reloads.
+		"A reload is checked as an apply is", "--max-delete", "A refused reload changes nothing: the running table and checks stay",
+		// Where the documentation is.
+		"/usr/share/doc/lvskit/lvsctl.md", "/usr/share/doc/lvskit/health.md",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("lvsctl(8) does not say %q", want)
+		}
+	}
+	if strings.Contains(flat, "docs/lvsctl.md") || strings.Contains(flat, "docs/health.md") {
+		t.Error("lvsctl(8) points at the source tree's docs/ instead of /usr/share/doc/lvskit")
 	}
 }

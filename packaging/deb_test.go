@@ -273,6 +273,9 @@ func TestDebContents(t *testing.T) {
 	for _, p := range programs {
 		want[p] = "-rwxr-xr-x"
 	}
+	for _, d := range userDocs {
+		want["/usr/share/doc/lvskit/"+d] = "-rw-r--r--"
+	}
 	pages, _ := filepath.Glob("../man/*.8")
 	if len(pages) < 4 {
 		t.Fatalf("found only %d manual pages in ../man", len(pages))
@@ -321,6 +324,12 @@ func TestDebContents(t *testing.T) {
 		src, _ := os.ReadFile(p)
 		if got := gunzip(t, filepath.Join(data, "usr/share/man/man8", filepath.Base(p)+".gz")); !bytes.Equal(got, src) {
 			t.Errorf("packaged %s differs from the source", filepath.Base(p))
+		}
+	}
+	for _, d := range userDocs {
+		src, _ := os.ReadFile(userDocSource(d))
+		if got, err := os.ReadFile(filepath.Join(data, "usr/share/doc/lvskit", d)); err != nil || !bytes.Equal(got, src) {
+			t.Errorf("packaged /usr/share/doc/lvskit/%s differs from the source (%v)", d, err)
 		}
 	}
 	version, _ := command(".", nil, "dpkg-deb", "--show", "--showformat", "${Version}", deb)

@@ -57,6 +57,9 @@ func TestMakeInstallLayout(t *testing.T) {
 		files = append(files, bashDir[1:]+"/"+c, fishDir[1:]+"/"+c+".fish")
 	}
 	files = append(files, zshDir[1:]+"/_ipvsadm", zshDir[1:]+"/_lvsprep", zshDir[1:]+"/_lvsctl")
+	for _, d := range userDocs {
+		files = append(files, "usr/share/doc/lvskit/"+d)
+	}
 	requireFiles(t, dest, files...)
 	for name := range programs {
 		if fi, err := os.Stat(filepath.Join(dest, "usr/sbin", name)); err == nil && fi.Mode().Perm() != 0o755 {
@@ -164,7 +167,7 @@ func TestMakeInstallDefaultsToUsrLocalAndUninstalls(t *testing.T) {
 		"usr/local/share/bash-completion/completions/ipvsadm", "usr/local/share/zsh/site-functions/_ipvsadm",
 		"usr/local/share/fish/vendor_completions.d/ipvsadm.fish")
 	pages, _ := filepath.Glob("../man/*.8")
-	if want := len(programs) + len(pages) + 5 + 3 + 5; len(installed) != want {
+	if want := len(programs) + len(pages) + 5 + 3 + 5 + len(userDocs); len(installed) != want {
 		t.Errorf("make install wrote %d files, want %d: %q", len(installed), want, installed)
 	}
 

@@ -185,6 +185,11 @@ func TestReleaseTarballs(t *testing.T) {
 		}
 		want := []string{name + "/README.md", name + "/LICENSE", name + "/CHANGELOG.md",
 			name + "/libexec/lvskit/ipvsadm-service", name + "/etc/default/ipvsadm", name + "/etc/ipvsadm.rules"}
+		for _, d := range userDocs {
+			if d != "README.md" { // at the top
+				want = append(want, name+"/doc/"+d)
+			}
+		}
 		for p := range programs {
 			want = append(want, name+"/bin/"+p)
 		}
@@ -406,6 +411,8 @@ func TestRpmInstallsIntoEmptyRoot(t *testing.T) {
 			continue
 		}
 		switch {
+		case slices.Contains(userDocs, strings.TrimPrefix(p, "/usr/share/doc/lvskit/")):
+			// the user documentation, in both
 		case strings.HasPrefix(p, "/usr/share/doc/lvskit/"), strings.HasPrefix(p, "/usr/share/lintian/"):
 			continue
 		case strings.HasPrefix(p, "/sbin/"):
@@ -421,9 +428,23 @@ func TestRpmInstallsIntoEmptyRoot(t *testing.T) {
 	if !slices.Equal(rpmFiles, want) {
 		t.Errorf("the .rpm's files:\n%s\nwant (the .deb's, at rpm's paths):\n%s", strings.Join(rpmFiles, "\n"), strings.Join(want, "\n"))
 	}
-	// Conffiles as %config(noreplace), manual pages as %doc.
+	// Conffiles as %config(noreplace), manual pages and the user
+	// documentation as %doc.
 	if out, _ := command(".", nil, "rpm", "--root", root, "-qc", "lvskit"); out != "/etc/default/ipvsadm\n/etc/ipvsadm.rules\n" {
 		t.Errorf("rpm -qc: %q", out)
+	}
+	out, _ = command(".", nil, "rpm", "--root", root, "-qd", "lvskit")
+	docs := strings.Fields(out)
+	pages, _ := filepath.Glob("../man/*.8")
+	for _, p := range pages {
+		if !slices.Contains(docs, "/usr/share/man/man8/"+filepath.Base(p)+".gz") {
+			t.Errorf("rpm -qd lacks the manual page %s: %q", filepath.Base(p), docs)
+		}
+	}
+	for _, d := range userDocs {
+		if !slices.Contains(docs, "/usr/share/doc/lvskit/"+d) {
+			t.Errorf("rpm -qd lacks /usr/share/doc/lvskit/%s: %q", d, docs)
+		}
 	}
 	for tag, want := range map[string]string{"RECOMMENDNEVRS": "iptables\nkmod\niproute\n", "CONFLICTNEVRS": "ipvsadm\n", "OBSOLETENEVRS": ""} {
 		if out, err := command(".", nil, "rpm", "-qp", "--queryformat", "[%{"+tag+"}\n]", rpm); err != nil || out != want {

@@ -59,5 +59,5 @@ func planWarnings(p *Plan, o DiffOptions) []string {
 func schedulerChangeWarning(k ServiceKey, old, new string) string {
 	return fmt.Sprintf("%s: scheduler %s -> %s: the kernel swaps schedulers with the service briefly left without one, "+
 		"and refuses (ICMP port unreachable) new connections arriving then; established connections are not affected. "+
-		"Change schedulers when the service is idle (docs/lvsctl.md)", k, old, new)
+		"Change schedulers when the service is idle (/usr/share/doc/lvskit/lvsctl.md)", k, old, new)
 }

@@ -58,7 +58,7 @@ complete -c lvsctl -l version -d 'Print the version and exit'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a list -d "List the kernel's services and real servers"
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a plan -d 'Show the changes that would turn the table into FILE'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the table equal FILE: add, edit, drain, delete'
-complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d 'Show drains an interrupted apply left'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d "Show run's health record and pending drains"
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a top -d 'Live view of rates, connections and states'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a import -d "Convert another tool's configuration"
@@ -70,8 +70,8 @@ complete -c lvsctl -n '__fish_lvsctl_command_is list' -l stats -d 'Add the count
 complete -c lvsctl -n '__fish_lvsctl_command_is list' -l rate -d 'Add the estimated rates'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l drain-timeout -x -a '0 30s 1m 5m 10m 1h' -d 'Longest drain of a leaving real server'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l allow-empty -d 'Accept a file without any service'
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l allow-empty -d 'Accept a file without any service'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run top' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
 complete -c lvsctl -n '__fish_lvsctl_command_is run' -l checks -r -F -d 'Checks for a rules-text file'

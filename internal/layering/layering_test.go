@@ -17,7 +17,7 @@ var layers = [][]string{
 	// Facts about the kernel that more than one package relies on.
 	{"internal/svchash"},
 	// The kernel interface and leaf helpers.
-	{"ipvs", "names", "health", "internal/jsonstr", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
+	{"ipvs", "names", "health", "internal/jsonstr", "internal/kongmsg", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, ipvsadm's notation, host networking.
 	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter"},
 	// Listings; lvsctl's engine (desired set, diff, plan, apply, drain); the

@@ -458,7 +458,7 @@ func decodeError(name string, data []byte, t reflect.Type, err error) error {
 	default:
 		// Unknown fields carry no offset: find the key.
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			msg = "unknown field " + field + " (docs/lvsctl.md lists the fields)"
+			msg = "unknown field " + field + " (/usr/share/doc/lvskit/lvsctl.md lists them)"
 			var key string
 			if json.Unmarshal([]byte(field), &key) == nil {
 				if l := unknownFieldLine(data, t, key); l > 0 {
