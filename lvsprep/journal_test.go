@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -399,39 +401,111 @@ func TestStaleNamespaceStateIsSetAside(t *testing.T) {
 	}
 }
 
-// TestChangesWaitForTheLock: a second lvsprep waits while another holds
-// the state directory's lock.
-func TestChangesWaitForTheLock(t *testing.T) {
-	th := newTestHost(t)
+// holdLock takes the state directory's lock as another lvsprep would, and
+// returns its release.
+func holdLock(th *testHost) (release func()) {
+	th.t.Helper()
 	th.mustRun("status")
 	os.MkdirAll(th.stateDir, 0o700)
 	fd, err := unix.Open(th.stateDir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
-		t.Fatal(err)
+		th.t.Fatal(err)
 	}
-	defer unix.Close(fd)
+	th.t.Cleanup(func() { unix.Close(fd) })
 	if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
-		t.Fatal(err)
+		th.t.Fatal(err)
 	}
-	done := make(chan int)
-	go func() {
-		_, _, code := th.run("rs", "dr", "--vip", "10.0.0.100", "--dev", "eth0")
-		done <- code
-	}()
-	// While the lock is held nothing may change; the run then finishes.
-	for range 5 {
-		select {
-		case code := <-done:
-			t.Fatalf("lvsprep finished (exit %d) while another held the lock", code)
-		default:
+	return func() { unix.Flock(fd, unix.LOCK_UN) }
+}
+
+// guardedLinks makes its links' changes under mu, so that a test may
+// look at the fake while lvsprep runs.
+type guardedLinks struct {
+	netfilter.Links
+	mu *sync.Mutex
+}
+
+func (l guardedLinks) guard(op func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return op()
+}
+
+func (l guardedLinks) SetUp(d string, up bool) error {
+	return l.guard(func() error { return l.Links.SetUp(d, up) })
+}
+func (l guardedLinks) AddAddr(d string, a netip.Prefix) error {
+	return l.guard(func() error { return l.Links.AddAddr(d, a) })
+}
+func (l guardedLinks) DelAddr(d string, a netip.Prefix) error {
+	return l.guard(func() error { return l.Links.DelAddr(d, a) })
+}
+func (l guardedLinks) AddRoute(r netfilter.Route) error {
+	return l.guard(func() error { return l.Links.AddRoute(r) })
+}
+func (l guardedLinks) ReplaceRoute(r netfilter.Route) error {
+	return l.guard(func() error { return l.Links.ReplaceRoute(r) })
+}
+func (l guardedLinks) DelRoute(r netfilter.Route) error {
+	return l.guard(func() error { return l.Links.DelRoute(r) })
+}
+
+// TestChangesWaitForTheLock: a second lvsprep waits while another holds
+// the state directory's lock. It runs in a synctest bubble: the wait's
+// polls sleep on fake time, so nearly two minutes of it pass at once.
+func TestChangesWaitForTheLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		th := newTestHost(t)
+		release := holdLock(th)
+		var mu sync.Mutex
+		th.Host.Links = guardedLinks{th.Host.Links, &mu}
+		hasVIP := func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return th.hasAddr("lo", "10.0.0.100/32")
+		}
+		done := make(chan int)
+		go func() {
+			_, _, code := th.run("rs", "dr", "--vip", "10.0.0.100", "--dev", "eth0")
+			done <- code
+		}()
+		// While the lock is held nothing may change; the run then finishes.
+		for range 5 {
+			time.Sleep(23 * time.Second)
+			synctest.Wait()
+			select {
+			case code := <-done:
+				t.Fatalf("lvsprep finished (exit %d) while another held the lock", code)
+			default:
+			}
+			if hasVIP() {
+				t.Fatal("lvsprep changed the host while another held the lock")
+			}
+		}
+		release()
+		if code := <-done; code != 0 || !th.hasAddr("lo", "10.0.0.100/32") {
+			t.Errorf("after the lock was released: exit %d", code)
+		}
+	})
+}
+
+// TestChangesGiveUpOnALockHeldTwoMinutes: a lock held for two minutes
+// ends the wait in an error, with the host unchanged.
+func TestChangesGiveUpOnALockHeldTwoMinutes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		th := newTestHost(t)
+		release := holdLock(th)
+		defer release()
+		start := time.Now()
+		_, errOut, code := th.run("rs", "dr", "--vip", "10.0.0.100", "--dev", "eth0")
+		if waited := time.Since(start); waited < 2*time.Minute || waited > 2*time.Minute+time.Second {
+			t.Errorf("gave up after %s, want 2 minutes", waited)
+		}
+		if code != 1 || !strings.Contains(errOut, "another lvsprep has held the lock on "+th.stateDir+" for 2 minutes") {
+			t.Errorf("exit %d, stderr %q; want 1 and the lock held for 2 minutes", code, errOut)
 		}
 		if th.hasAddr("lo", "10.0.0.100/32") {
-			t.Fatal("lvsprep changed the host while another held the lock")
+			t.Error("lvsprep changed the host without the lock")
 		}
-		time.Sleep(40 * time.Millisecond)
-	}
-	unix.Flock(fd, unix.LOCK_UN)
-	if code := <-done; code != 0 || !th.hasAddr("lo", "10.0.0.100/32") {
-		t.Errorf("after the lock was released: exit %d", code)
-	}
+	})
 }

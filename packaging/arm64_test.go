@@ -35,6 +35,9 @@ func buildFor(t *testing.T, goarch string) string {
 // and the arm64 lab (make lab-arm64) proves the rest on Debian's arm64
 // kernel.
 func TestArm64ProgramsUnderQemuUser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the programs for two architectures: run without -short")
+	}
 	t.Parallel()
 	qemu := hosttool.Require(t, "qemu-aarch64-static", "qemu-user-static")
 	var host, arm string

@@ -153,6 +153,16 @@ func overlayWorkTree(top, dir string) error {
 	return nil
 }
 
+// buildsWithMake skips, under -short, a test that builds in the fresh
+// clone with make (a release, a package or an install); runs without
+// -short, CI's among them, build and test.
+func buildsWithMake(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds with make in a fresh clone: run without -short")
+	}
+}
+
 // cleanMakeEnv keeps an outer make (make test runs go test) from passing
 // its flags and jobserver to the make the tests run in the clone.
 var cleanMakeEnv = []string{"MAKEFLAGS=", "MFLAGS=", "MAKELEVEL="}
@@ -190,6 +200,7 @@ func builtDeb(t *testing.T) string {
 }
 
 func TestDebControl(t *testing.T) {
+	buildsWithMake(t)
 	hosttool.Require(t, "dpkg-deb", "dpkg")
 	deb := builtDeb(t)
 	out, err := command(".", nil, "dpkg-deb", "--show", "--showformat",
@@ -243,6 +254,7 @@ func debContents(t *testing.T, deb string) map[string]debEntry {
 }
 
 func TestDebContents(t *testing.T) {
+	buildsWithMake(t)
 	hosttool.Require(t, "dpkg-deb", "dpkg")
 	deb := builtDeb(t)
 	entries := debContents(t, deb)
@@ -360,6 +372,7 @@ func gunzip(t *testing.T, path string) []byte {
 // informational tags are logged; overridden tags carry a justification in
 // lintian-overrides).
 func TestLintian(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	lintian := hosttool.Require(t, "lintian", "lintian")
 	deb := builtDeb(t)
@@ -471,6 +484,7 @@ func debianIpvsadm(t *testing.T) string {
 // the same way; in the lab VM the help text itself is compared), then
 // removes and purges it.
 func TestDebInstallsIntoThrowawayRoot(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	hosttool.Require(t, "dpkg", "dpkg")
 	deb := builtDeb(t)
@@ -622,6 +636,7 @@ func repackDebianIpvsadm(t *testing.T) string {
 // root, then the package: dpkg must remove ipvsadm in its favour and hand
 // over the programs, manual pages and conffiles at the same paths.
 func TestDebReplacesDebianIpvsadm(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	hosttool.Require(t, "dpkg-deb", "dpkg")
 	deb := builtDeb(t)

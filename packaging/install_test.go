@@ -38,6 +38,7 @@ func requireFiles(t *testing.T, dest string, files ...string) {
 // them, which it verifies by asking each tool for its search path and by
 // loading the installed completions from DESTDIR the way each shell does.
 func TestMakeInstallLayout(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	dest := makeInstall(t, "/usr")
 	var files []string
@@ -124,6 +125,7 @@ func TestMakeInstallLayout(t *testing.T) {
 // TestMakeInstallEmptyPrefix: PREFIX= installs the programs in /sbin, like
 // Debian's ipvsadm, and everything else below /usr.
 func TestMakeInstallEmptyPrefix(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	dest := makeInstall(t, "")
 	requireFiles(t, dest, "sbin/ipvsadm", "sbin/ipvsadm-save", "sbin/ipvsadm-restore", "sbin/lvsprep", "sbin/lvsctl",
@@ -140,6 +142,7 @@ func TestMakeInstallEmptyPrefix(t *testing.T) {
 // site-functions); make uninstall then removes exactly those files and
 // leaves another program's file in the same directories alone.
 func TestMakeInstallDefaultsToUsrLocalAndUninstalls(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	clone := freshClone(t)
 	dest := t.TempDir()

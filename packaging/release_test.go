@@ -75,6 +75,7 @@ func builtRelease(t *testing.T) string {
 // at different times), and requires byte-identical artifacts; then checks
 // SHA256SUMS with sha256sum -c.
 func TestReleaseReproducible(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	first := builtRelease(t)
 	other := secondClone(t)
@@ -162,6 +163,7 @@ func TestReleaseReproducible(t *testing.T) {
 // units with their helper and configuration, README, LICENSE and CHANGELOG,
 // owned by root and dated by the commit.
 func TestReleaseTarballs(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	dist := builtRelease(t)
 	commitTime, err := command(freshClone(t), nil, "git", "log", "-1", "--format=%ct")
@@ -262,6 +264,7 @@ func parseInt(t *testing.T, s string) int64 {
 // TestReleasePackagesArch: each .deb and .rpm names its architecture and the
 // release's version, and holds programs built for it.
 func TestReleasePackagesArch(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	hosttool.Require(t, "dpkg-deb", "dpkg")
 	hosttool.Require(t, "rpm", "rpm")
@@ -289,6 +292,7 @@ func TestReleasePackagesArch(t *testing.T) {
 // programs built for another architecture than ARCH (the check every deb,
 // rpm and tarball runs first).
 func TestCheckArchRefusesForeignPrograms(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	builtRelease(t)
 	clone := freshClone(t)
@@ -348,6 +352,7 @@ func builtRpm(t *testing.T) string {
 // carry their reasons in rpm/rpmlint.toml). rpmlint unpacks the package
 // with cpio; rpm/bin/cpio keeps nfpm's absolute names inside its directory.
 func TestRpmlint(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	rpmlint := hosttool.Require(t, "rpmlint", "rpmlint")
 	rpm := builtRpm(t)
@@ -373,6 +378,7 @@ func TestRpmlint(t *testing.T) {
 // (its scriptlets run there, busybox as /bin/sh), verifies it with rpm -V,
 // and compares its files with the .deb's: the same files, at rpm's paths.
 func TestRpmInstallsIntoEmptyRoot(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	hosttool.Require(t, "rpm", "rpm")
 	hosttool.Require(t, "dpkg-deb", "dpkg")
@@ -493,6 +499,7 @@ func TestMaintainerAddressEverywhere(t *testing.T) {
 			t.Errorf("%s does not name the maintainer as %q", file, want)
 		}
 	}
+	buildsWithMake(t) // the rest reads the .rpm
 	hosttool.Require(t, "rpm", "rpm")
 	out, err := command(".", nil, "rpm", "-qp", "--queryformat", "%{PACKAGER}\n%{CHANGELOGNAME}\n", builtRpm(t))
 	if err != nil {
@@ -509,6 +516,7 @@ func TestMaintainerAddressEverywhere(t *testing.T) {
 // this amd64 host; busybox runs its scriptlets) with rpm -V clean, like
 // the host's own.
 func TestRpmArm64LintsAndInstalls(t *testing.T) {
+	buildsWithMake(t)
 	t.Parallel()
 	rpmlint := hosttool.Require(t, "rpmlint", "rpmlint")
 	hosttool.Require(t, "rpm", "rpm")
