@@ -153,7 +153,7 @@ lab-arm64: deps labrun
 ## without binfmt_misc. The programs themselves run under qemu-user in
 ## packaging's TestArm64ProgramsUnderQemuUser (make unit).
 unit-arm64: deps
-	GOARCH=arm64 $(GO) test -exec qemu-aarch64-static -skip '^TestTranscripts$$' ./ipvsadm ./rules ./names ./save
+	GOARCH=arm64 $(GO) test -exec qemu-aarch64-static -skip '^TestTranscripts$$' ./ipvsadm ./ipvsadm/cmdline ./rules ./names ./save
 
 # Host programs (labrun, the tools) are built for the host, whatever GOARCH
 # the environment names (GOARCH=arm64 make deb must still run nfpm).
@@ -261,7 +261,7 @@ bench-keepalived: deps build labrun
 FUZZTIME    ?= 60s
 FUZZMINTIME ?= 2s
 # package:target:executions of the short pass (about 5 s each on a 2-core host)
-FUZZ_TARGETS := ./ipvsadm:FuzzParse:40000 ./ipvsadm:FuzzParseFast:60000 \
+FUZZ_TARGETS := ./ipvsadm/cmdline:FuzzParse:40000 ./ipvsadm/cmdline:FuzzParseFast:60000 \
 	./ipvs:FuzzNetlinkReplies:50000 ./ipvsadm/list:FuzzConnections:12000 \
 	./names:FuzzNameFiles:1500 ./ipvsadm:FuzzRestoreReader:25000 \
 	./ipvsadm/wrappers:FuzzRestoreScriptRefusal:35000 \

@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
-// One source of truth: the parser's option table (ipvsadm.OptionTable) and its
-// command/option matrix (ipvsadm.Allowed) decide which options exist and
+// One source of truth: the parser's option table (cmdline.OptionTable) and its
+// command/option matrix (cmdline.Allowed) decide which options exist and
 // which command accepts which. These tests fail when the manual page, the
 // -h text or any completion names an option the parser does not have, or
 // lacks one it has.
@@ -21,7 +21,7 @@ import (
 func parserOptions(t *testing.T) []string {
 	t.Helper()
 	var all []string
-	for _, o := range ipvsadm.OptionTable {
+	for _, o := range cmdline.OptionTable {
 		all = append(all, spellings(o)...)
 	}
 	slices.Sort(all)
@@ -31,7 +31,7 @@ func parserOptions(t *testing.T) []string {
 	return all
 }
 
-func spellings(o ipvsadm.OptionSpec) []string {
+func spellings(o cmdline.OptionSpec) []string {
 	s := []string{"--" + o.Long}
 	for _, c := range o.Short {
 		s = append(s, "-"+string(c))
@@ -122,10 +122,10 @@ func TestHelpTextNamesExactlyTheParserOptions(t *testing.T) {
 			want = append(want, o)
 		}
 	}
-	diff(t, "ipvsadm -h", helpOptions(ipvsadm.Usage("ipvsadm")), want)
+	diff(t, "ipvsadm -h", helpOptions(cmdline.Usage("ipvsadm")), want)
 
 	// The table's own flags agree with the exceptions.
-	for _, o := range ipvsadm.OptionTable {
+	for _, o := range cmdline.OptionTable {
 		hidden := !o.Documented
 		if hidden != slices.Contains(notInHelp, "--"+o.Long) {
 			t.Errorf("--%s: Documented=%v disagrees with the known -h exceptions", o.Long, o.Documented)
@@ -139,8 +139,8 @@ func TestHelpTextNamesExactlyTheParserOptions(t *testing.T) {
 }
 
 // commandLine is how a test line starts for command c.
-func commandLine(c ipvsadm.Command) string {
-	for _, o := range ipvsadm.OptionTable {
+func commandLine(c cmdline.Command) string {
+	for _, o := range cmdline.OptionTable {
 		if o.Command != c {
 			continue
 		}
@@ -148,7 +148,7 @@ func commandLine(c ipvsadm.Command) string {
 		if o.Short != "" {
 			word = "-" + o.Short[:1]
 		}
-		if o.Arg == ipvsadm.ArgRequired {
+		if o.Arg == cmdline.ArgRequired {
 			word += " master"
 		}
 		return "ipvsadm " + word
@@ -162,10 +162,10 @@ func commandLine(c ipvsadm.Command) string {
 // rules: -6 only after -f (withFwmark), and --sort, which ipvsadm accepts
 // with every command but which only means something to -L (reference §2.4: "no-op,
 // accepted with every command"), only with -L.
-func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
+func expectedAfter(c cmdline.Command, withFwmark bool) []string {
 	var want []string
-	for _, o := range ipvsadm.OptionTable {
-		if o.Command != ipvsadm.NoCommand {
+	for _, o := range cmdline.OptionTable {
+		if o.Command != cmdline.NoCommand {
 			continue
 		}
 		var offer bool
@@ -173,11 +173,11 @@ func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
 		case o.Long == "ipv6":
 			offer = withFwmark
 		case o.Long == "sort":
-			offer = c == ipvsadm.CmdList
-		case o.Option == ipvsadm.OptService && withFwmark:
+			offer = c == cmdline.CmdList
+		case o.Option == cmdline.OptService && withFwmark:
 			offer = false // the service is given
 		default:
-			offer = ipvsadm.Allowed(c, o.Option) != ipvsadm.Illegal
+			offer = cmdline.Allowed(c, o.Option) != cmdline.Illegal
 		}
 		if offer {
 			want = append(want, spellings(o)...)
@@ -191,19 +191,19 @@ func expectedAfter(c ipvsadm.Command, withFwmark bool) []string {
 // each command exactly what the matrix allows (and -6 after -f).
 func TestCompletionsOfferExactlyTheParserOptions(t *testing.T) {
 	var commands []string
-	for _, o := range ipvsadm.OptionTable {
-		if o.Command != ipvsadm.NoCommand {
+	for _, o := range cmdline.OptionTable {
+		if o.Command != cmdline.NoCommand {
 			commands = append(commands, spellings(o)...)
 		}
 	}
 	checks := []completionCheck{{"ipvsadm -", commands}}
-	for c := ipvsadm.Command(0); int(c) < ipvsadm.NumMatrixCommands; c++ {
+	for c := cmdline.Command(0); int(c) < cmdline.NumMatrixCommands; c++ {
 		prefix := commandLine(c)
 		if prefix == "" {
 			t.Fatalf("no option selects command %s", c.Name())
 		}
 		checks = append(checks, completionCheck{prefix + " -", expectedAfter(c, false)})
-		if ipvsadm.Allowed(c, ipvsadm.OptService) != ipvsadm.Illegal {
+		if cmdline.Allowed(c, cmdline.OptService) != cmdline.Illegal {
 			checks = append(checks, completionCheck{prefix + " -f 1 -", expectedAfter(c, true)})
 		}
 	}

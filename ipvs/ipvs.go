@@ -246,7 +246,7 @@ type Daemon struct {
 }
 
 // Op is a request's kind, the operation an OpError names; the values are
-// the kernel's IPVS_CMD_* numbers (ipvsadm.Command is ipvsadm's own
+// the kernel's IPVS_CMD_* numbers (cmdline.Command is ipvsadm's own
 // command-line command, a different thing).
 type Op uint8
 

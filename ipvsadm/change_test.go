@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,22 +14,22 @@ import (
 func TestChangeOutcomeNoAnswer(t *testing.T) {
 	noAnswer := &ipvs.OpError{Op: ipvs.CmdDelDaemon, Err: fmt.Errorf("%w: %w", ipvs.ErrNoAnswer, unix.EINTR)}
 	cases := []struct {
-		cmd  Command
+		cmd  cmdline.Command
 		err  error
-		want Kind
+		want cmdline.Kind
 	}{
-		{CmdStopDaemon, nil, Success},
-		{CmdStopDaemon, noAnswer, Success},
-		{CmdStopDaemon, unix.ESRCH, KernelError},
-		{CmdStartDaemon, noAnswer, KernelError},
-		{CmdAddService, unix.EEXIST, KernelError},
+		{cmdline.CmdStopDaemon, nil, cmdline.Success},
+		{cmdline.CmdStopDaemon, noAnswer, cmdline.Success},
+		{cmdline.CmdStopDaemon, unix.ESRCH, cmdline.KernelError},
+		{cmdline.CmdStartDaemon, noAnswer, cmdline.KernelError},
+		{cmdline.CmdAddService, unix.EEXIST, cmdline.KernelError},
 	}
 	for _, c := range cases {
 		got := changeOutcome(c.cmd, c.err)
 		if got.Kind != c.want {
 			t.Errorf("changeOutcome(%v, %v) = %v, want %v", c.cmd.Name(), c.err, got.Kind, c.want)
 		}
-		if c.want == Success && (got.Stdout != "" || got.Stderr != "") {
+		if c.want == cmdline.Success && (got.Stdout != "" || got.Stderr != "") {
 			t.Errorf("changeOutcome(%v, %v) prints %q%q", c.cmd.Name(), c.err, got.Stdout, got.Stderr)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"golang.org/x/sys/unix"
 )
 
@@ -88,8 +89,8 @@ func errorText(op operation, err error) string {
 // commandErrorText is the message ipvsadm prints when the kernel refuses
 // the request of a cmd line (for the pipelined engine, which sends
 // requests itself).
-func commandErrorText(cmd Command, err error) string {
-	return errorText(cmd.operation(), err)
+func commandErrorText(cmd cmdline.Command, err error) string {
+	return errorText(operationOf(cmd), err)
 }
 
 // strerrorExceptions are glibc 2.36 texts that cannot be derived from Go's

@@ -15,6 +15,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
 	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"github.com/lvskit/lvskit/ipvsadm/list/listtest"
 	"github.com/lvskit/lvskit/names"
 )
@@ -78,7 +79,7 @@ func ipvsadmMain() int {
 		RestoreEngine: engine,
 	}
 	status := ipvsadm.Main(args, os.Stdin, os.Stdout, os.Stderr, env)
-	if status == ipvsadm.StatusCrash {
+	if status == cmdline.StatusCrash {
 		sysenv.DieOfSegfault()
 	}
 	return status

@@ -2,14 +2,12 @@
 // (as Debian 12 ships it): the same command line, the same output on stdout
 // and stderr byte for byte, the same exit statuses.
 //
-// The pieces: a libpopt-compatible parser (popt.go) driven by ipvsadm's
-// option table and command/option matrix, which are data (Options, Allowed)
-// so that man pages and completions can enumerate them; value parsing with
-// the C library's leniency (values.go); ipvsadm's checks and defaults
-// (parse.go); execution through an ipvs.Client with ipvsadm's errno
-// messages (execute.go, errno.go); help and version text (help.go); the
-// restore command's line reader (restore.go) and its pipelined engine
-// (pipelined.go). Exit statuses are decided by Kind in outcome.go.
+// Package ipvsadm/cmdline parses the command line (with the help and
+// version text, and the Kind that decides exit statuses). Here: execution
+// through an ipvs.Client with ipvsadm's errno messages (execute.go,
+// errno.go); the restore command's line reader (restore.go) and its
+// pipelined engine (pipelined.go); Main, which opens the kernel interface
+// first and buffers stdout as the C library does (main.go).
 //
 // Listings are written by package ipvsadm/list and -S by package save.
 package ipvsadm
@@ -20,6 +18,7 @@ import (
 	"io"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"github.com/lvskit/lvskit/names"
 )
 
@@ -91,10 +90,17 @@ func (p *Program) resolver() *names.Resolver {
 	return p.Resolver
 }
 
+// Parse checks one command line with the program's resolver and popt mode
+// (see cmdline.Parser.Parse).
+func (p *Program) Parse(argv []string) (*cmdline.Invocation, *cmdline.Outcome) {
+	parser := cmdline.Parser{Resolver: p.resolver(), Posix: p.Posix}
+	return parser.Parse(argv)
+}
+
 // RunLine parses and executes one command line (argv[0] = program name),
 // prints its messages and returns its outcome (with the texts already
 // printed).
-func (p *Program) RunLine(argv []string) Outcome {
+func (p *Program) RunLine(argv []string) cmdline.Outcome {
 	inv, o := p.Parse(argv)
 	if o == nil {
 		r := p.Execute(inv)
@@ -105,7 +111,7 @@ func (p *Program) RunLine(argv []string) Outcome {
 }
 
 // Print writes an outcome's texts to stdout and stderr.
-func (p *Program) Print(o Outcome) {
+func (p *Program) Print(o cmdline.Outcome) {
 	if o.Stdout != "" {
 		io.WriteString(p.Stdout, o.Stdout)
 	}
@@ -123,7 +129,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	if err != nil {
 		fmt.Fprintf(stderr, "Can't initialize ipvs: %s\nAre you sure that IP Virtual Server is built in the kernel or as module?\n",
 			errorText(opGeneric, err))
-		return InitError.Status()
+		return cmdline.InitError.Status()
 	}
 	defer client.Close()
 	if info.Version < minimumIPVSVersion {
@@ -150,14 +156,14 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	if p.ConnFile == "" {
 		p.ConnFile = DefaultConnFile
 	}
-	var o Outcome
+	var o cmdline.Outcome
 	if len(args) <= 1 {
 		o = p.listAll(listDefaults(p))
 		p.Print(o)
 	} else {
 		o = p.RunLine(args)
 	}
-	if o.Kind == Crash {
+	if o.Kind == cmdline.Crash {
 		// The real program dies with its stdout buffer unwritten.
 		return o.Status()
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,7 +49,7 @@ func TestInitialisation(t *testing.T) {
 			if calls != tc.wantCalls || errb.String() != tc.stderr || status != tc.status {
 				t.Errorf("modprobe calls %d, status %d, stderr %q", calls, status, errb.String())
 			}
-			if (status == 0) != (out.String() == Usage("ipvsadm")) {
+			if (status == 0) != (out.String() == cmdline.Usage("ipvsadm")) {
 				t.Errorf("stdout %q", out.String())
 			}
 		})
@@ -66,17 +67,17 @@ func TestInfoFailureAndOldVersion(t *testing.T) {
 	old := ipvstest.New(ipvstest.WithInfo(ipvs.Info{Version: 0x010103, ConnTabSize: 4096}))
 	r = run(t, old, "-v")
 	want := "Warning: IPVS version mismatch: \n  Kernel compiled with IPVS version 1.1.3\n  ipvsadm v1.31  requires minimum IPVS version 1.1.4\n\n"
-	if r.status != 0 || r.stderr != want || r.stdout != VersionLine+"\n" {
+	if r.status != 0 || r.stderr != want || r.stdout != cmdline.VersionLine+"\n" {
 		t.Errorf("%+v", r)
 	}
 }
 
 func TestHelpUsesProgramName(t *testing.T) {
-	u := Usage("/usr/sbin/ipvsadm")
-	if len(Usage("ipvsadm")) != 4645 || strings.Count(Usage("ipvsadm"), "\n") != 82 {
-		t.Errorf("usage is %d bytes, %d lines", len(Usage("ipvsadm")), strings.Count(Usage("ipvsadm"), "\n"))
+	u := cmdline.Usage("/usr/sbin/ipvsadm")
+	if len(cmdline.Usage("ipvsadm")) != 4645 || strings.Count(cmdline.Usage("ipvsadm"), "\n") != 82 {
+		t.Errorf("usage is %d bytes, %d lines", len(cmdline.Usage("ipvsadm")), strings.Count(cmdline.Usage("ipvsadm"), "\n"))
 	}
-	if strings.Count(u, "  /usr/sbin/ipvsadm -") != 13 || !strings.HasPrefix(u, VersionLine+"\nUsage:\n") {
+	if strings.Count(u, "  /usr/sbin/ipvsadm -") != 13 || !strings.HasPrefix(u, cmdline.VersionLine+"\nUsage:\n") {
 		t.Errorf("usage: %s", u)
 	}
 }
@@ -168,7 +169,7 @@ func TestNoArgumentsListsAll(t *testing.T) {
 func TestCrashLosesBufferedOutput(t *testing.T) {
 	f := ipvstest.New()
 	r := runWith(t, f, "-L -n\n-A -t 1.2.3.4:80 -b ,\n-A -t 1.2.3.5:80\n", "-R")
-	if r.status != StatusCrash || r.stdout != "" || r.stderr != "" {
+	if r.status != cmdline.StatusCrash || r.stdout != "" || r.stderr != "" {
 		t.Errorf("%+v", r)
 	}
 	if r := run(t, f, "-L", "-n", "-t", "1.2.3.5:80"); r.status != 1 {
@@ -221,7 +222,7 @@ func TestRestoreOutcomes(t *testing.T) {
 		{"-A -t 1.1.1.1:80\n-L --bogus\n-A -t 1.1.1.3:80\n", "", "--bogus: unknown option\n", 0},
 		{"-A -t 1.1.1.1:80\n-R\n-A -t 1.1.1.3:80\n", "", "Try `ipvsadm -h' or 'ipvsadm --help' for more information.\n", 255},
 		{"-A -t 1.1.1.1:80\n-A -t 1.1.1.2:99999\n-A -t 1.1.1.3:80\n", "", "illegal virtual server address[:port] specified\n", 2},
-		{"-v\n-A -t 1.1.1.3:80\n", VersionLine + "\n", "", 0},
+		{"-v\n-A -t 1.1.1.3:80\n", cmdline.VersionLine + "\n", "", 0},
 		{"-L -t 9.9.9.9:80\n-A -t 1.1.1.3:80\n", "", "No such service\n", 1},
 		{"-R -n\n", "", "Illegal 'numeric' option with the 'restore' command\n", 2},
 	} {
@@ -238,10 +239,10 @@ func TestRestoreOutcomes(t *testing.T) {
 func TestRestoreEngineIsPluggable(t *testing.T) {
 	f := ipvstest.New()
 	var lines [][]string
-	engine := func(p *Program, prog string) Outcome {
+	engine := func(p *Program, prog string) cmdline.Outcome {
 		lines = append(lines, []string{prog})
 		o := p.RunLine([]string{prog, "-R"})
-		return Outcome{Kind: o.Kind}
+		return cmdline.Outcome{Kind: o.Kind}
 	}
 	var out, errb strings.Builder
 	status := Main([]string{"ipvsadm", "-R"}, strings.NewReader(""), &out, &errb, Env{

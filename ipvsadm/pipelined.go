@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
 // DefaultWindow is how many changes Pipelined keeps in flight. The kernel
@@ -74,7 +75,7 @@ func Tracked(window int, pr *Progress) RestoreEngine {
 	if window < 1 {
 		window = DefaultWindow
 	}
-	return func(p *Program, prog string) Outcome {
+	return func(p *Program, prog string) cmdline.Outcome {
 		e := &engine{p: p, pipe: p.Client.Pipeline(window), progress: pr}
 		// The line being submitted joins the queue before Submit waits
 		// for room in the window.
@@ -97,23 +98,23 @@ type engine struct {
 	// done is e.answer, made once: a method value allocates.
 	done func(error)
 	// last is how the last line that ran ended; the restore's status.
-	last Kind
+	last cmdline.Kind
 	// req holds what the request being submitted points to: pipelines do
 	// not keep requests, so one buffer serves every line.
-	req requestBuffer
+	req cmdline.RequestBuffer
 	// progress, if not nil, is told about every line; lineNo counts the
 	// lines read.
 	progress *Progress
 	lineNo   int
 }
 
-func (e *engine) run(prog string) Outcome {
+func (e *engine) run(prog string) cmdline.Outcome {
 	lines := NewRestoreReader(e.p.Stdin)
-	e.last = Success
-	var fast Invocation // reused: ParseFast does not allocate
+	e.last = cmdline.Success
+	var fast cmdline.Invocation // reused: ParseFast does not allocate
 	// The lines of a saved file that differ from the last one of their
 	// kind ParseFast read only in their addresses are read with these.
-	var dests, svcs LineTemplate
+	var dests, svcs cmdline.LineTemplate
 	for {
 		if e.interrupted() {
 			break
@@ -123,7 +124,7 @@ func (e *engine) run(prog string) Outcome {
 			if e.progress != nil {
 				e.progress.Read = e.lineNo
 			}
-			req, _ := inv.requestIn(&e.req)
+			req, _ := inv.RequestIn(&e.req)
 			e.submit(inv.Command, req)
 			continue
 		}
@@ -138,22 +139,22 @@ func (e *engine) run(prog string) Outcome {
 		if len(fields) == 0 {
 			continue // no tokens: ipvsadm skips the line
 		}
-		if ParseFast(fields, &fast) {
-			if fast.Command == CmdAddService {
+		if cmdline.ParseFast(fields, &fast) {
+			if fast.Command == cmdline.CmdAddService {
 				svcs.Set(lines.Line(), fields, &fast)
 			} else {
 				dests.Set(lines.Line(), fields, &fast)
 			}
-			req, _ := fast.requestIn(&e.req)
+			req, _ := fast.RequestIn(&e.req)
 			e.submit(fast.Command, req)
 			continue
 		}
-		if o, stop := e.line(RestoreArgv(prog, fields)); stop {
+		if o, stop := e.line(cmdline.RestoreArgv(prog, fields)); stop {
 			return o
 		}
 	}
 	e.flush()
-	return Outcome{Kind: e.last}
+	return cmdline.Outcome{Kind: e.last}
 }
 
 // interrupted polls the progress's interrupt channel.
@@ -172,18 +173,18 @@ func (e *engine) interrupted() bool {
 
 // line runs one command line. It reports the restore's outcome and true
 // when the line ends the restore.
-func (e *engine) line(argv []string) (Outcome, bool) {
+func (e *engine) line(argv []string) (cmdline.Outcome, bool) {
 	inv, ended := e.p.Parse(argv)
 	if ended == nil {
-		if req, ok := inv.requestIn(&e.req); ok {
+		if req, ok := inv.RequestIn(&e.req); ok {
 			e.submit(inv.Command, req)
-			return Outcome{}, false
+			return cmdline.Outcome{}, false
 		}
 	}
 	// Everything else reads the tables or prints: the earlier changes must
 	// be done and their messages printed first.
 	e.flush()
-	var o Outcome
+	var o cmdline.Outcome
 	if ended != nil {
 		o = *ended
 	} else {
@@ -193,18 +194,18 @@ func (e *engine) line(argv []string) (Outcome, bool) {
 	}
 	e.p.Print(o)
 	e.last = o.Kind
-	if o.Kind != Success && o.Kind != Informational && e.progress != nil {
+	if o.Kind != cmdline.Success && o.Kind != cmdline.Informational && e.progress != nil {
 		e.progress.fail(e.lineNo)
 	}
 	if o.Terminates() {
-		return Outcome{Kind: o.Kind}, true
+		return cmdline.Outcome{Kind: o.Kind}, true
 	}
-	return Outcome{}, false
+	return cmdline.Outcome{}, false
 }
 
 // submit sends the change of one line (command cmd), or runs it directly
 // once the pipeline is broken.
-func (e *engine) submit(cmd Command, req ipvs.Request) {
+func (e *engine) submit(cmd cmdline.Command, req ipvs.Request) {
 	if e.pipe == nil {
 		e.finish(queued{cmd, e.lineNo}, e.p.Client.Exec(req))
 		return
@@ -228,7 +229,7 @@ func (e *engine) finish(q queued, err error) {
 	o := changeOutcome(q.cmd, err)
 	e.p.Print(o)
 	e.last = o.Kind
-	if o.Kind != Success && e.progress != nil {
+	if o.Kind != cmdline.Success && e.progress != nil {
 		e.progress.fail(q.line)
 	}
 }
@@ -256,7 +257,7 @@ func (e *engine) broken(err error) {
 // queued is a line awaiting its answer: its command (all the answer's
 // message depends on) and its number.
 type queued struct {
-	cmd  Command
+	cmd  cmdline.Command
 	line int
 }
 

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
 // This file holds the simple restore (-R): ipvsadm 1.31's tokenizer and one
 // Exec per line, in order. The pipelined engine (pipelined.go), which
-// ipvsadm runs, reuses the tokenizer, Parse, Execute, Invocation.requestIn
+// ipvsadm runs, reuses the tokenizer, Parse, Execute, Invocation.RequestIn
 // and kernelErrorOutcome, so both engines print and exit alike; an Env
 // chooses one through RestoreEngine.
 
@@ -18,13 +20,13 @@ import (
 // order; an outcome that Terminates stops the restore with that outcome;
 // otherwise the restore's outcome is that of the last line run (success
 // for no lines).
-type RestoreEngine func(p *Program, prog string) Outcome
+type RestoreEngine func(p *Program, prog string) cmdline.Outcome
 
 // RestoreSequential is the plain restore engine: one kernel round trip per
 // line.
-func RestoreSequential(p *Program, prog string) Outcome {
+func RestoreSequential(p *Program, prog string) cmdline.Outcome {
 	lines := NewRestoreReader(p.Stdin)
-	last := Outcome{Kind: Success}
+	last := cmdline.Outcome{Kind: cmdline.Success}
 	for {
 		argv, ok := lines.Next(prog)
 		if !ok {
@@ -34,7 +36,7 @@ func RestoreSequential(p *Program, prog string) Outcome {
 			continue
 		}
 		o := p.RunLine(argv)
-		last = Outcome{Kind: o.Kind}
+		last = cmdline.Outcome{Kind: o.Kind}
 		if o.Terminates() {
 			return last
 		}
@@ -66,7 +68,7 @@ type RestoreReader struct {
 // NextLike reads the next line with the first of tmpls that matches it
 // (see LineTemplate.Match) and returns its invocation; the line is then
 // consumed. Otherwise nothing is read.
-func (t *RestoreReader) NextLike(tmpls ...*LineTemplate) (*Invocation, bool) {
+func (t *RestoreReader) NextLike(tmpls ...*cmdline.LineTemplate) (*cmdline.Invocation, bool) {
 	if t.ended {
 		return nil, false
 	}
@@ -76,7 +78,7 @@ func (t *RestoreReader) NextLike(tmpls ...*LineTemplate) (*Invocation, bool) {
 			continue
 		}
 		if buf == nil {
-			buf, _ = t.r.Peek(TemplateWindow)
+			buf, _ = t.r.Peek(cmdline.TemplateWindow)
 		}
 		if n, inv, _, ok := tmpl.Match(buf); ok {
 			t.r.Discard(n + 1)
@@ -85,10 +87,6 @@ func (t *RestoreReader) NextLike(tmpls ...*LineTemplate) (*Invocation, bool) {
 	}
 	return nil, false
 }
-
-// TemplateWindow is how much input a reader offers LineTemplate.Match
-// at least: more than any destination line ipvsadm -S writes.
-const TemplateWindow = 512
 
 // Line is the last line NextFields read, without its LF; its fields are
 // slices of it. Valid until the next call.
@@ -108,18 +106,7 @@ func (t *RestoreReader) Next(prog string) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	return RestoreArgv(prog, fields), true
-}
-
-// RestoreArgv is the argument vector of a line's fields: prog, then a copy
-// of each field.
-func RestoreArgv(prog string, fields [][]byte) []string {
-	argv := make([]string, 1, 1+len(fields))
-	argv[0] = prog
-	for _, f := range fields {
-		argv = append(argv, string(f))
-	}
-	return argv
+	return cmdline.RestoreArgv(prog, fields), true
 }
 
 // NextFields returns the tokens of the next line (none for an empty line),

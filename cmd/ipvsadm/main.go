@@ -9,6 +9,7 @@ import (
 	"github.com/lvskit/lvskit/internal/sysenv"
 	"github.com/lvskit/lvskit/internal/term"
 	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
 func main() {
@@ -18,7 +19,7 @@ func main() {
 	// The C library line-buffers a terminal and fully buffers anything else.
 	env.StdoutIsTerminal = term.IsTerminal(os.Stdout)
 	status := ipvsadm.Main(os.Args, os.Stdin, os.Stdout, os.Stderr, env)
-	if status == ipvsadm.StatusCrash {
+	if status == cmdline.StatusCrash {
 		sysenv.DieOfSegfault()
 	}
 	os.Exit(status)

@@ -20,12 +20,12 @@ var layers = [][]string{
 	{"ipvs", "names", "health", "internal/jsonstr", "internal/kongmsg", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, ipvsadm's notation, host networking.
 	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter"},
-	// Listings; lvsctl's engine (desired set, diff, plan, apply, drain); the
-	// running system as the commands use it.
-	{"ipvsadm/list", "rules", "internal/sysenv"},
+	// ipvsadm's command-line parser; listings; lvsctl's engine (desired set,
+	// diff, plan, apply, drain); the running system as the commands use it.
+	{"ipvsadm/cmdline", "ipvsadm/list", "rules", "internal/sysenv"},
 	// The rules text format (written by -S); the doubles built on the lower ones.
 	{"save", "ipvsadm/list/listtest", "netfilter/netfiltertest"},
-	// The drop-in CLI with its restore engine.
+	// The drop-in CLI: execution and its restore engine.
 	{"ipvsadm"},
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
 	// rule set.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
 // A Problem is a reason not to restore some input: Debian's
@@ -36,7 +37,7 @@ const maxProblems = 10
 // ipvsadm's own parser rejects (ipvsadm -R stops there, or skips it), or
 // that is a nested -R. Lines are parsed by p, without a kernel; host
 // names are resolved by p's resolver.
-func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
+func Check(data []byte, utf8 bool, p *cmdline.Parser) Checked {
 	var c Checked
 	problems := &c.Problems
 	count := 0
@@ -46,7 +47,7 @@ func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
 			*problems = append(*problems, Problem{line, fmt.Sprintf(format, args...)})
 		}
 	}
-	var inv ipvsadm.Invocation
+	var inv cmdline.Invocation
 	// ipvsadm's tokenizer, over the same lines (all of them ending in a
 	// newline, so none is dropped at the end of input).
 	var src io.Reader = bytes.NewReader(data)
@@ -75,18 +76,18 @@ func Check(data []byte, utf8 bool, p *ipvsadm.Program) Checked {
 			report(n, "is not valid UTF-8 (the locale's character set), so grep would drop it")
 			continue
 		}
-		if len(fields) == 0 || ipvsadm.ParseFast(fields, &inv) {
+		if len(fields) == 0 || cmdline.ParseFast(fields, &inv) {
 			continue
 		}
-		parsed, ended := p.Parse(ipvsadm.RestoreArgv(ipvsadmName, fields))
+		parsed, ended := p.Parse(cmdline.RestoreArgv(ipvsadmName, fields))
 		switch {
-		case ended != nil && ended.Kind == ipvsadm.TryHelp:
+		case ended != nil && ended.Kind == cmdline.TryHelp:
 			report(n, "does not parse: it does not start with an ipvsadm command option")
-		case ended != nil && ended.Kind != ipvsadm.Informational:
+		case ended != nil && ended.Kind != cmdline.Informational:
 			report(n, "does not parse: %s", firstLine(ended.Stderr, "ipvsadm rejects it"))
-		case ended == nil && parsed.Command == ipvsadm.CmdRestore:
+		case ended == nil && parsed.Command == cmdline.CmdRestore:
 			report(n, "is a nested restore (-R), which ipvsadm refuses")
-		case ended == nil && (parsed.Command == ipvsadm.CmdStartDaemon || parsed.Command == ipvsadm.CmdStopDaemon):
+		case ended == nil && (parsed.Command == cmdline.CmdStartDaemon || parsed.Command == cmdline.CmdStopDaemon):
 			c.Daemons = append(c.Daemons, len(c.Lines))
 		}
 	}

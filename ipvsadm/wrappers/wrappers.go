@@ -21,6 +21,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
 // The wrapper scripts call ipvsadm through PATH, so its messages name it
@@ -249,7 +250,7 @@ func (r restoreRun) run() int {
 		return statusRefused
 	}
 	utf8 := utf8Locale(r.Getenv)
-	checked := Check(data, utf8, &ipvsadm.Program{Resolver: r.Env.Resolver, Posix: r.Env.Posix})
+	checked := Check(data, utf8, &cmdline.Parser{Resolver: r.Env.Resolver, Posix: r.Env.Posix})
 	if len(checked.Problems) > 0 {
 		for _, p := range checked.Problems {
 			say("%s", p)

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"github.com/lvskit/lvskit/ipvsadm/notation"
 )
 
@@ -167,7 +167,7 @@ func TestArgvWordsLikeStrings(t *testing.T) {
 		w.add("-A")
 		err := js.appendArgv(&w)
 		want, wantErr := serviceArgv(&js)
-		if fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && !slices.Equal(ipvsadm.RestoreArgv("ipvsadm", w.fields()), append([]string{"ipvsadm", "-A"}, want...)) {
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && !slices.Equal(cmdline.RestoreArgv("ipvsadm", w.fields()), append([]string{"ipvsadm", "-A"}, want...)) {
 			t.Errorf("%s: words %q (error %v), want %q (error %v)", s, w.fields(), err, want, wantErr)
 		}
 		for _, d := range argvDests {
@@ -179,7 +179,7 @@ func TestArgvWordsLikeStrings(t *testing.T) {
 			dw.add("-a")
 			err := jd.appendArgv(&dw)
 			want, wantErr := destArgv(&jd)
-			if fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && !slices.Equal(ipvsadm.RestoreArgv("ipvsadm", dw.fields()), append([]string{"ipvsadm", "-a"}, want...)) {
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || err == nil && !slices.Equal(cmdline.RestoreArgv("ipvsadm", dw.fields()), append([]string{"ipvsadm", "-a"}, want...)) {
 				t.Errorf("%s: words %q (error %v), want %q (error %v)", d, dw.fields(), err, want, wantErr)
 			}
 		}
@@ -187,7 +187,7 @@ func TestArgvWordsLikeStrings(t *testing.T) {
 }
 
 // TestReadJSONFastLikeParse: a document reads as the same rules, with
-// the same errors, whether ipvsadm.ParseFast or Parse reads its rules.
+// the same errors, whether cmdline.ParseFast or Parse reads its rules.
 func TestReadJSONFastLikeParse(t *testing.T) {
 	var docs []string
 	for _, s := range argvServices {
@@ -205,18 +205,18 @@ func TestReadJSONFastLikeParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs = append(docs, written.String(), string(benchJSON(30, 4)))
-	defer func() { parseFast = ipvsadm.ParseFast }()
+	defer func() { parseFast = cmdline.ParseFast }()
 	took, valid := 0, 0
 	for _, doc := range docs {
-		parseFast = func(fields [][]byte, inv *ipvsadm.Invocation) bool {
-			ok := ipvsadm.ParseFast(fields, inv)
+		parseFast = func(fields [][]byte, inv *cmdline.Invocation) bool {
+			ok := cmdline.ParseFast(fields, inv)
 			if ok {
 				took++
 			}
 			return ok
 		}
 		got, gotErr := ReadJSON("f", []byte(doc), nil)
-		parseFast = func([][]byte, *ipvsadm.Invocation) bool { return false }
+		parseFast = func([][]byte, *cmdline.Invocation) bool { return false }
 		want, wantErr := ReadJSON("f", []byte(doc), nil)
 		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\nread %+v (error %v)\nwant %+v (error %v)", doc, got, gotErr, want, wantErr)

@@ -115,7 +115,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	big.WriteString("-A -t 10.0.0.1:80 -s rr\n")
 	for i := range destChunk + 10 {
 		// With a port: most lines are read by the template of the line
-		// before (ipvsadm.LineTemplate), across the reader's buffers.
+		// before (cmdline.LineTemplate), across the reader's buffers.
 		fmt.Fprintf(&big, "-a -t 10.0.0.1:80 -r 10.%d.%d.%d:80 -g\n", i>>16, (i>>8)&255, i&255)
 	}
 	big.WriteString("-A -t 10.0.0.2:80\n-a -t 10.0.0.2:80 -r 10.9.9.9\n-a -t 10.0.0.1:80 -r 10.9.9.9\n-a -t 10.0.0.2:80 -r 10.9.9.8")
@@ -244,7 +244,7 @@ func TestReadGroupsLikeAMap(t *testing.T) {
 }
 
 // TestTemplatesReadLikeWords: a file read with the reader's line
-// templates (ipvsadm.LineTemplate: lines alike but for their addresses,
+// templates (cmdline.LineTemplate: lines alike but for their addresses,
 // across services) gives the set, errors and line numbers that reading
 // every line by its words gives. Each line ending in a blank other than
 // its neighbour's defeats the templates, whose bytes around the values

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"github.com/lvskit/lvskit/ipvsadm/notation"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
@@ -492,7 +492,7 @@ func (r *reader) parseArgv(lineNo int, argv []string) error {
 }
 
 // parseWords parses one rule, w's words after the program name, and
-// adds it: with ipvsadm.ParseFast when it takes them (the rules most
+// adds it: with cmdline.ParseFast when it takes them (the rules most
 // documents hold, read without a string per word), else with parseArgv,
 // whose messages are ipvsadm's. ParseFast fills an invocation as Parse
 // would.
@@ -501,11 +501,11 @@ func (r *reader) parseWords(lineNo int, w *words) error {
 	if parseFast(fields, &r.fast) {
 		return r.add(lineNo, &r.fast)
 	}
-	return r.parseArgv(lineNo, ipvsadm.RestoreArgv("ipvsadm", fields))
+	return r.parseArgv(lineNo, cmdline.RestoreArgv("ipvsadm", fields))
 }
 
-// parseFast is ipvsadm.ParseFast (tests replace it).
-var parseFast = ipvsadm.ParseFast
+// parseFast is cmdline.ParseFast (tests replace it).
+var parseFast = cmdline.ParseFast
 
 // words is an argument vector written into one buffer, reused from rule
 // to rule.

@@ -3,7 +3,7 @@
 // as admins keep it in /etc/ipvsadm.rules, and the JSON document
 // `lvsctl list --json` prints, which it also writes (WriteJSON).
 //
-// Both formats go through ipvsadm's own parser (ipvsadm.Program.Parse): a
+// Both formats go through ipvsadm's own parser (cmdline.Parser.Parse): a
 // JSON service becomes the -A line it stands for. So a rule means the same
 // thing, with the same defaults and the same checks, whichever way it is
 // written, and whether ipvsadm -R or lvsctl reads it. A whole file is read
@@ -22,7 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lvskit/lvskit/ipvs"
-	"github.com/lvskit/lvskit/ipvsadm"
+	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
 )
@@ -186,14 +186,14 @@ func readText(name string, br *bufio.Reader, res *names.Resolver) (*rules.Set, e
 }
 
 // templateLines reads the lines like the last one of their kind ParseFast
-// read (see ipvsadm.LineTemplate) in place, as many as br holds, and
+// read (see cmdline.LineTemplate) in place, as many as br holds, and
 // reports whether it took any. Peek only looks (and fills the buffer
 // when it runs low).
 func (r *reader) templateLines(br *bufio.Reader) (bool, error) {
 	if !r.destTmpl.Ready() && !r.svcTmpl.Ready() {
 		return false, nil
 	}
-	if buf, _ := br.Peek(ipvsadm.TemplateWindow); len(buf) == 0 {
+	if buf, _ := br.Peek(cmdline.TemplateWindow); len(buf) == 0 {
 		return false, nil
 	}
 	buf, _ := br.Peek(br.Buffered())
@@ -216,7 +216,7 @@ func newReader(name string, res *names.Resolver) *reader {
 	if res == nil {
 		res = names.NewResolver()
 	}
-	return &reader{name: name, p: &ipvsadm.Program{Resolver: res}, tail: -1, tmplService: -1}
+	return &reader{name: name, p: &cmdline.Parser{Resolver: res}, tail: -1, tmplService: -1}
 }
 
 // textLine reads the next line of rules text (without its newline).
@@ -403,7 +403,7 @@ var byteClass = func() (t [256]byte) {
 // reader collects one file's rules.
 type reader struct {
 	name string
-	p    *ipvsadm.Program
+	p    *cmdline.Parser
 	// svcChunks hold the nsvc services read (see newService).
 	svcChunks [][]rules.Service
 	nsvc      int
@@ -418,11 +418,11 @@ type reader struct {
 	tailKey rules.ServiceKey
 	lineNo  int      // lines of text read
 	fields  [][]byte // the current line's words
-	fast    ipvsadm.Invocation
+	fast    cmdline.Invocation
 	// svcTmpl and destTmpl are the last service and destination lines
 	// ParseFast read: the lines that differ from them only in their
 	// addresses are parsed without being split into words.
-	svcTmpl, destTmpl ipvsadm.LineTemplate
+	svcTmpl, destTmpl cmdline.LineTemplate
 	// tmplService is the service destTmpl's service is when it is the
 	// tail (-1 otherwise).
 	tmplService int
@@ -436,9 +436,9 @@ func (r *reader) errorf(line int, format string, args ...any) error {
 // r.fast).
 func (r *reader) line(lineNo int, fields [][]byte) (fast bool, err error) {
 	inv := &r.fast
-	if fast = ipvsadm.ParseFast(fields, inv); !fast {
-		var ended *ipvsadm.Outcome
-		inv, ended = r.p.Parse(ipvsadm.RestoreArgv("ipvsadm", fields))
+	if fast = cmdline.ParseFast(fields, inv); !fast {
+		var ended *cmdline.Outcome
+		inv, ended = r.p.Parse(cmdline.RestoreArgv("ipvsadm", fields))
 		if ended != nil {
 			msg := strings.TrimSpace(ended.Stderr)
 			if msg == "" || strings.HasPrefix(msg, "Try `") {
@@ -451,10 +451,10 @@ func (r *reader) line(lineNo int, fields [][]byte) (fast bool, err error) {
 }
 
 // add puts a parsed -A or -a line into the set.
-func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
+func (r *reader) add(lineNo int, inv *cmdline.Invocation) error {
 	src := rules.Source{File: r.name, Line: lineNo}
 	switch inv.Command {
-	case ipvsadm.CmdAddService:
+	case cmdline.CmdAddService:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
 		i := r.newService(rules.Service{Service: svc, Source: src}) // given twice: see firstDuplicate
@@ -464,7 +464,7 @@ func (r *reader) add(lineNo int, inv *ipvsadm.Invocation) error {
 		// Its destinations come next in a saved file: found without the
 		// index, which is then never made.
 		r.tail, r.tailKey = i, k
-	case ipvsadm.CmdAddServer:
+	case cmdline.CmdAddServer:
 		svc := inv.ServiceKey()
 		k := rules.KeyOf(&svc)
 		i, ok := r.tail, r.tail >= 0 && k == r.tailKey // a service's lines come together
@@ -507,7 +507,7 @@ func (r *reader) addDest(i int, k rules.ServiceKey, family ipvs.Family, lineNo i
 }
 
 // templateLine reads the line at the start of buf with a template when
-// one matches it (see ipvsadm.LineTemplate) and adds its rule; it returns
+// one matches it (see cmdline.LineTemplate) and adds its rule; it returns
 // the line's length without its newline.
 func (r *reader) templateLine(buf []byte) (int, bool, error) {
 	n, inv, newService, ok := r.destTmpl.Match(buf)
@@ -517,7 +517,7 @@ func (r *reader) templateLine(buf []byte) (int, bool, error) {
 		}
 	}
 	r.lineNo++
-	if inv.Command == ipvsadm.CmdAddServer && !newService && r.tail >= 0 && r.tail == r.tmplService {
+	if inv.Command == cmdline.CmdAddServer && !newService && r.tail >= 0 && r.tail == r.tmplService {
 		// The template's service, whose destinations end the arena: the
 		// line names it in the same words.
 		r.addDest(r.tail, r.tailKey, r.tailKey.Family, r.lineNo, &inv.Dest)
@@ -526,7 +526,7 @@ func (r *reader) templateLine(buf []byte) (int, bool, error) {
 	if err := r.add(r.lineNo, inv); err != nil {
 		return 0, false, err
 	}
-	if inv.Command == ipvsadm.CmdAddServer {
+	if inv.Command == cmdline.CmdAddServer {
 		r.followTemplate()
 	}
 	return n, true, nil
@@ -535,7 +535,7 @@ func (r *reader) templateLine(buf []byte) (int, bool, error) {
 // setTemplate makes line, which ParseFast read into r.fast from r.fields,
 // the template of the next lines of its kind.
 func (r *reader) setTemplate(line []byte) {
-	if r.fast.Command == ipvsadm.CmdAddService {
+	if r.fast.Command == cmdline.CmdAddService {
 		r.svcTmpl.Set(line, r.fields, &r.fast)
 		return
 	}

@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"net/netip"
@@ -386,6 +386,10 @@ type LineTemplate struct {
 	portOfService bool
 	ok            bool
 }
+
+// TemplateWindow is how much input a reader offers LineTemplate.Match
+// at least: more than any destination line ipvsadm -S writes.
+const TemplateWindow = 512
 
 // slot is where one value lies in a template line.
 type slot struct {

@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"strconv"
@@ -145,7 +145,7 @@ func TestParseOrder(t *testing.T) {
 		{[]string{"-A", "-b", "sh-port", "-s", "sh", "-t", "1.2.3.4:80"}, Success, ""},
 		{[]string{"-D", "-b", "sh-port", "-t", "1.2.3.4:80"}, Invalid, "incompatible scheduler flag `sh-port'\n"},
 	} {
-		p := &Program{Resolver: testResolver(t)}
+		p := &Parser{Resolver: testResolver(t)}
 		inv, o := p.Parse(append([]string{"ipvsadm"}, tc.argv...))
 		got := Outcome{Kind: Success}
 		if o != nil {
@@ -161,7 +161,7 @@ func TestParseOrder(t *testing.T) {
 
 // TestParseValues checks what a valid command line records.
 func TestParseValues(t *testing.T) {
-	p := &Program{Resolver: testResolver(t)}
+	p := &Parser{Resolver: testResolver(t)}
 	parse := func(argv ...string) *Invocation {
 		t.Helper()
 		inv, o := p.Parse(append([]string{"ipvsadm"}, argv...))

@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 // Kind says how one ipvsadm command line ended. Everything about the exit
 // status and about whether a restore goes on after the line follows from
@@ -33,8 +33,8 @@ const (
 )
 
 // StatusCrash is the status a shell reports for a process killed by
-// SIGSEGV. Main returns it for Crash; cmd/ipvsadm turns it into a real
-// SIGSEGV so that shells print what they print for the real binary.
+// SIGSEGV. ipvsadm.Main returns it for Crash; cmd/ipvsadm turns it into a
+// real SIGSEGV so that shells print what they print for the real binary.
 const StatusCrash = 128 + 11
 
 // Status is the process exit status for a line that ended this way.

@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"os"
@@ -94,7 +94,7 @@ func matrixMessage(msg string) bool {
 
 func parseOutcome(t *testing.T, argv ...string) string {
 	t.Helper()
-	p := &Program{Resolver: testResolver(t)}
+	p := &Parser{Resolver: testResolver(t)}
 	inv, o := p.Parse(append([]string{"ipvsadm"}, argv...))
 	if o == nil {
 		if inv == nil {

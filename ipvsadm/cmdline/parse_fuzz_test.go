@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func FuzzParse(f *testing.F) {
 	}
 	resolver := testResolver(f)
 	f.Fuzz(func(t *testing.T, line string, posix bool) {
-		p := &Program{Resolver: resolver, Posix: posix}
+		p := &Parser{Resolver: resolver, Posix: posix}
 		inv, o := p.Parse(append([]string{"ipvsadm"}, strings.Fields(line)...))
 		switch {
 		case o != nil:

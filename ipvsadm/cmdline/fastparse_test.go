@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ var fastGood = map[string][]string{
 // accepts, Parse accepts too and builds the same invocation.
 func TestParseFastAgreesWithParse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := &Program{Resolver: testResolver(t)}
+	p := &Parser{Resolver: testResolver(t)}
 	options := []string{"-t", "-u", "-f", "-s", "-p", "-M", "-r", "-w", "-m", "-g", "-i"}
 	accepted := 0
 	var inv Invocation
@@ -110,7 +110,7 @@ func TestParseFastAgreesWithParse(t *testing.T) {
 // TestParseFastTakesSavedLines: the lines ipvsadm -S -n writes for IPv4
 // services and destinations take the fast path.
 func TestParseFastTakesSavedLines(t *testing.T) {
-	p := &Program{Resolver: testResolver(t)}
+	p := &Parser{Resolver: testResolver(t)}
 	var inv Invocation
 	accepted := 0
 	for _, l := range savedLines {
@@ -139,7 +139,7 @@ var savedLines = []string{
 	"-a -t 10.0.0.1:80 -r [2001:db8::a0]:80 -i -w 1",
 }
 
-func checkFastAgainstParse(t *testing.T, p *Program, words []string, inv *Invocation, accepted *int) {
+func checkFastAgainstParse(t *testing.T, p *Parser, words []string, inv *Invocation, accepted *int) {
 	t.Helper()
 	fields := make([][]byte, len(words))
 	for i, w := range words {
@@ -168,7 +168,7 @@ func FuzzParseFast(f *testing.F) {
 	for _, l := range savedLines {
 		f.Add(l)
 	}
-	p := &Program{Resolver: testResolver(f)}
+	p := &Parser{Resolver: testResolver(f)}
 	f.Fuzz(func(t *testing.T, line string) {
 		var inv Invocation
 		accepted := 0
@@ -190,7 +190,7 @@ func BenchmarkParseFast(b *testing.B) {
 
 func BenchmarkParse(b *testing.B) {
 	argv := []string{"ipvsadm", "-a", "-t", "10.0.3.250:80", "-r", "192.168.10.250:80", "-m", "-w", "1"}
-	p := &Program{}
+	p := &Parser{}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, o := p.Parse(argv); o != nil {

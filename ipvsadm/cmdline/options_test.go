@@ -1,4 +1,4 @@
-package ipvsadm
+package cmdline
 
 import (
 	"strings"

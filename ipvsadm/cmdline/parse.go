@@ -1,10 +1,24 @@
-package ipvsadm
+// Package cmdline parses ipvsadm 1.31's command line and restore lines
+// into invocations.
+//
+// Parser.Parse checks an argument vector as ipvsadm does before it talks
+// to the kernel: a libpopt-compatible walk (popt.go) over ipvsadm's option
+// table and command/option matrix, which are data (OptionTable, Allowed)
+// so that man pages and completions can enumerate them; value parsing with
+// the C library's leniency (values.go); ipvsadm's checks and defaults. A
+// line that ends there gets an Outcome (usage, version or ipvsadm's
+// message; its Kind decides the exit status, outcome.go). ParseFast and
+// LineTemplate read the lines of a saved rules file without allocating,
+// exactly as Parse would (fastparse.go). An Invocation knows the kernel
+// request it stands for (request.go); sending it is package ipvsadm's.
+package cmdline
 
 import (
 	"math/bits"
 	"strings"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/names"
 )
 
 // Invocation is a command line that passed every check ipvsadm makes before
@@ -31,11 +45,30 @@ type Invocation struct {
 // Has reports whether option o was given.
 func (inv *Invocation) Has(o Option) bool { return inv.Options.Has(o) }
 
+// Parser holds what parsing depends on besides the command line.
+type Parser struct {
+	// Resolver answers host and service name questions; nil means the
+	// system's (names.NewResolver), made at the first question.
+	Resolver *names.Resolver
+	// Posix is popt's POSIXLY_CORRECT mode: set it when POSIXLY_CORRECT or
+	// POSIX_ME_HARDER is present in the environment (even if empty).
+	Posix bool
+}
+
+// resolver returns the parser's name resolver, the system's files when
+// none was given.
+func (p *Parser) resolver() *names.Resolver {
+	if p.Resolver == nil {
+		p.Resolver = names.NewResolver()
+	}
+	return p.Resolver
+}
+
 // Parse checks one command line the way ipvsadm 1.31 does before executing
 // anything. It returns the invocation to execute, or the outcome that ends
 // the line here (usage, version, or a diagnostic not yet printed). argv[0]
 // is the program name used in messages.
-func (p *Program) Parse(argv []string) (*Invocation, *Outcome) {
+func (p *Parser) Parse(argv []string) (*Invocation, *Outcome) {
 	if len(argv) == 0 {
 		argv = []string{"ipvsadm"}
 	}
@@ -44,7 +77,7 @@ func (p *Program) Parse(argv []string) (*Invocation, *Outcome) {
 
 	first, arg, done, perr := pp.nextOption()
 	if done || perr != nil || first.Command == NoCommand {
-		return nil, tryHelp(prog)
+		return nil, TryHelpOutcome(prog)
 	}
 	inv := &Invocation{Argv: argv, Command: first.Command}
 	inv.Dest.Weight = 1
@@ -141,8 +174,21 @@ func (p *Program) Parse(argv []string) (*Invocation, *Outcome) {
 	return inv, nil
 }
 
-// tryHelp is ipvsadm's tryhelp_exit.
-func tryHelp(prog string) *Outcome {
+// RestoreArgv is the argument vector of a line's fields: prog, then a copy
+// of each field.
+func RestoreArgv(prog string, fields [][]byte) []string {
+	argv := make([]string, 1, 1+len(fields))
+	argv[0] = prog
+	for _, f := range fields {
+		argv = append(argv, string(f))
+	}
+	return argv
+}
+
+// TryHelpOutcome is ipvsadm's tryhelp_exit for program name prog: the
+// outcome of a line whose first option is missing or not a command, and
+// of -R met while restoring.
+func TryHelpOutcome(prog string) *Outcome {
 	return &Outcome{Kind: TryHelp, Stderr: "Try `" + prog + " -h' or '" + prog + " --help' for more information.\n"}
 }
 
@@ -151,7 +197,7 @@ func tryHelp(prog string) *Outcome {
 // reported even when its value is bad). Each option sets part of the
 // service, the real server or the sync daemon: the helper for that part
 // parses it, and the other two leave it alone.
-func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome {
+func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Parser) *Outcome {
 	value := ""
 	if arg != nil {
 		value = *arg
@@ -173,7 +219,7 @@ func (inv *Invocation) apply(opt *OptionSpec, arg *string, p *Program) *Outcome 
 // applyService parses an option of the virtual service (-t, -u,
 // --sctp-service, -f, -s, -p, -M, -6, -o, --pe) into inv.Service; other
 // options it leaves alone. arg is the option's value, nil if none.
-func (inv *Invocation) applyService(name string, arg *string, value string, p *Program) *Outcome {
+func (inv *Invocation) applyService(name string, arg *string, value string, p *Parser) *Outcome {
 	svc := &inv.Service
 	switch name {
 	case "tcp-service", "udp-service", "sctp-service":
@@ -249,7 +295,7 @@ func (inv *Invocation) applyService(name string, arg *string, value string, p *P
 
 // applyDest parses an option of the real server (-r, -m, -i, -g, -w, -x,
 // -y, the tunnel options) into inv.Dest; other options it leaves alone.
-func (inv *Invocation) applyDest(name, value string, p *Program) *Outcome {
+func (inv *Invocation) applyDest(name, value string, p *Parser) *Outcome {
 	svc, dest := &inv.Service, &inv.Dest
 	switch name {
 	case "real-server":
