@@ -19,7 +19,7 @@ var layers = [][]string{
 	// The kernel interface and leaf helpers.
 	{"ipvs", "names", "health", "internal/jsonstr", "internal/kongmsg", "internal/term", "internal/version", "internal/netnsid", "internal/clitable", "internal/kmod", "lab/internal/wire", "bench/benchdata", "internal/layering"},
 	// Fakes of the kernel, ipvsadm's notation, host networking.
-	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter"},
+	{"ipvs/ipvstest", "ipvs/conformance", "ipvsadm/notation", "netfilter", "announce"},
 	// ipvsadm's command-line parser; listings; lvsctl's engine (desired set,
 	// diff, plan, apply, drain); the running system as the commands use it.
 	{"ipvsadm/cmdline", "ipvsadm/list", "rules", "internal/sysenv"},
