@@ -22,9 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultDevice is the device's name when the desired state names none.
-const DefaultDevice = "lvs-announce"
-
 // Device is the announcing device of this process.
 type Device struct {
 	name string

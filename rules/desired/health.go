@@ -21,6 +21,8 @@ type Health struct {
 	Checks map[DestRef]*health.Spec
 	// Services holds the settings of services that have checks.
 	Services map[rules.ServiceKey]ServiceHealth
+	// Announce is what the document announces, nil when it does not.
+	Announce *Announce
 }
 
 // DestRef names a real server of a service.
@@ -218,7 +220,7 @@ func checkField(err error) string {
 
 // result is the health the document holds, nil when it has none.
 func (hr *healthReader) result() *Health {
-	if len(hr.h.Checks) == 0 && len(hr.h.Services) == 0 {
+	if len(hr.h.Checks) == 0 && len(hr.h.Services) == 0 && hr.h.Announce == nil {
 		return nil
 	}
 	return &hr.h

@@ -30,7 +30,10 @@ const HealthVersion = 2
 // The counters (connections, stats, rates) are written by lvsctl list and
 // ignored when a document is read as desired state.
 type Document struct {
-	Version  int           `json:"version"`
+	Version int `json:"version"`
+	// Announce turns on announcing the VIPs to a routing daemon
+	// (version 2; see Announce).
+	Announce *JSONAnnounce `json:"announce,omitempty"`
 	Services []JSONService `json:"services"`
 }
 
@@ -56,6 +59,9 @@ type JSONService struct {
 	// SorryServer is the address:port that serves when every real server
 	// failed, with when_all_down sorry (version 2).
 	SorryServer string `json:"sorry_server,omitempty"`
+	// Announce is false (never announced), a prefix, or true (the default
+	// with the document's "announce": the service's address).
+	Announce *AnnounceField `json:"announce,omitempty"`
 }
 
 // JSONPersistence is a persistent service's timeout (seconds) and
@@ -293,6 +299,9 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 	}
 	r := newReader(name, res)
 	h := newHealth(name, doc.Version, data, lines)
+	if err := h.announceDoc(doc.Announce); err != nil {
+		return nil, nil, err
+	}
 	dests := 0
 	for i := range doc.Services {
 		dests += len(doc.Services[i].Destinations)
@@ -314,6 +323,9 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		n++
 		svcKey := rules.KeyOf(&r.svc(r.nsvc - 1).Service)
 		if err := h.service(svcN, i, svcKey, js); err != nil {
+			return nil, nil, err
+		}
+		if err := h.announceService(svcN, i, svcKey, r.svc(r.nsvc-1), js); err != nil {
 			return nil, nil, err
 		}
 		// The designator follows -A: "-t addr:port", "-f mark", "-f mark -6".
