@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -93,7 +94,7 @@ func schedulingChecks(t *testing.T, n *network, vip, flag string, servers [2]rea
 		var fresh Tally
 		n.in("client", func() { fresh = getFrom(vip, deleteBase+len(earlier), 6) })
 		if fresh.ByServer[rest.name] != 6 {
-			n.logConnTable(t, "dir")
+			n.logConnTable(t, "dir", nil)
 			t.Errorf("after -d of %s, 6 connections went %v (errors %v), want all to %s", gone.name, fresh.ByServer, fresh.Errors, rest.name)
 		}
 		// A client that opens a connection again from a port whose entry
@@ -118,10 +119,10 @@ func schedulingChecks(t *testing.T, n *network, vip, flag string, servers [2]rea
 		now := n.connEntries("dir", vip, reused)
 		switch {
 		case flag == "-m" && again.ByServer[rest.name] != 1:
-			n.logConnTable(t, "dir")
+			n.logConnTable(t, "dir", nil)
 			t.Errorf("from port %d again after -d of %s: %v (errors %v), entries %q then %q; want %s", reused, gone.name, again.ByServer, again.Errors, was, now, rest.name)
 		case flag != "-m" && (len(again.Errors) != 1 || !strings.Contains(again.Errors[0], "i/o timeout") || len(now) != 1 || !strings.HasSuffix(now[0], " "+gone.addr)):
-			n.logConnTable(t, "dir")
+			n.logConnTable(t, "dir", nil)
 			t.Errorf("from port %d again after -d of %s: %v (errors %v), entries %q then %q; want a dial timeout, the entry still naming %s", reused, gone.name, again.ByServer, again.Errors, was, now, gone.addr)
 		default:
 			t.Logf("from port %d again after -d of %s: %v %v; its entries before %q, after %q", reused, gone.name, again.ByServer, again.Errors, was, now)
@@ -187,7 +188,7 @@ func (n *network) closedFrom(t *testing.T, host, vip string, base, count int) ma
 		}
 	})
 	if len(errs) > 0 {
-		n.logConnTable(t, "dir")
+		n.logConnTable(t, "dir", nil)
 		t.Fatalf("requests from ports %d-%d: %q", base, base+count-1, errs)
 	}
 	return got
@@ -207,17 +208,33 @@ func (n *network) connEntries(host, vip string, port int) []string {
 }
 
 // logConnTable logs host's IPVS connection table (ipvsadm -Lnc) with the
-// time, for the diagnosis of a connection that failed: call it on failure
-// only.
-func (n *network) logConnTable(t *testing.T, host string) {
+// time, for the diagnosis of connections that failed: call it on failure
+// only. The entries are counted by state and destination; ports, when not
+// nil, narrows the lines shown to the client ports of the failed ones (a
+// table of thousands would bury the failure in the log).
+func (n *network) logConnTable(t *testing.T, host string, ports []int) {
 	t.Helper()
 	r := n.run(host, labtest.Ours("ipvsadm"), "-Lnc")
+	want := map[string]bool{}
+	for _, p := range ports {
+		want[strconv.Itoa(p)] = true
+	}
 	by := map[string]int{}
+	var lines []string
 	for _, l := range strings.Split(r.Stdout, "\n") {
-		if f := strings.Fields(l); len(f) == 6 && f[0] != "pro" {
-			by[f[2]+" to "+f[5]]++
+		f := strings.Fields(l)
+		if len(f) != 6 || f[0] == "pro" {
+			continue
+		}
+		by[f[2]+" to "+f[5]]++
+		if _, port, ok := strings.Cut(f[3], ":"); ports == nil || ok && want[port] {
+			lines = append(lines, l)
 		}
 	}
-	t.Logf("%s's connection table at %s (ipvsadm -Lnc, exit %d), by state and destination %s:\n%s%s",
-		host, time.Now().Format("15:04:05.000"), r.Code, sortedCounts(by), r.Stdout, r.Stderr)
+	what := "every entry"
+	if ports != nil {
+		what = fmt.Sprintf("the entries of the %d failed connections' ports", len(ports))
+	}
+	t.Logf("%s's connection table at %s (ipvsadm -Lnc, exit %d%s): %d entries, by state and destination %s; %s:\n%s",
+		host, time.Now().Format("15:04:05.000"), r.Code, strings.TrimSpace(" "+r.Stderr), len(lines), sortedCounts(by), what, strings.Join(lines, "\n"))
 }
