@@ -231,10 +231,18 @@ func (n *network) logConnTable(t *testing.T, host string, ports []int) {
 			lines = append(lines, l)
 		}
 	}
-	what := "every entry"
-	if ports != nil {
-		what = fmt.Sprintf("the entries of the %d failed connections' ports", len(ports))
+	total := 0
+	for _, c := range by {
+		total += c
 	}
-	t.Logf("%s's connection table at %s (ipvsadm -Lnc, exit %d%s): %d entries, by state and destination %s; %s:\n%s",
-		host, time.Now().Format("15:04:05.000"), r.Code, strings.TrimSpace(" "+r.Stderr), len(lines), sortedCounts(by), what, strings.Join(lines, "\n"))
+	what := "every one"
+	if ports != nil {
+		what = fmt.Sprintf("%d, of the %d failed connections' ports", len(lines), len(ports))
+	}
+	status := fmt.Sprintf("exit %d", r.Code)
+	if e := strings.TrimSpace(r.Stderr); e != "" {
+		status += ", " + e
+	}
+	t.Logf("%s's connection table at %s (ipvsadm -Lnc, %s): %d entries, by state and destination %s; shown: %s\n%s",
+		host, time.Now().Format("15:04:05.000"), status, total, sortedCounts(by), what, strings.Join(lines, "\n"))
 }
