@@ -24,10 +24,13 @@ const topWatchSeconds = 30
 // ipvsadm -Ln --rate (Debian's ipvsadm, procps' watch), each alone for 30
 // s in a 200×50 tmux window from its first screen (the steady state: the
 // first read is not counted), one after the other, on the same table; and
-// top's peak resident memory. It asserts the ratio of the default view
-// (sorted by service): top at most half of watch's CPU; top --sort cps,
-// which dumps every service once per estimator update, is reported only.
-// The kernel's rate estimator is off in the namespace (as in
+// top's peak resident memory. It asserts that every view shows the table
+// from its first screen to its last, and reports the ratios (the default
+// view, sorted by service, and --sort cps, which dumps every service once
+// per estimator update) without asserting them: CPU time is a duration,
+// and the VM's speed drifts by up to 1.7× between the views' windows a
+// minute apart (docs/lab.md), so a bound would judge the host, not top
+// (decision 0012). The kernel's rate estimator is off in the namespace (as in
 // every benchmark here: its timer's cost is the table's, paid by whatever
 // runs), so both read the same table and print zeros for the rates.
 func TestTopCPU(t *testing.T) {
@@ -51,9 +54,6 @@ func TestTopCPU(t *testing.T) {
 		"CPU %.2f s vs %.2f s (%.2fx); top's peak RSS %.1f MiB\n",
 		topWatchSeconds, ticksToSeconds(topCPU), ticksToSeconds(watchTicks), ratio, float64(topRSS)/(1<<20))
 	fmt.Printf("lvsctl top -d 1 --sort cps: CPU %.2f s (%.2fx watch's)\n", ticksToSeconds(cpsCPU), float64(cpsCPU)/float64(watchTicks))
-	if ratio > 0.5 {
-		t.Errorf("lvsctl top used %.2fx the CPU of watch -n1 ipvsadm -Ln --rate, want at most 0.5x", ratio)
-	}
 }
 
 // clkTck is USER_HZ, the unit of /proc/PID/stat's times on Linux.

@@ -232,6 +232,19 @@ func (l *ecmpLab) plan(d, rules string) (int, string) {
 	return r.Code, r.Stdout
 }
 
+// logConnTables logs every director's connection table, narrowed to the
+// client ports of the broken connections (see logConnTable): on failure
+// only.
+func (l *ecmpLab) logConnTables(t *testing.T, ports []int) {
+	t.Helper()
+	if ports == nil {
+		ports = []int{} // silent ones only: the counts, not 3,000 lines
+	}
+	for _, d := range ecmpDirs {
+		l.logConnTable(t, d, ports)
+	}
+}
+
 // expireNodest sets net.ipv4.vs.expire_nodest_conn on every director.
 func (l *ecmpLab) expireNodest(v string) {
 	for _, d := range ecmpDirs {
@@ -526,6 +539,7 @@ func (l *ecmpLab) directorLoss(setup string, watch time.Duration, opened func())
 	row.busy = cpuBusy(cpu, cpuTimes(l.t))
 	row.baseRecMS, row.baseGapMS = base.RecoveryMS, base.MaxGapMS
 	if base.Broken != 0 || base.Pending != 0 || base.AtMark != ecmpFlows {
+		l.logConnTables(l.t, base.BrokenPorts)
 		l.t.Errorf("%s: before the loss %d of %d connections open, %d broke, %d silent: %+v", setup, base.AtMark, ecmpFlows, base.Broken, base.Pending, base)
 	}
 	// UDP flows have no connection to break: what a loss does to them is
@@ -708,6 +722,7 @@ func (l *ecmpLab) realServerLeaves(t *testing.T, res *ecmpResults, full string) 
 	res.drains = append(res.drains, drainRow{"lvsctl apply (drain)", r.AtMark, r.Broken, r.Pending, onRS4, took, sortedCounts(r.Reasons)})
 	t.Logf("lvsctl drain: %d of %d broken (%s), %d silent; %d sessions ended, %d opened, %d opens failed (%s)", r.Broken, r.AtMark, sortedCounts(r.Reasons), r.Pending, r.Ended, r.Opened, r.OpenFailed, sortedCounts(r.OpenErrors))
 	if r.Broken != 0 || r.Pending != 0 || r.AtMark == 0 {
+		l.logConnTables(t, r.BrokenPorts)
 		t.Errorf("lvsctl drain of rs4: %d of %d broke, %d silent; want 0: %+v", r.Broken, r.AtMark, r.Pending, r)
 	}
 	if n := f.report().ByServer["rs4"]; n != 0 {

@@ -110,6 +110,7 @@ func (l *ecmpLab) healthChecks(t *testing.T, res *ecmpResults) {
 	r = f.settle(f.clock(), 3*time.Second, ecmpWatch)
 	t.Logf("lvsctl run restarted on dir2 (SIGTERM) and dir3 (SIGKILL): %d of %d broke (%s), %d silent", r.Broken, r.AtMark, sortedCounts(r.Reasons), r.Pending)
 	if r.Broken+r.Pending != 0 || r.AtMark != ecmpFlows {
+		l.logConnTables(t, r.BrokenPorts)
 		t.Errorf("run restarts: %d of %d connections broke, %d silent; want 0 of %d", r.Broken, r.AtMark, r.Pending, ecmpFlows)
 	}
 	for _, d := range ecmpDirs {

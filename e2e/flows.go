@@ -127,12 +127,15 @@ type FlowReport struct {
 	// BrokenByServer the broken ones per the real server they had.
 	ByServer       map[string]int `json:"by_server"`
 	BrokenByServer map[string]int `json:"broken_by_server,omitempty"`
-	FirstError     string         `json:"first_error,omitempty"`
+	// BrokenPorts are the client's source ports of the broken ones.
+	BrokenPorts []int  `json:"broken_ports,omitempty"`
+	FirstError  string `json:"first_error,omitempty"`
 }
 
 // flowConn is one open connection of a slot.
 type flowConn struct {
 	server    string
+	port      int // the client's source port
 	opened    time.Time
 	lastReply time.Time
 	// after mark: whether it was open at mark, its first answer to a line
@@ -306,7 +309,7 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 		}
 		fc.mu.Lock()
 		now := time.Now()
-		fcn := &flowConn{server: server, opened: now, lastReply: now}
+		fcn := &flowConn{server: server, port: c.LocalAddr().(*net.TCPAddr).Port, opened: now, lastReply: now}
 		if !fc.mark.IsZero() && now.After(fc.mark) {
 			fc.rep.Opened++
 		}
@@ -464,6 +467,7 @@ func (fc *flowClient) Report() FlowReport {
 				r.Broken++
 				r.Reasons[f.brokenWhy]++
 				r.BrokenByServer[f.server]++
+				r.BrokenPorts = append(r.BrokenPorts, f.port)
 			case f.endedByAge:
 				r.Ended++
 			case f.recovered.IsZero():

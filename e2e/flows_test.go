@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,9 @@ func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	r = fc.Report()
 	if r.AtMark != 40 || r.Broken != 40 || r.BrokenByServer["rs1"] != 40 || r.FirstError == "" {
 		t.Fatalf("after the server left: %+v", r)
+	}
+	if len(r.BrokenPorts) != 40 || !slices.Contains(r.BrokenPorts, cfg.BasePort) {
+		t.Errorf("broken ports %v: want the 40 connections', from %d", r.BrokenPorts, cfg.BasePort)
 	}
 	if r.Reasons["eof"]+r.Reasons["reset"] != 40 {
 		t.Errorf("reasons %v: want end of stream or reset", r.Reasons)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -393,12 +394,18 @@ type dialed struct {
 // through VS/NAT, no request fails while both real servers are healthy; a
 // real server whose port starts refusing is taken out, and from then on no
 // request fails; when it comes back, traffic returns in the weight ratio.
+// The checks never take a healthy server out (rs1 never goes down, rs2
+// only once), so their timeout stands well above what a probe takes
+// under this load: the test measures that from the director (requests as
+// the http check makes them) and reports it.
 func TestRunUnderLoad(t *testing.T) {
 	n := natNetwork(t, "hcload")
-	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", httpChecked))
+	run := n.lvsctlRun("dir", writeFile(t, "load.yaml", strings.Replace(httpChecked, "interval: 500ms, timeout: 300ms", loadCheckTiming, 1)))
 	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
 	dial, stopDial := n.nsDialer("client", 8)
 	defer stopDial()
+	probeDial, stopProbeDial := n.nsDialer("dir", 1)
+	defer stopProbeDial()
 	const clients = 200
 	var phase atomic.Int32 // 0 healthy, 1 rs2 failing and not yet out, 2 rs2 out, 3 back
 	type count struct {
@@ -445,18 +452,52 @@ func TestRunUnderLoad(t *testing.T) {
 			}
 		})
 	}
+	// Probe-like requests from the director to each real server, while it
+	// is healthy (phases 0 and 3; rs1 throughout).
+	var probeMu sync.Mutex
+	probeTimes := map[string][]time.Duration{}
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			name, addr := "rs1", seedRS1
+			if i%2 == 1 {
+				name, addr = "rs2", seedRS2
+			}
+			p := phase.Load()
+			start := time.Now()
+			c, err := probeDial(addr)
+			if err == nil {
+				_, err = request(c, bufio.NewReader(c), addr, false, 5*time.Second)
+				c.Close()
+			}
+			took := time.Since(start)
+			if name == "rs2" && (p != 0 && p != 3 || phase.Load() != p) {
+				continue
+			}
+			if err != nil {
+				took = 5 * time.Second // counted as the longest
+			}
+			probeMu.Lock()
+			probeTimes[name] = append(probeTimes[name], took)
+			probeMu.Unlock()
+		}
+	})
 	time.Sleep(2 * time.Second)
 	// The phase moves before the failure: a request the rule refuses while
 	// iptables is still running belongs to phase 1, not to the healthy one.
 	phase.Store(1)
 	n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
-	n.waitWeight("dir", seedVIP80, seedRS2, "0", 5*time.Second)
+	n.waitWeight("dir", seedVIP80, seedRS2, "0", loadCheckBound)
 	time.Sleep(200 * time.Millisecond) // connections scheduled just before stay in phase 1
 	phase.Store(2)
 	time.Sleep(3 * time.Second)
 	phase.Store(4)
 	n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", "8000", "-j", "REJECT", "--reject-with", "tcp-reset")
-	n.waitWeight("dir", seedVIP80, seedRS2, "2", 5*time.Second)
+	n.waitWeight("dir", seedVIP80, seedRS2, "2", loadCheckBound)
 	phase.Store(3)
 	time.Sleep(4 * time.Second)
 	close(stop)
@@ -465,6 +506,20 @@ func TestRunUnderLoad(t *testing.T) {
 	for i, name := range []string{"healthy", "rs2 failing, not yet out", "rs2 out", "rs2 back"} {
 		c := &counts[i]
 		t.Logf("%s: %d answered (rs1 %d, rs2 %d), %d failed %q", name, c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load(), c.errs)
+	}
+	for _, name := range []string{"rs1", "rs2"} {
+		t.Logf("probe-like requests from the director to %s while healthy: %s", name, spread(probeTimes[name]))
+	}
+	downs := map[string]int{}
+	for _, l := range run.lines() {
+		for name, rip := range map[string]string{"rs1": seedRS1, "rs2": seedRS2} {
+			if strings.Contains(l, rip) && strings.Contains(l, " -> down (") {
+				downs[name]++
+			}
+		}
+	}
+	if downs["rs1"] != 0 || downs["rs2"] != 1 {
+		t.Errorf("checks took rs1 down %d times, rs2 %d times; want 0 and 1 (when rs2 refused): a timeout of %s is too short for this load", downs["rs1"], downs["rs2"], loadCheckTiming)
 	}
 	if c := &counts[0]; c.failed.Load() != 0 || c.ok.Load() == 0 {
 		t.Errorf("while both servers were healthy: %d answered, %d failed; want none failed", c.ok.Load(), c.failed.Load())
@@ -475,6 +530,34 @@ func TestRunUnderLoad(t *testing.T) {
 	if c := &counts[3]; c.failed.Load() != 0 || c.ok.Load() < 30 || !within(int(c.rs2.Load()), int(c.ok.Load())*2/3, int(c.ok.Load())/6+5) {
 		t.Errorf("after rs2 came back: %d answered (rs1 %d, rs2 %d), %d failed; want none failed and rs2 about two thirds", c.ok.Load(), c.rs1.Load(), c.rs2.Load(), c.failed.Load())
 	}
+	if t.Failed() {
+		n.logConnTable(t, "dir", []int{}) // thousands of entries: the counts
+	}
+}
+
+// loadCheckTiming is TestRunUnderLoad's check interval and timeout
+// (httpChecked's fall 2, rise 2). httpChecked's 300 ms timed out under
+// this load and took healthy servers out; 3 s stands above every
+// probe-like request the test measured under it (the longest 2.1 s) and
+// about four times the worst 90th percentile, and fall 2 needs two
+// timeouts in a row. The runs and the command: docs/health.md.
+const loadCheckTiming = "interval: 4s, timeout: 3s"
+
+// loadCheckBound bounds a state change of TestRunUnderLoad's checks: a
+// refused port fails at once, so fall (or rise) intervals, and 2 s for
+// the probes' lateness and the poll of the weight.
+const loadCheckBound = 2*4*time.Second + 2*time.Second
+
+// spread sums up durations: count, median, 90th and 99th percentiles,
+// maximum.
+func spread(d []time.Duration) string {
+	if len(d) == 0 {
+		return "none"
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))].Round(time.Millisecond) }
+	return fmt.Sprintf("%d, median %v, p90 %v, p99 %v, max %v", len(s), at(0.5), at(0.9), at(0.99), s[len(s)-1].Round(time.Millisecond))
 }
 
 // TestRunChecksHTTPSAndDNS: an https check (the certificate verified with

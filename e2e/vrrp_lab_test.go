@@ -9,8 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,6 +132,50 @@ func (n *network) established(host string) int {
 		}
 	}
 	return c
+}
+
+// establishedPorts returns the client's source ports of the connections
+// to the VIP's port in state ESTABLISHED in a listing of ipvsadm -Lnc.
+func establishedPorts(listing string) map[int]bool {
+	ports := map[int]bool{}
+	for _, l := range strings.Split(listing, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 6 || f[2] != "ESTABLISHED" || f[4] != vrrpVIPPort {
+			continue
+		}
+		if p, ok := strings.CutPrefix(f[3], lanClient+":"); ok {
+			if n, err := strconv.Atoi(p); err == nil {
+				ports[n] = true
+			}
+		}
+	}
+	return ports
+}
+
+// waitSynced waits until dir2 lists as ESTABLISHED every connection dir1
+// lists so, and dir1 at least count: the same connections, matched by the
+// client's port, not only as many (an entry dir2 kept of a connection that
+// ended could hide one it lacks). It returns how long that took.
+func (l *vrrpLab) waitSynced(count int) time.Duration {
+	l.t.Helper()
+	start := time.Now()
+	for {
+		on1, on2 := establishedPorts(l.ipvsadm("dir1", "-Lnc")), establishedPorts(l.ipvsadm("dir2", "-Lnc"))
+		var missing []int
+		for p := range on1 {
+			if !on2[p] {
+				missing = append(missing, p)
+			}
+		}
+		if len(on1) >= count && len(missing) == 0 {
+			return time.Since(start)
+		}
+		if time.Since(start) > 60*time.Second {
+			slices.Sort(missing)
+			l.t.Fatalf("dir2's sync daemon receiving every connection: not after 60 s; dir1 lists %d established, dir2 lacks %d of them (ports %v)", len(on1), len(missing), missing)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // macOf is the link-layer address of host's eth0.
@@ -371,7 +415,10 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	}
 	f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
 	t.Logf("%d connections open through dir1: %s", vrrpFlows, sortedCounts(f.Ready.ByServer))
-	synced := l.waitFor("dir2's sync daemon receiving every connection", 60*time.Second, func() bool { return l.established("dir2") >= vrrpFlows })
+	if len(f.Ready.OpenErrors) > 0 {
+		t.Logf("flows client: failed opens before all were open: %s; first: %s", sortedCounts(f.Ready.OpenErrors), f.Ready.FirstOpenError)
+	}
+	synced := l.waitSynced(vrrpFlows)
 	t.Logf("dir2 listed all %d connections %.1f s after they were open", vrrpFlows, synced.Seconds())
 	if mac := l.neighbour("client", lanVIP); mac != l.macOf("dir1") {
 		t.Fatalf("the client reaches the VIP at %q, want dir1's %s", mac, l.macOf("dir1"))
@@ -390,18 +437,34 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 	r := f.settle(since, 2*time.Second, vrrpWatch)
 	t.Logf("after the failover: %d of %d connections open at the cut broken (%v), %d still waiting; every one flowed again %d ms after dir2 held the VIP, the longest wait %d ms; by server now: %s",
 		r.Broken, r.AtMark, r.Reasons, r.Pending, r.RecoveryMS, r.MaxGapMS, sortedCounts(r.ByServer))
-	if r.AtMark != vrrpFlows || r.Broken != 0 || r.Pending != 0 {
-		t.Errorf("%d of %d connections broke, %d never flowed again (first error: %s), want 0 of %d", r.Broken, r.AtMark, r.Pending, r.FirstError, vrrpFlows)
+	// The sync daemon's contract: a connection dir2 held before the cut
+	// goes on through dir2. One it did not hold yet (opened, or replaced,
+	// after the wait above) may break: it is reported, not judged.
+	listed := establishedPorts(beforeCut)
+	var brokenListed, brokenUnlisted []int
+	for _, p := range r.BrokenPorts {
+		if listed[p] {
+			brokenListed = append(brokenListed, p)
+		} else {
+			brokenUnlisted = append(brokenUnlisted, p)
+		}
+	}
+	if len(brokenUnlisted) > 0 {
+		t.Logf("broken, from ports dir2 did not list before the cut: %v", brokenUnlisted)
+	}
+	if r.AtMark != vrrpFlows || len(brokenListed) != 0 || r.Pending != 0 {
 		l.diagnose(r)
-		if m := regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+:\d+)->`).FindStringSubmatch(r.FirstError); m != nil {
+		for _, p := range brokenListed {
 			var entries []string
 			for _, line := range strings.Split(beforeCut, "\n") {
-				if f := strings.Fields(line); len(f) == 6 && f[3] == m[1] {
+				if f := strings.Fields(line); len(f) == 6 && f[3] == lanClient+":"+strconv.Itoa(p) {
 					entries = append(entries, line)
 				}
 			}
-			t.Logf("dir2's entries for %s just before the cut: %q", m[1], entries)
+			t.Logf("dir2's entries for port %d just before the cut: %q", p, entries)
 		}
+		t.Errorf("%d of %d connections dir2 held before the cut broke (ports %v), %d never flowed again (first error: %s), want 0 of %d",
+			len(brokenListed), r.AtMark, brokenListed, r.Pending, r.FirstError, vrrpFlows)
 	}
 
 	var probe ProbeResult
@@ -459,6 +522,7 @@ func (l *vrrpLab) diagnose(r FlowReport) {
 			}
 		}
 		l.t.Logf("%s: VIP held %t; daemons %q; connections to the VIP by state: %s", d, l.holdsVIP(d), l.syncDaemon(d), sortedCounts(states))
+		l.logConnTable(l.t, d, r.BrokenPorts)
 	}
 }
 
@@ -470,7 +534,7 @@ func (l *vrrpLab) diagnose(r FlowReport) {
 // there as it starts in BACKUP.
 func (l *vrrpLab) killedKeepalived(t *testing.T) {
 	f := l.flows("client", vrrpVIPPort, vrrpFlows, vrrpBase)
-	l.waitFor("dir2's sync daemon receiving every connection", 60*time.Second, func() bool { return l.established("dir2") >= vrrpFlows })
+	l.waitSynced(vrrpFlows)
 	f.mark()
 	syscall.Kill(-l.kp["dir1"].cmd.Process.Pid, syscall.SIGKILL)
 	<-l.kp["dir1"].done

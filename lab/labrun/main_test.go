@@ -77,7 +77,7 @@ func TestTestCountKeepsFailedTestsLines(t *testing.T) {
 		"    b_test.go:2: one broke\n=== RUN   TestB/two\n    b_test.go:3: two fine\n=== NAME  TestB\n    b_test.go:4: after both\n" +
 		"--- FAIL: TestB (0s)\n    --- FAIL: TestB/one (0s)\n    --- PASS: TestB/two (0s)\nFAIL\n"))
 	var b strings.Builder
-	c.writeFailures(&b, "pkg")
+	c.writeFailures(&b, "pkg", true)
 	want := "--- lab: pkg TestB failed; its last lines:\n    b_test.go:4: after both\n" +
 		"--- lab: pkg TestB/one failed; its last lines:\n    b_test.go:2: one broke\n"
 	if b.String() != want {
@@ -92,6 +92,39 @@ func TestTestCountKeepsFailedTestsLines(t *testing.T) {
 	}
 	if l := c.logs["TestC"]; len(l) != keptLines || !strings.Contains(l[len(l)-1], fmt.Sprint(2*keptLines-1)) {
 		t.Errorf("TestC kept %d lines, the last %q; want the last %d", len(l), l[len(l)-1], keptLines)
+	}
+}
+
+// TestTestCountTailsAPackageThatFailedOutsideTests: a binary that died
+// (the test timeout's panic) prints the package's own last lines; a test
+// that failed in several -count runs is shown once.
+func TestTestCountTailsAPackageThatFailedOutsideTests(t *testing.T) {
+	var c testCount
+	c.feed([]byte("=== RUN   TestA\n    a_test.go:1: waiting\n"))
+	for i := range 2 * keptLines {
+		c.feed([]byte(fmt.Sprintf("goroutine %d [running]:\n", i)))
+	}
+	c.feed([]byte("panic: test timed out after 10m0s\n"))
+	var b strings.Builder
+	c.writeFailures(&b, "pkg", true)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != keptLines+1 || lines[0] != "--- lab: pkg failed; its last lines:" || lines[keptLines] != "panic: test timed out after 10m0s" {
+		t.Errorf("failures of a package that panicked (%d lines):\n%s", len(lines), b.String())
+	}
+	b.Reset()
+	c.writeFailures(&b, "pkg", false)
+	if b.Len() != 0 {
+		t.Errorf("a package that passed prints %q", b.String())
+	}
+
+	var d testCount
+	for range 3 {
+		d.feed([]byte("=== RUN   TestB\n    b_test.go:2: broke\n--- FAIL: TestB (0s)\n"))
+	}
+	b.Reset()
+	d.writeFailures(&b, "pkg", true)
+	if n := strings.Count(b.String(), "--- lab: pkg TestB failed"); n != 1 {
+		t.Errorf("TestB, failed in 3 runs, shown %d times:\n%s", n, b.String())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,10 +47,12 @@ type testCount struct {
 	current                 string // the test whose lines come
 	logs                    map[string][]string
 	failures                []string // failed tests, subtests included, in order
+	tail                    []string // the package's last lines, whatever test wrote them
 }
 
-// keptLines is how many of its last lines a test's log keeps.
-const keptLines = 40
+// keptLines is how many of its last lines a test's log (and a package's
+// tail) keeps: enough for a failure's own report and the tables it logs.
+const keptLines = 60
 
 func (c *testCount) feed(p []byte) {
 	c.partial = append(c.partial, p...)
@@ -69,6 +72,10 @@ func (c *testCount) feed(p []byte) {
 			c.skipped++
 		}
 		c.keep(line)
+		c.tail = append(c.tail, line)
+		if len(c.tail) > 2*keptLines {
+			c.tail = slices.Clone(c.tail[len(c.tail)-keptLines:])
+		}
 	}
 }
 
@@ -84,7 +91,9 @@ func (c *testCount) keep(line string) {
 	trimmed := strings.TrimLeft(line, " ")
 	if rest, ok := strings.CutPrefix(trimmed, "--- FAIL: "); ok {
 		name, _, _ := strings.Cut(rest, " ")
-		c.failures = append(c.failures, name)
+		if !slices.Contains(c.failures, name) { // -count runs a test again
+			c.failures = append(c.failures, name)
+		}
 		return
 	}
 	if strings.HasPrefix(trimmed, "--- ") {
@@ -103,12 +112,20 @@ func (c *testCount) keep(line string) {
 	c.logs[c.current] = l
 }
 
-// writeFailures prints the kept lines of each failed test that logged any.
-func (c *testCount) writeFailures(w io.Writer, pkg string) {
+// writeFailures prints the kept lines of each failed test that logged any;
+// for a package that failed with no failed test to show (a panic, the test
+// timeout, a crash of the binary), the package's own last lines.
+func (c *testCount) writeFailures(w io.Writer, pkg string, pkgFailed bool) {
+	shown := false
 	for _, name := range c.failures {
 		if lines := c.logs[name]; len(lines) > 0 {
 			fmt.Fprintf(w, "--- lab: %s %s failed; its last lines:\n%s\n", pkg, name, strings.Join(lines, "\n"))
+			shown = true
 		}
+	}
+	if pkgFailed && !shown && len(c.tail) > 0 {
+		tail := c.tail[max(0, len(c.tail)-keptLines):]
+		fmt.Fprintf(w, "--- lab: %s failed; its last lines:\n%s\n", pkg, strings.Join(tail, "\n"))
 	}
 }
 
@@ -208,7 +225,8 @@ func summarize(pkgs []*testPkg, runs vmRuns, buildTime time.Duration, start time
 	failed := 0
 	var total testCount
 	for _, p := range pkgs {
-		p.count.writeFailures(os.Stdout, p.ImportPath)
+		failedRun := p.buildErr == nil && (!p.ran || !p.result.Finished || p.result.TimedOut || p.result.Code != 0)
+		p.count.writeFailures(os.Stdout, p.ImportPath, failedRun)
 	}
 	fmt.Println("--- lab summary")
 	for _, p := range pkgs {
