@@ -38,7 +38,11 @@ func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 		fmt.Fprintf(r.errOut, "lvsctl: %s: %s\n", kind, n)
 	}
 	if len(refused) > 0 {
-		return ExitUsage, usageError{err: fmt.Errorf("%s: %d lines refused; nothing written", c.File, len(refused))}
+		what := "refusal"
+		if len(refused) > 1 {
+			what = "refusals"
+		}
+		return ExitUsage, usageError{err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
 	}
 	if err := keepalived.WriteYAML(r.out, res); err != nil {
 		return ExitFailed, err

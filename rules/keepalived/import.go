@@ -31,7 +31,7 @@ type Notice struct {
 	seq     int // the statement's place in keepalived's reading
 }
 
-func (n Notice) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Msg) }
+func (n Notice) String() string { return (&Error{File: n.File, Line: n.Line, Msg: n.Msg}).Error() }
 
 // Options changes how Import converts.
 type Options struct {

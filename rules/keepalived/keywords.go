@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"net/netip"
 	"strings"
 )
 
@@ -120,7 +121,8 @@ func init() {
 		if conn {
 			m["connect_port"] = &keyword{run: chkKW(connectPort), args: 1}
 			m["connect_timeout"] = &keyword{run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.connTO) }), args: 1}
-			for _, kw := range []string{"connect_ip", "bindto", "bind_port", "bind_if", "fwmark"} {
+			m["connect_ip"] = &keyword{run: chkKW(connectIP), args: 1}
+			for _, kw := range []string{"bindto", "bind_port", "bind_if", "fwmark"} {
 				m[kw] = &keyword{run: chkKW(notExpressible), args: 1}
 			}
 		}
@@ -328,6 +330,16 @@ func connectPort(c *conv, k *chkState, s *Stmt) {
 		c.notice(s, "connect_port %q: keepalived reads %d", arg(s, 1), n)
 	}
 	k.spec.Port = int(n)
+}
+
+// connectIP is check_api.c co_ip_handler: the address probed. The real
+// server's own is what lvsctl probes; another is not expressible.
+func connectIP(c *conv, k *chkState, s *Stmt) {
+	if a, err := netip.ParseAddr(arg(s, 1)); err == nil && c.rs != nil && a.Unmap() == c.rs.addr {
+		c.note(s, "connect_ip %s: the real server's own address, which lvsctl probes anyway", a)
+		return
+	}
+	notExpressible(c, k, s)
 }
 
 func notExpressible(c *conv, k *chkState, s *Stmt) {

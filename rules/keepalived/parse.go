@@ -134,7 +134,9 @@ func (lx *lexer) file(name string, data []byte) error {
 		var err error
 		words, braces, err = splitLineInto(words[:0], braces[:0], strings.TrimRight(line, "\r"))
 		if err != nil {
-			return &Error{name, n, err.Error()}
+			// lib/parser.c alloc_strvec_r: an unmatched quote ends the
+			// line's words there.
+			lx.notices = append(lx.notices, Notice{File: name, Line: n, Msg: "a quote without its end: keepalived reads the words before it and drops the rest of the line"})
 		}
 		if len(words) > 0 && !braces[0] && strings.HasPrefix(words[0], "@") {
 			id, not := strings.CutPrefix(words[0][1:], "^")
@@ -222,7 +224,8 @@ func splitLineInto(words []string, braces []bool, line string) ([]string, []bool
 		case c == '"':
 			end := strings.IndexByte(line[i+1:], '"')
 			if end < 0 {
-				return nil, nil, fmt.Errorf("unterminated quote: %s", line)
+				flush()
+				return words, braces, fmt.Errorf("unterminated quote: %s", line)
 			}
 			flush()
 			words = append(words, line[i+1:i+1+end])

@@ -2,6 +2,7 @@ package keepalived
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -120,9 +121,12 @@ func (r *reader) block(lv *level, owner *Stmt, depth int, needOpen bool) bool {
 // closes lv.
 func (r *reader) unknown(lv *level, s *Stmt) {
 	kw := s.Words[0]
+	if strings.ContainsFunc(kw, func(c rune) bool { return c > '~' || c < '!' }) {
+		kw = strconv.Quote(kw)
+	}
 	hint := ""
 	for name := range lv.kws {
-		if strings.EqualFold(name, kw) {
+		if strings.EqualFold(name, s.Words[0]) {
 			hint = fmt.Sprintf(" (keywords are case-sensitive: %s)", name)
 		}
 	}

@@ -87,6 +87,7 @@ func writeNotice(bw *bufio.Writer, indent string, n Notice) {
 	case n.Lossy:
 		kind = "CHANGED"
 	}
+	n.File = filepath.Base(n.File)
 	fmt.Fprintf(bw, "%s# %s: %s\n", indent, kind, oneLine(n.String()))
 }
 
