@@ -407,7 +407,11 @@ func lbFlag(c *conv, v *vsState, s *Stmt) {
 		v.flags[kw[5]-'1'] = true
 		return
 	}
-	family := strings.SplitN(kw, "-", 2)[0] // sh, mh or hashed
+	if kw == "hashed" {
+		c.notice(s, "hashed: keepalived sets no flag for it")
+		return
+	}
+	family := strings.SplitN(kw, "-", 2)[0] // sh or mh
 	switch {
 	case v.sched == "sh" && family == "sh", v.sched == "mh" && family == "mh":
 		if strings.HasSuffix(kw, "-fallback") {

@@ -93,7 +93,7 @@ func TestReinterpretations(t *testing.T) {
 		},
 	}, {
 		// lbflags_handler: "hashed" matches none of its branches.
-		name: "hashed", conf: vs("  lb_algo sh\n  hashed\n"), line: 4, notice: "",
+		name: "hashed", conf: vs("  lb_algo sh\n  hashed\n"), line: 4, notice: "hashed: keepalived sets no flag for it",
 		check: func(t *testing.T, s desired.JSONService) {
 			if len(s.SchedulerFlags) != 0 {
 				t.Errorf("flags %q, want none", s.SchedulerFlags)
