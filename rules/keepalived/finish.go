@@ -46,6 +46,12 @@ func (c *conv) finishVS(v *vsState) {
 			return
 		}
 		v.keys = g.keys
+		if v.gran != "" {
+			// ipvswrapper.c ipvs_group_range_cmd and the fwmark loop of
+			// ipvs_group_cmd set the full mask for a group's services.
+			c.notice(v.granAt, "persistence_granularity %s: keepalived applies no mask to the services of a virtual_server group", v.gran)
+			v.gran = ""
+		}
 	}
 	if len(v.reals) == 0 {
 		c.notice(at, "virtual_server %s: no real servers: keepalived leaves it out of the table, and so does the conversion", strings.Join(at.Words[1:], " "))

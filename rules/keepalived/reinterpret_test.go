@@ -109,6 +109,16 @@ func TestReinterpretations(t *testing.T) {
 			}
 		},
 	}, {
+		// keepalived/check/ipvswrapper.c ipvs_group_range_cmd sets the full
+		// netmask for each service of a virtual_server group.
+		name: "granularity on a group", conf: "virtual_server_group G {\n  192.0.2.1 80\n}\nvirtual_server group G {\n  protocol TCP\n  persistence_timeout 33\n  persistence_granularity 255.255.0.0\n" + rs + "}\n",
+		line: 7, notice: "keepalived applies no mask to the services of a virtual_server group",
+		check: func(t *testing.T, s desired.JSONService) {
+			if s.Persistence == nil || s.Persistence.Netmask != "255.255.255.255" || s.Persistence.Timeout != 33 {
+				t.Errorf("persistence %+v, want 33 s, 255.255.255.255", s.Persistence)
+			}
+		},
+	}, {
 		// check_parser.c proto_handler: strcasecmp; another is ignored
 		// and validate_check_config defaults to UDP.
 		name: "unknown protocol", conf: "virtual_server 192.0.2.1 80 {\n  protocol ICMP\n" + rs + "}\n", line: 2, notice: "keepalived knows TCP, UDP and SCTP",
