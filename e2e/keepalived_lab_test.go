@@ -189,6 +189,18 @@ func oracleCompare(t *testing.T, prefix string, c oracleCase) {
 		n.start("rs", "checked", serve...)
 	}
 
+	if data, err := os.ReadFile(c.path); err == nil && strings.Contains(string(data), "ha_suspend") {
+		// ha_suspend: keepalived checks only while its director holds the
+		// VIP, as a master does.
+		vips := map[string]bool{}
+		for _, s := range res.Document.Services {
+			if s.Address != "" && !vips[s.Address] {
+				vips[s.Address] = true
+				n.must("ka", "ip", "addr", "add", s.Address, "dev", "lo")
+			}
+		}
+	}
+
 	// keepalived's checker in ka.
 	dir := t.TempDir()
 	ka := exec.Command("/usr/sbin/keepalived", "--check", "--dont-fork", "--log-console", "--use-file", c.path,
@@ -240,9 +252,9 @@ func oracleCompare(t *testing.T, prefix string, c oracleCase) {
 	took := map[string]time.Duration{}
 	var up tables
 	took["up"], up = oracleSettle(t, n, c, "up", "", tables{}, 60*time.Second)
-	if len(c.diffs["up"]) == 0 && !c.empty && !t.Failed() {
+	if len(c.diffs["up"]) == 0 && !c.empty && !t.Failed() && !strings.Contains(up.ka, " -w 0") {
 		// The migration's check: on keepalived's director, the file
-		// plans no change.
+		// plans no change (when every real server passes its check).
 		var pl labtest.Result
 		n.in("ka", func() {
 			pl = labtest.Run(t, "", labtest.Ours("lvsctl"), "plan", "--keep-mh-order", "--journal-dir", filepath.Join(dir, "ka-journal"), yaml)

@@ -36,19 +36,20 @@ var publicBlock = regexp.MustCompile(`(?m)^(\s*virtual_server\s[^{\n]*\{)`)
 
 // quickPublic copies a public configuration and the directory of its
 // includes (its name without .conf) under oracleRun with quick timers:
-// delay_loop 2 at the start of each virtual server (keepalived's default
-// is 60 s), every timer at 2 s, connect_timeout at 1 s and misc_timeout at
-// 3 s (a program starts slowly on the lab's emulated processor), so that
-// both directors notice a failure in seconds. The copy in the
+// delay_loop 4 at the start of each virtual server (keepalived's default
+// is 60 s) and every delay_loop at 4 s, connect_timeout at 2 s (a TLS
+// handshake is slow on the lab's emulated processor, 8 cases at a time),
+// misc_timeout at 3 s and delay_before_retry at 2 s, so that both
+// directors notice a failure in seconds. The copy in the
 // tree stays as it was found.
 func quickPublic(t *testing.T, path string) string {
 	t.Helper()
 	dst := filepath.Join(oracleRun, "public")
 	quick := func(data []byte) []byte {
-		data = publicBlock.ReplaceAll(data, []byte("$1 delay_loop 2"))
+		data = publicBlock.ReplaceAll(data, []byte("$1 delay_loop 4"))
 		return publicTimer.ReplaceAllFunc(data, func(m []byte) []byte {
 			kw := strings.Fields(string(m))[0]
-			v := map[string]string{"connect_timeout": "1", "misc_timeout": "3"}[kw]
+			v := map[string]string{"delay_loop": "4", "connect_timeout": "2", "misc_timeout": "3"}[kw]
 			if v == "" {
 				v = "2"
 			}
