@@ -231,6 +231,31 @@ func TestReinterpretations(t *testing.T) {
 			}
 		},
 	}, {
+		// lib/parser.c process_stream: a '}' at the top level is an unknown
+		// keyword; read_line counts it as an extra '}'.
+		name: "extra brace", conf: vs("") + "}\n", line: 8, notice: "extra '}': keepalived ignores it",
+	}, {
+		// lib/parser.c: a block still open at the end is read to the end.
+		name: "brace never closed", conf: "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    weight 2\n",
+		line: 1, notice: "virtual_server: its '{' is never closed",
+		check: func(t *testing.T, s desired.JSONService) {
+			if s.Destinations[0].Weight != 2 {
+				t.Errorf("weight %d, want 2", s.Destinations[0].Weight)
+			}
+		},
+	}, {
+		// lib/parser.c alloc_strvec_r: an unmatched quote ends the words.
+		name: "quote without its end", conf: vs("  virtualhost \"www.example.org\n"), line: 3, notice: "a quote without its end",
+	}, {
+		// "//" is no comment: the words are read as a keyword.
+		name: "slashes as a comment", conf: "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 { //web\n    weight 2 //more\n  }\n}\n",
+		line: 3, notice: "//web: unknown keyword in real_server",
+		check: func(t *testing.T, s desired.JSONService) {
+			if s.Destinations[0].Weight != 2 {
+				t.Errorf("weight %d, want 2", s.Destinations[0].Weight)
+			}
+		},
+	}, {
 		// lib/parser.c: keywords are case-sensitive.
 		name: "keyword in the wrong case", conf: vs("  Protocol UDP\n"), line: 3, notice: "keywords are case-sensitive: protocol",
 		check: func(t *testing.T, s desired.JSONService) {
