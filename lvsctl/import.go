@@ -1,6 +1,7 @@
 package lvsctl
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lvskit/lvskit/rules/keepalived"
@@ -16,20 +17,32 @@ type importKeepalivedCmd struct {
 }
 
 // importKeepalived prints FILE's virtual servers as a commented desired
-// state. It reads files only: nothing touches the kernel. A statement
-// that cannot be converted exactly is an error naming its line (exit 2)
-// unless --lossy; every notice is printed on stderr as FILE:LINE: text.
+// state. It reads files only: nothing touches the kernel. Every notice,
+// change and refusal is printed on stderr as FILE:LINE: text, in the
+// order keepalived reads the lines; any refusal is exit 2 with nothing on
+// stdout.
 func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 	res, err := keepalived.Import(c.File, keepalived.Options{Lossy: c.Lossy})
-	if err != nil {
+	var refused keepalived.Errors
+	if err != nil && !errors.As(err, &refused) {
 		return ExitUsage, usageError{err: err}
 	}
 	for _, n := range res.Notices {
 		kind := "notice"
-		if n.Lossy {
+		switch {
+		case n.Refused:
+			kind = "error"
+		case n.Lossy:
 			kind = "warning: changed"
 		}
 		fmt.Fprintf(r.errOut, "lvsctl: %s: %s\n", kind, n)
+	}
+	if len(refused) > 0 {
+		what := "refusal"
+		if len(refused) > 1 {
+			what = "refusals"
+		}
+		return ExitUsage, usageError{err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
 	}
 	if err := keepalived.WriteYAML(r.out, res); err != nil {
 		return ExitFailed, err

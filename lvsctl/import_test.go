@@ -25,7 +25,7 @@ func TestImportCommand(t *testing.T) {
 	}
 	good := write("good.conf", "vrrp_instance V { }\nvirtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    TCP_CHECK { }\n  }\n}\n")
 	r := run(t, env, "", "import", "keepalived", good)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "version: 2\n") || !strings.Contains(r.stdout, `"address": "192.0.2.1"`) ||
+	if r.code != ExitOK || !strings.Contains(r.stdout, "version: 2\n") || !strings.Contains(r.stdout, "\n    address: 192.0.2.1\n") ||
 		!strings.Contains(r.stderr, "lvsctl: notice: "+good+":1: vrrp_instance: skipped") {
 		t.Errorf("good file: %+v", r)
 	}
@@ -33,22 +33,32 @@ func TestImportCommand(t *testing.T) {
 	for _, c := range []struct {
 		name, text, want string
 	}{
-		{"unclosed.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n", "unclosed.conf:2: real_server: '{' not closed"},
-		{"weight.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    weight x\n  }\n}\n", "weight.conf:3: weight \"x\""},
+		{"empty.conf", "vrrp_instance V { }\n", "empty.conf: no virtual server with real servers"},
+		{"define.conf", "$X=1\n", "define.conf:1: \"$X=1\""},
 		{"include.conf", "\n\ninclude missing.conf\n", "include.conf:3: include "},
-		{"proto.conf", "virtual_server 192.0.2.1 80 {\n  protocol ICMP\n}\n", "proto.conf:2: protocol \"ICMP\""},
+		{"two.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    PING_CHECK { }\n  }\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK { }\n  }\n}\n", "two.conf:3: PING_CHECK"},
 	} {
 		r := run(t, env, "", "import", "keepalived", write(c.name, c.text))
 		if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s: %+v; want exit 2, nothing on stdout, %q", c.name, r, c.want)
 		}
 	}
+	// Every refusal of a file, in line order, and keepalived's readings.
+	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "two.conf"))
+	if i, j := strings.Index(r.stderr, "two.conf:3: PING_CHECK"), strings.Index(r.stderr, "two.conf:6: SMTP_CHECK"); i < 0 || j < i {
+		t.Errorf("two refusals: %+v", r)
+	}
+	lower := write("lower.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  lb_kind dr\n  real_server 10.0.0.1 80 {\n  }\n}\n")
+	r = run(t, env, "", "import", "keepalived", lower)
+	if r.code != ExitOK || !strings.Contains(r.stderr, "lvsctl: notice: "+lower+":3: lb_kind \"dr\"") || !strings.Contains(r.stdout, "method: masq") {
+		t.Errorf("lower-case lb_kind: %+v", r)
+	}
 	r = run(t, env, "", "import", "keepalived", digest)
 	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "digest.conf:7: digest:") || !strings.Contains(r.stderr, "--lossy") {
 		t.Errorf("digest without --lossy: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", "--lossy", digest)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: "+digest+":7: digest:") || !strings.Contains(r.stderr, "warning: changed: "+digest+":7: digest:") {
+	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: digest.conf:7: digest:") || !strings.Contains(r.stderr, "warning: changed: "+digest+":7: digest:") {
 		t.Errorf("digest with --lossy: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "absent.conf"))

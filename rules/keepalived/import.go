@@ -3,17 +3,17 @@ package keepalived
 import (
 	"fmt"
 	"net/netip"
-	"reflect"
+	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/rules/desired"
 )
 
-// Notice is something the conversion leaves out or changes, at the
-// statement that says it.
+// Notice is something the conversion reports at the statement that says
+// it: a reading of keepalived's worth knowing, something left out, a
+// change of behaviour (Lossy) or a refusal (Refused).
 type Notice struct {
 	File string
 	Line int
@@ -21,14 +21,15 @@ type Notice struct {
 	// service the notice concerns, or -1 for none.
 	Service int
 	// Lossy is set when the desired state behaves differently from
-	// keepalived (Import refuses it unless Options.Lossy); otherwise the
-	// notice is about what keepalived does beside the table (VRRP, alerts)
-	// or about timing only.
+	// keepalived (Import refuses it unless Options.Lossy).
 	Lossy bool
-	Msg   string
+	// Refused is set for what Import refuses: the result is not usable.
+	Refused bool
+	Msg     string
+	seq     int // the statement's place in keepalived's reading
 }
 
-func (n Notice) String() string { return fmt.Sprintf("%s:%d: %s", n.File, n.Line, n.Msg) }
+func (n Notice) String() string { return (&Error{File: n.File, Line: n.Line, Msg: n.Msg}).Error() }
 
 // Options changes how Import converts.
 type Options struct {
@@ -48,15 +49,36 @@ type Result struct {
 	Source string
 	// Document is the desired state, version 2.
 	Document desired.Document
-	// Notices are in the order of the statements they concern.
+	// Sources holds, for each service, the virtual_server statement it
+	// comes from.
+	Sources []*Stmt
+	// Notices are in the order keepalived reads the statements they
+	// concern, refusals included.
 	Notices []Notice
 }
 
+// Errors are the refusals of one import, in the order of the statements.
+type Errors []*Error
+
+func (e Errors) Error() string {
+	var b strings.Builder
+	for i, x := range e {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(x.Error())
+	}
+	return b.String()
+}
+
 // Import reads the keepalived configuration in the file name and the files
-// it includes, and converts its virtual servers. What the desired state
-// cannot say exactly is an error naming the file and line, unless
-// opt.Lossy. Import does not validate the result against the host (an exec
-// check's program, a scheduler module): rules/desired.Read does.
+// it includes, and converts its virtual servers. It reads every statement
+// as keepalived 2.2.7's checker does, noticing where keepalived
+// reinterprets or ignores what is written. What keepalived does that the
+// desired state cannot say exactly is refused unless opt.Lossy; every
+// refusal is returned (Errors), with the Result holding every notice.
+// Import does not validate the result against the host (an exec check's
+// program, a scheduler module): rules/desired.Read does.
 func Import(name string, opt Options) (*Result, error) {
 	data, err := opt.FS.readFile(name)
 	if err != nil {
@@ -71,88 +93,96 @@ func ImportData(name string, data []byte, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conv{opt: opt, res: &Result{Source: name, Document: desired.Document{Version: desired.HealthVersion, Services: []desired.JSONService{}}}, svc: -1}
+	c := &conv{opt: opt, res: &Result{Source: name, Document: desired.Document{Version: desired.HealthVersion, Services: []desired.JSONService{}}},
+		skippedKind: map[string]bool{}, groups: map[string]*group{}}
 	for i := range notes {
 		notes[i].Service = -1
 	}
 	c.res.Notices = notes
-	if err := c.top(stmts); err != nil {
-		return nil, err
+	r := &reader{c: c, stmts: stmts}
+	r.block(topLevel, nil, 0, false)
+	for _, v := range c.vss {
+		c.finishVS(v)
+	}
+	if len(c.res.Document.Services) == 0 {
+		c.refuse(&Stmt{File: name, seq: len(stmts)}, "no virtual server with real servers: nothing for lvsctl run to keep")
+	}
+	sort.SliceStable(c.res.Notices, func(i, j int) bool { return c.res.Notices[i].seq < c.res.Notices[j].seq })
+	var errs Errors
+	for _, n := range c.res.Notices {
+		if n.Refused {
+			errs = append(errs, &Error{File: n.File, Line: n.Line, Msg: n.Msg})
+		}
+	}
+	if len(errs) > 0 {
+		return c.res, errs
 	}
 	return c.res, nil
 }
 
+// conv holds the conversion while the reader walks the file.
 type conv struct {
-	opt     Options
-	res     *Result
-	svc     int // index of the service being converted, -1 outside
-	skipped map[string]bool
-	groups  map[string]*Stmt
-	granAt  *Stmt // the persistence_granularity of the service being converted
+	opt         Options
+	res         *Result
+	skippedKind map[string]bool
+	groups      map[string]*group
+	vss         []*vsState // in file order; converted once all is read
+	vs          *vsState   // the virtual_server being read
+	rs          *rsState
+	chk         *chkState
+	url         *urlState
+	group       *group
 }
 
-// note records an informational notice.
+func (c *conv) add(s *Stmt, n Notice) {
+	n.File, n.Line, n.Service, n.seq = s.File, s.Line, -1, s.seq
+	if c.vs != nil {
+		c.vs.notices = append(c.vs.notices, len(c.res.Notices))
+	}
+	c.res.Notices = append(c.res.Notices, n)
+}
+
+// note records something left out that does not change the table.
 func (c *conv) note(s *Stmt, format string, args ...any) {
-	c.res.Notices = append(c.res.Notices, Notice{File: s.File, Line: s.Line, Service: c.svc, Msg: fmt.Sprintf(format, args...)})
+	c.add(s, Notice{Msg: fmt.Sprintf(format, args...)})
+}
+
+// notice records keepalived's reading of what is written where it differs
+// from a plain reading: an unknown keyword, an invalid value, a value it
+// takes otherwise, extra words.
+func (c *conv) notice(s *Stmt, format string, args ...any) {
+	c.note(s, format, args...)
 }
 
 // lossy records a change of behaviour, or refuses it without Lossy.
-func (c *conv) lossy(s *Stmt, format string, args ...any) error {
+func (c *conv) lossy(s *Stmt, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if !c.opt.Lossy {
-		return &Error{s.File, s.Line, msg + " (--lossy converts it anyway)"}
+		c.refuse(s, "%s (--lossy converts it anyway)", msg)
+		return
 	}
-	c.res.Notices = append(c.res.Notices, Notice{File: s.File, Line: s.Line, Service: c.svc, Lossy: true, Msg: msg})
-	return nil
+	c.add(s, Notice{Lossy: true, Msg: msg})
 }
 
-func errAt(s *Stmt, format string, args ...any) error {
-	return &Error{s.File, s.Line, fmt.Sprintf(format, args...)}
+// refuse records what lvsctl cannot reproduce: Import fails.
+func (c *conv) refuse(s *Stmt, format string, args ...any) {
+	c.add(s, Notice{Refused: true, Msg: fmt.Sprintf(format, args...)})
 }
 
-// skippedKinds are top-level blocks that configure something other than
-// the IPVS table, by kind; each kind gets one notice.
-var skippedKinds = map[string]string{
-	"global_defs": "global settings", "vrrp_instance": "VRRP", "vrrp_sync_group": "VRRP",
-	"vrrp_script": "VRRP", "vrrp_track_process": "VRRP", "vrrp_track_file": "VRRP",
-	"track_file": "VRRP", "garp_group": "VRRP", "static_ipaddress": "static addresses",
-	"static_routes": "static routes", "static_rules": "static rules", "bfd_instance": "BFD",
-	"linkbeat_interfaces": "link beat", "net_namespace": "network namespace",
-	"instance": "instance", "use_symlink_paths": "global settings",
+func (c *conv) skipped(s *Stmt, kind string) {
+	if !c.skippedKind[kind] {
+		c.skippedKind[kind] = true
+		c.note(s, "%s: skipped, and any other %s block (%s: not part of the IPVS table)", s.Words[0], kind, kind)
+	}
 }
 
-func (c *conv) top(stmts []*Stmt) error {
-	c.skipped = map[string]bool{}
-	c.groups = map[string]*Stmt{}
-	for _, s := range stmts {
-		if s.Words[0] == "virtual_server_group" {
-			if len(s.Words) != 2 || !s.HasBlock {
-				return errAt(s, "virtual_server_group: want a name and a block")
-			}
-			if c.groups[s.Words[1]] != nil {
-				return errAt(s, "virtual_server_group %s: defined twice", s.Words[1])
-			}
-			c.groups[s.Words[1]] = s
-		}
+// arg is a statement's i-th value; a missing one is "", as
+// lib/vector.c strvec_slot gives keepalived.
+func arg(s *Stmt, i int) string {
+	if i < len(s.Words) {
+		return s.Words[i]
 	}
-	for _, s := range stmts {
-		kw := s.Words[0]
-		switch {
-		case kw == "virtual_server":
-			if err := c.virtualServer(s); err != nil {
-				return err
-			}
-		case kw == "virtual_server_group":
-		case skippedKinds[kw] != "":
-			if kind := skippedKinds[kw]; !c.skipped[kind] {
-				c.skipped[kind] = true
-				c.note(s, "%s: skipped, and any other %s block (%s: not part of the IPVS table)", kw, kind, kind)
-			}
-		default:
-			c.note(s, "%s: unknown keyword, ignored (as keepalived does)", kw)
-		}
-	}
-	return nil
+	return ""
 }
 
 // vsKey is one service address of a virtual_server.
@@ -163,1009 +193,668 @@ type vsKey struct {
 	family string // of a group's fwmark, when given
 }
 
-func (c *conv) virtualServer(s *Stmt) error {
-	if !s.HasBlock {
-		return errAt(s, "virtual_server: no block")
-	}
-	var keys []vsKey
-	switch {
-	case len(s.Words) == 3 && s.Words[1] == "fwmark":
-		m, err := parseUint(s.Words[2], 32)
-		if err != nil || m == 0 {
-			return errAt(s, "virtual_server fwmark %q: want a mark from 1", s.Words[2])
-		}
-		keys = []vsKey{{fwmark: uint32(m)}}
-	case len(s.Words) == 3 && s.Words[1] == "group":
-		g := c.groups[s.Words[2]]
-		if g == nil {
-			return errAt(s, "virtual_server group %s: no virtual_server_group of that name", s.Words[2])
-		}
-		var err error
-		if keys, err = groupKeys(g); err != nil {
-			return err
-		}
-	case len(s.Words) == 3 || len(s.Words) == 2:
-		a, err := netip.ParseAddr(s.Words[1])
-		if err != nil {
-			return errAt(s, "virtual_server %q: not an IP address", s.Words[1])
-		}
-		var p uint64
-		if len(s.Words) == 3 {
-			if p, err = parseUint(s.Words[2], 16); err != nil {
-				return errAt(s, "virtual_server %s %q: not a port", s.Words[1], s.Words[2])
-			}
-		}
-		keys = []vsKey{{addr: a.Unmap(), port: uint16(p)}}
-	default:
-		return errAt(s, "virtual_server: want IP [PORT], fwmark N or group NAME")
-	}
-	first := len(c.res.Document.Services)
-	c.svc = first
-	defer func() { c.svc = -1 }()
-	tmpl, err := c.serviceBody(s, keys[0].fwmark != 0)
-	if err != nil {
-		return err
-	}
-	if len(tmpl.Destinations) == 0 {
-		c.svc = -1
-		c.note(s, "virtual_server %s: no real servers: keepalived leaves it out of the table, and so does the conversion", strings.Join(s.Words[1:], " "))
-		return nil
-	}
-	for _, k := range keys {
-		js := *tmpl
-		js.SchedulerFlags = append([]string(nil), tmpl.SchedulerFlags...)
-		js.Destinations = append([]desired.JSONDestination(nil), tmpl.Destinations...)
-		if k.fwmark == 0 {
-			for i := range js.Destinations {
-				if js.Destinations[i].Port == 0 {
-					js.Destinations[i].Port = k.port // keepalived's default: the service's port
-				}
-			}
-			if k.port == 0 && js.Persistence == nil {
-				// keepalived makes a service of port 0 persistent
-				js.Persistence = &desired.JSONPersistence{Timeout: 360}
-			}
-		}
-		if k.fwmark != 0 {
-			js.FWMark = k.fwmark
-			js.Protocol = ""
-			if k.family != "" {
-				js.Family = k.family
-			}
-			if js.Family == "" {
-				js.Family = familyOfDests(js.Destinations)
-			}
-		} else {
-			js.Address = k.addr.String()
-			port := k.port
-			js.Port = &port
-			js.Family = "inet"
-			if k.addr.Is6() {
-				js.Family = "inet6"
-			}
-		}
-		if js.Persistence != nil {
-			p := *js.Persistence
-			if js.Family == "inet" && p.Netmask != "" && !strings.Contains(p.Netmask, ".") {
-				return errAt(firstOf(c.granAt, s), "persistence_granularity %s on an IPv4 service: keepalived reads it as the address 0.0.0.%s; write a dotted mask", p.Netmask, p.Netmask)
-			}
-			if p.Netmask == "" {
-				p.Netmask = "255.255.255.255"
-				if js.Family == "inet6" {
-					p.Netmask = "128"
-				}
-			}
-			js.Persistence = &p
-		}
-		for _, d := range js.Destinations {
-			a, _ := netip.ParseAddr(d.Address)
-			if (js.Family == "inet6") != a.Is6() && js.Destinations[0].Method != "tunnel" {
-				return errAt(s, "virtual_server: real server %s is not of the service's family %s", d.Address, js.Family)
-			}
-		}
-		c.res.Document.Services = append(c.res.Document.Services, js)
-	}
-	return nil
+type group struct {
+	at   *Stmt
+	keys []vsKey
 }
 
-func familyOfDests(ds []desired.JSONDestination) string {
-	for _, d := range ds {
-		if a, err := netip.ParseAddr(d.Address); err == nil && a.Is6() {
-			return "inet6"
+// vsState is a virtual_server as keepalived holds it while reading
+// (check_data.c alloc_vs sets the defaults).
+type vsState struct {
+	at        *Stmt
+	dropped   bool
+	keys      []vsKey
+	groupName string
+	fwmark    bool
+	family    string // "" until known
+	protocol  string
+	sched     string
+	flags     [3]bool // SCHED1..3
+	ops       *Stmt
+	method    string // "" until set
+	tun       *desired.JSONTunnel
+	pto       uint32
+	gran      string // netmask text, "" for none
+	granAt    *Stmt
+	pe        string
+	retry     int64 // -1: unset
+	delayLoop int64
+	connTO    int64
+	inhibit   bool
+	weight    int64
+	vhost     string
+	sorry     *rsState
+	sorryInh  *Stmt
+	quorum    uint64
+	quorumAt  *Stmt
+	hyst      uint64
+	hystAt    *Stmt
+	reals     []*rsState
+	notices   []int
+}
+
+// rsState is a real_server (check_data.c alloc_rs), or the sorry server.
+type rsState struct {
+	at        *Stmt
+	addr      netip.Addr
+	port      uint16
+	method    string
+	tun       *desired.JSONTunnel
+	weight    int64 // -1: the virtual server's
+	uthr      uint32
+	lthr      uint32
+	inhibit   int // -1: the virtual server's
+	retry     int64
+	delayLoop int64
+	connTO    int64
+	vhost     string
+	checks    []*chkState
+}
+
+// chkState is one checker block.
+type chkState struct {
+	at        *Stmt
+	kind      string
+	spec      health.Spec
+	retry     int64
+	delayLoop int64
+	connTO    int64
+	miscTO    int64
+	vhost     string
+	urls      []*urlState
+	reply     bool
+	dropped   bool
+}
+
+type urlState struct {
+	at    *Stmt
+	path  string
+	codes []string
+	vhost string
+}
+
+const (
+	defaultDelayLoop = 60_000_000 // check_data.h KEEPALIVED_DEFAULT_DELAY, µs
+	defaultConnTO    = 5_000_000  // check_data.c alloc_vs connection_to
+	persistDefault   = 360        // libipvs.h IPVS_SVC_PERSISTENT_TIMEOUT
+	maxPersist       = 86400 * 31 // global_data.h LVS_MAX_TIMEOUT
+	weightMax        = 1<<31 - 1  // ip_vs.h IPVS_WEIGHT_LIMIT
+)
+
+// startVS is check_parser.c vs_handler / check_data.c alloc_vs: IP [PORT],
+// fwmark N or group NAME; an address or mark keepalived cannot read drops
+// the whole block.
+func startVS(c *conv, s *Stmt) {
+	v := &vsState{at: s, retry: -1, delayLoop: defaultDelayLoop, connTO: defaultConnTO, weight: 1, quorum: 1}
+	c.vs = v
+	c.vss = append(c.vss, v)
+	p1, p2 := arg(s, 1), arg(s, 2)
+	switch p1 {
+	case "group":
+		v.groupName = p2
+	case "fwmark":
+		m, how := readUnsigned(p2, 0, 1<<32-1, true)
+		if how == numBad {
+			c.notice(s, "virtual_server fwmark %q: keepalived skips this virtual server (check_data.c alloc_vs)", p2)
+			v.dropped = true
+			return
 		}
+		if how == numLoose {
+			c.notice(s, "virtual_server fwmark %q: keepalived reads fwmark %d", p2, m)
+		}
+		v.fwmark = true
+		v.keys = []vsKey{{fwmark: uint32(m)}}
+	default:
+		a, err := netip.ParseAddr(p1)
+		if err != nil || a.Zone() != "" {
+			c.notice(s, "virtual_server %q: not an IP address: keepalived skips this virtual server", p1)
+			v.dropped = true
+			return
+		}
+		var port uint64
+		if strings.Trim(p2, "0") != "" {
+			var perr error
+			if port, perr = strconv.ParseUint(p2, 10, 16); perr != nil || port == 0 {
+				c.notice(s, "virtual_server %s %q: not a port: keepalived skips this virtual server", p1, p2)
+				v.dropped = true
+				return
+			}
+		}
+		a = a.Unmap()
+		v.keys = []vsKey{{addr: a, port: uint16(port)}}
+		v.family = familyOf(a)
+	}
+}
+
+func familyOf(a netip.Addr) string {
+	if a.Is6() {
+		return "inet6"
 	}
 	return "inet"
 }
 
-// groupKeys reads a virtual_server_group: "IP [PORT]", "RANGE [PORT]"
-// ("A-N", where N replaces the last byte of an IPv4 or the last group of
-// an IPv6 address; "A-B" with B a whole address; "A/LEN"), "fwmark N
-// [inet|inet6]".
-func groupKeys(g *Stmt) ([]vsKey, error) {
-	var keys []vsKey
-	for _, e := range g.Block {
-		if e.Words[0] == "fwmark" && (len(e.Words) == 2 || len(e.Words) == 3) {
-			m, err := parseUint(e.Words[1], 32)
-			if err != nil || m == 0 {
-				return nil, errAt(e, "fwmark %q: want a mark from 1", e.Words[1])
-			}
-			k := vsKey{fwmark: uint32(m)}
-			if len(e.Words) == 3 {
-				if e.Words[2] != "inet" && e.Words[2] != "inet6" {
-					return nil, errAt(e, "fwmark %s %q: inet or inet6", e.Words[1], e.Words[2])
-				}
-				k.family = e.Words[2]
-			}
-			keys = append(keys, k)
-			continue
-		}
-		if len(e.Words) != 2 && len(e.Words) != 1 {
-			return nil, errAt(e, "virtual_server_group %s: want IP [PORT], RANGE [PORT] or fwmark N", g.Words[1])
-		}
-		var p uint64
-		if len(e.Words) == 2 {
-			var err error
-			if p, err = parseUint(e.Words[1], 16); err != nil {
-				return nil, errAt(e, "%q: not a port", e.Words[1])
-			}
-		}
-		addrs, err := addrRange(e.Words[0])
-		if err != nil {
-			return nil, errAt(e, "%v", err)
-		}
-		for _, a := range addrs {
-			keys = append(keys, vsKey{addr: a, port: uint16(p)})
-		}
-	}
-	if len(keys) == 0 {
-		return nil, errAt(g, "virtual_server_group %s: empty", g.Words[1])
-	}
-	return keys, nil
-}
-
-// maxRange bounds the addresses one group entry expands to.
-const maxRange = 1 << 16
-
-// addrRange reads "A", "A-N", "A-B" or "A/LEN" (see groupKeys).
-func addrRange(w string) ([]netip.Addr, error) {
-	if pfx, err := netip.ParsePrefix(w); err == nil {
-		if pfx.Addr().BitLen()-pfx.Bits() > 16 {
-			return nil, fmt.Errorf("%q: more than %d addresses", w, maxRange)
-		}
-		var out []netip.Addr
-		for a := pfx.Masked().Addr(); pfx.Contains(a); a = a.Next() {
-			out = append(out, a.Unmap())
-		}
-		return out, nil
-	}
-	base, last, isRange := strings.Cut(w, "-")
-	a, err := netip.ParseAddr(base)
-	if err != nil {
-		return nil, fmt.Errorf("%q: not an IP address or range", w)
-	}
-	a = a.Unmap()
-	if !isRange {
-		return []netip.Addr{a}, nil
-	}
-	end, err := netip.ParseAddr(last)
-	if err != nil || end.Is4() != a.Is4() {
-		b := a.AsSlice()
-		var hi uint64
-		if a.Is4() {
-			hi, err = strconv.ParseUint(last, 10, 8)
-			b[3] = byte(hi)
-		} else {
-			hi, err = strconv.ParseUint(last, 16, 16)
-			b[14], b[15] = byte(hi>>8), byte(hi)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%q: not an IP address or range", w)
-		}
-		end, _ = netip.AddrFromSlice(b)
-	}
-	end = end.Unmap()
-	if end.Less(a) {
-		return nil, fmt.Errorf("%q: the range's end must be at least its start", w)
-	}
-	var out []netip.Addr
-	for x := a; ; x = x.Next() {
-		if len(out) == maxRange {
-			return nil, fmt.Errorf("%q: more than %d addresses", w, maxRange)
-		}
-		out = append(out, x)
-		if x == end {
-			return out, nil
+// vsKW returns a handler that runs only while the virtual server being
+// read is kept.
+func vsKW(f func(c *conv, v *vsState, s *Stmt)) func(c *conv, s *Stmt) {
+	return func(c *conv, s *Stmt) {
+		if c.vs != nil && !c.vs.dropped {
+			f(c, c.vs, s)
 		}
 	}
 }
 
-func parseUint(w string, bits int) (uint64, error) {
-	return strconv.ParseUint(w, 10, bits)
-}
-
-// timing holds the check settings a virtual_server passes to its real
-// servers and a real server to its checks.
-type timing struct {
-	delayLoop, connectTimeout string
-	retry                     int    // -1: the checker's default
-	host                      string // virtualhost: HTTP_GET and SSL_GET's Host
-}
-
-// set reads one of the timer keywords a virtual server, a real server and
-// a check share (a check's misc_timeout and nb_get_retry are synonyms);
-// each level's value overrides the one above.
-func (t *timing) set(b *Stmt, kw string, args []string) error {
-	var err error
-	switch kw {
-	case "delay_loop":
-		t.delayLoop, err = seconds(b, args)
-	case "connect_timeout", "misc_timeout":
-		t.connectTimeout, err = seconds(b, args)
-	case "retry", "nb_get_retry":
-		if len(args) != 1 {
-			return errAt(b, "%s: want one value", kw)
-		}
-		n, perr := parseUint(args[0], 31)
-		if perr != nil {
-			return errAt(b, "retry %q: want a count", args[0])
-		}
-		t.retry = int(n)
-	}
-	return err
-}
-
-// methods maps keepalived's lb_kind to desired's method names.
-var methods = map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}
-
-func (c *conv) serviceBody(s *Stmt, fwmark bool) (*desired.JSONService, error) {
-	// keepalived's defaults: UDP (it says so in its log), wlc, NAT.
-	js := &desired.JSONService{Protocol: "udp", Scheduler: "wlc"}
-	c.granAt = nil
-	method := "masq"
-	var tun *desired.JSONTunnel
-	t := timing{retry: -1}
-	inhibitAll := false
-	var sorry, sorryInhibit, sorryMethodAt, quorum, hysteresis, ops *Stmt
-	sorryMethod, quorumN, hysteresisN := "", 1, 0
-	var reals []*Stmt
-	for _, b := range s.Block {
-		kw, args := b.Words[0], b.Words[1:]
-		one := func() (string, error) {
-			if len(args) != 1 {
-				return "", errAt(b, "%s: want one value", kw)
-			}
-			return args[0], nil
-		}
-		switch kw {
-		case "protocol":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			switch p := strings.ToLower(v); p {
-			case "tcp", "udp", "sctp":
-				js.Protocol = p
-			default:
-				return nil, errAt(b, "protocol %q: TCP, UDP or SCTP", v)
-			}
-		case "lb_algo", "lvs_sched":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			js.Scheduler = v
-		case "lb_kind", "lvs_method":
-			var err error
-			if method, tun, err = parseMethod(b, args); err != nil {
-				return nil, err
-			}
-		case "persistence_timeout":
-			to := uint64(360) // keepalived's default without a value
-			if len(args) > 0 {
-				var err error
-				if to, err = parseUint(args[0], 32); err != nil || to == 0 {
-					return nil, errAt(b, "persistence_timeout %q: want seconds from 1", args[0])
-				}
-			}
-			if js.Persistence == nil {
-				js.Persistence = &desired.JSONPersistence{}
-			}
-			js.Persistence.Timeout = uint32(to)
-		case "persistence_granularity":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			if js.Persistence == nil {
-				js.Persistence = &desired.JSONPersistence{Timeout: 360}
-			}
-			js.Persistence.Netmask = v
-			c.granAt = b
-		case "persistence_engine":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			js.PE = v
-		case "ops":
-			js.OnePacket, ops = true, b
-		case "hashed", "flag-1", "flag-2", "flag-3", "sh-port", "sh-fallback", "mh-port", "mh-fallback":
-			js.SchedulerFlags = append(js.SchedulerFlags, kw)
-		case "ip_family":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			if v != "inet" && v != "inet6" {
-				return nil, errAt(b, "ip_family %q: inet or inet6", v)
-			}
-			js.Family = v
-		case "delay_loop", "connect_timeout", "retry":
-			if err := t.set(b, kw, args); err != nil {
-				return nil, err
-			}
-		case "inhibit_on_failure":
-			v, err := boolArg(b, args)
-			if err != nil {
-				return nil, err
-			}
-			inhibitAll = v
-		case "virtualhost":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			t.host = v
-		case "sorry_server":
-			sorry = b
-		case "real_server":
-			reals = append(reals, b)
-		case "quorum", "hysteresis":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			n, err := parseUint(v, 31)
-			if err != nil {
-				return nil, errAt(b, "%s %q: want a count", kw, v)
-			}
-			if kw == "quorum" {
-				quorum = b
-				quorumN = int(n)
-			} else {
-				hysteresis = b
-				hysteresisN = int(n)
-			}
-		case "sorry_server_inhibit":
-			sorryInhibit = b
-		case "sorry_server_lvs_method":
-			var err error
-			if sorryMethod, _, err = parseMethod(b, args); err != nil {
-				return nil, err
-			}
-			sorryMethodAt = b
-		default:
-			c.ignore(b, "virtual_server")
-		}
-	}
-	if js.Persistence != nil && !strings.Contains(js.Persistence.Netmask, ".") && js.Persistence.Netmask != "" {
-		// an IPv6 prefix length: desired reads it as decimal text
-		if _, err := strconv.Atoi(js.Persistence.Netmask); err != nil {
-			return nil, errAt(s, "persistence_granularity %q: a dotted mask or a prefix length", js.Persistence.Netmask)
-		}
-	}
-	if ops != nil && js.Protocol != "udp" && !fwmark {
-		js.OnePacket = false
-		c.note(ops, "ops: only for UDP; keepalived drops it for %s, and so does the conversion", strings.ToUpper(js.Protocol))
-	}
-	js.Destinations = []desired.JSONDestination{}
-	for _, r := range reals {
-		d, err := c.realServer(r, method, tun, t, inhibitAll)
-		if err != nil {
-			return nil, err
-		}
-		js.Destinations = append(js.Destinations, *d)
-	}
-	if hysteresis != nil && hysteresisN >= quorumN {
-		hysteresisN = quorumN - 1 // as keepalived corrects it
-	}
-	if quorum != nil && quorumN > len(reals) {
-		quorumN = len(reals) // as keepalived corrects it
-	}
-	if sorry != nil {
-		if len(sorry.Words) != 3 && len(sorry.Words) != 2 {
-			return nil, errAt(sorry, "sorry_server: want IP [PORT]")
-		}
-		a, err := netip.ParseAddr(sorry.Words[1])
-		var p uint64
-		var perr error
-		if len(sorry.Words) == 3 {
-			p, perr = parseUint(sorry.Words[2], 16)
-		}
-		if err != nil || perr != nil {
-			return nil, errAt(sorry, "sorry_server %s: want IP [PORT]", strings.Join(sorry.Words[1:], " "))
-		}
-		js.WhenAllDown = desired.Sorry
-		js.SorryServer = netip.AddrPortFrom(a.Unmap(), uint16(p)).String()
-		if sorryInhibit != nil {
-			if err := c.lossy(sorryInhibit, "sorry_server_inhibit: keepalived keeps the sorry server in the table at weight 0; lvsctl adds it only while every real server is down"); err != nil {
-				return nil, err
-			}
-		}
-		if sorryMethodAt != nil && len(js.Destinations) > 0 && sorryMethod != js.Destinations[0].Method {
-			if err := c.lossy(sorryMethodAt, "sorry_server_lvs_method: lvsctl forwards to the sorry server as to the first real server (%s)", js.Destinations[0].Method); err != nil {
-				return nil, err
-			}
-		}
-		if quorumN > 1 {
-			if err := c.lossy(quorum, "quorum %d: keepalived sends to the sorry server once the weights of the real servers up add to less than %d (less %d of hysteresis); lvsctl only once all are down", quorumN, quorumN, hysteresisN); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		if sorryInhibit != nil || sorryMethodAt != nil {
-			c.note(firstOf(sorryInhibit, sorryMethodAt), "%s: ignored: no sorry_server", firstOf(sorryInhibit, sorryMethodAt).Words[0])
-		}
-		if quorum != nil {
-			c.note(quorum, "quorum: ignored: without a sorry_server it only runs quorum commands, which lvsctl does not")
-		}
-	}
-	if hysteresis != nil && (sorry == nil || quorumN <= 1) {
-		c.note(hysteresis, "hysteresis: ignored: it matters only with a quorum above 1 and a sorry_server")
-	}
-	if sorry == nil && anyChecked(js.Destinations) {
-		// keepalived takes every failed server out; lvsctl's default
-		// (keep) would keep the last ones in.
-		js.WhenAllDown = desired.Zero
-	}
-	hoistCheck(js)
-	return js, nil
-}
-
-// ignored are the keywords that change nothing in the IPVS table, by
-// the block that may hold them, with why the conversion can leave them out.
-var ignored = map[string]map[string]string{
-	"virtual_server": {
-		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
-		"omega": whyQuorumCmd, "quorum_up": whyQuorumCmd, "quorum_down": whyQuorumCmd,
-		"ha_suspend": "it suspends checks while the director lacks the VIP; lvsctl always checks",
-		"smtp_alert": whyAlert, "snmp_name": "",
-	},
-	"real_server": {
-		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
-		"notify_up": whyNotify, "notify_down": whyNotify, "smtp_alert": whyAlert, "snmp_name": "",
-	},
-	"check": {
-		"delay_before_retry": whyRetryDelay, "warmup": whyWarmup, "alpha": whyAlpha,
-		"log_all_failures": "", "dynamic": "",
-		"fast_recovery": "timing only: lvsctl checks its one URL every interval",
-		"enable_sni":    "lvsctl sends the virtualhost as the TLS server name whenever one is given",
-	},
-	"url": {},
-}
-
-const (
-	whyRetryDelay = "timing only: lvsctl probes every interval, retries included"
-	whyWarmup     = "timing only: lvsctl spreads the first probes over one interval"
-	whyAlpha      = "lvsctl serves a real server new to the table after its first passing check, and takes one the kernel already serves as up"
-	whyQuorumCmd  = "lvsctl runs no commands on quorum changes"
-	whyNotify     = "lvsctl logs each change and exports it as a metric; it runs no commands"
-	whyAlert      = "lvsctl sends no mail"
-)
-
-// ignore notes a keyword the conversion leaves out: one that changes
-// nothing in the table (with why), or one keepalived does not know in that
-// block (keepalived ignores those too).
-func (c *conv) ignore(b *Stmt, block string) {
-	kw := b.Words[0]
-	set := ignored[block]
-	if set == nil {
-		set = ignored["check"]
-	}
-	why, ok := set[kw]
-	switch {
-	case ok && why != "":
-		c.note(b, "%s: ignored (%s)", kw, why)
-	case ok:
-		c.note(b, "%s: ignored", kw)
-	default:
-		c.note(b, "%s: unknown keyword in %s, ignored (as keepalived does)", kw, block)
-	}
-}
-
-func firstOf(ss ...*Stmt) *Stmt {
-	for _, s := range ss {
-		if s != nil {
-			return s
-		}
-	}
-	return nil
-}
-
-func anyChecked(ds []desired.JSONDestination) bool {
-	for _, d := range ds {
-		if d.Check != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// hoistCheck moves a check that every real server has into the service.
-func hoistCheck(js *desired.JSONService) {
-	if len(js.Destinations) == 0 {
+// endVS is check_parser.c vs_end_handler: a fwmark virtual server of no
+// family yet takes its servers' (they are all tunnelled then), IPv4 when
+// they mix.
+func endVS(c *conv) {
+	v := c.vs
+	c.vs = nil
+	if v == nil || v.dropped || v.family != "" || v.groupName != "" {
 		return
 	}
-	first := js.Destinations[0].Check
-	if first == nil {
-		return
+	fam := ""
+	servers := v.reals
+	if v.sorry != nil {
+		servers = append([]*rsState{v.sorry}, servers...)
 	}
-	for _, d := range js.Destinations[1:] {
-		if d.Check == nil || !reflect.DeepEqual(*d.Check, *first) {
+	for _, r := range servers {
+		switch f := familyOf(r.addr); {
+		case fam == "":
+			fam = f
+		case fam != f:
+			v.family = "inet"
 			return
 		}
 	}
-	js.Check = first
-	for i := range js.Destinations {
-		js.Destinations[i].Check = nil
+	v.family = orDefault(fam, "inet")
+}
+
+// schedulers are check_parser.c lvs_schedulers: lb_algo takes no other.
+var schedulers = map[string]bool{"rr": true, "wrr": true, "lc": true, "wlc": true, "lblc": true, "sh": true, "mh": true, "dh": true,
+	"fo": true, "ovf": true, "lblcr": true, "sed": true, "nq": true, "twos": true}
+
+// lbAlgo is check_parser.c lbalgo_handler: the name is compared
+// case-sensitively with keepalived's list; another is ignored.
+func lbAlgo(c *conv, v *vsState, s *Stmt) {
+	w := arg(s, 1)
+	if !schedulers[w] {
+		c.notice(s, "%s %q: not a scheduler keepalived knows (names are lower case): ignored, the service keeps %s", s.Words[0], w, orDefault(v.sched, "wlc"))
+		return
+	}
+	v.sched = w
+}
+
+func orDefault(v, d string) string {
+	if v == "" {
+		return d
+	}
+	return v
+}
+
+// lbFlag is check_parser.c lbflags_handler: flag-1..3 set a bit whatever
+// the scheduler; sh-port and sh-fallback only while the scheduler read so
+// far is sh, mh-port and mh-fallback only while it is mh; hashed sets
+// nothing; ops is one-packet scheduling.
+func lbFlag(c *conv, v *vsState, s *Stmt) {
+	kw := s.Words[0]
+	switch kw {
+	case "ops":
+		v.ops = s
+		return
+	case "flag-1", "flag-2", "flag-3":
+		v.flags[kw[5]-'1'] = true
+		return
+	}
+	if kw == "hashed" {
+		c.notice(s, "hashed: keepalived sets no flag for it")
+		return
+	}
+	family := strings.SplitN(kw, "-", 2)[0] // sh or mh
+	switch {
+	case v.sched == "sh" && family == "sh", v.sched == "mh" && family == "mh":
+		if strings.HasSuffix(kw, "-fallback") {
+			v.flags[0] = true
+		} else {
+			v.flags[1] = true
+		}
+	case v.sched == "sh" || v.sched == "mh":
+		c.notice(s, "%s: not a flag of the %s scheduler: keepalived ignores it", kw, v.sched)
+	default:
+		c.notice(s, "%s: keepalived takes it only after lb_algo sh (or mh for mh- flags), and the scheduler here is %s: ignored", kw, orDefault(v.sched, "not yet set"))
 	}
 }
 
-// seconds reads keepalived's time in seconds (it takes fractions) as a Go
-// duration.
-func seconds(b *Stmt, args []string) (string, error) {
-	if len(args) != 1 {
-		return "", errAt(b, "%s: want one value", b.Words[0])
+// fwdMethod is check_parser.c svr_forwarding_handler: NAT, DR or TUN,
+// case-sensitively; the method is set before the tunnel options are read,
+// and a bad option leaves the tunnel as it was.
+func (c *conv) fwdMethod(s *Stmt, method *string, tun **desired.JSONTunnel) {
+	m := map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}[arg(s, 1)]
+	if m == "" {
+		hint := ""
+		if mm := map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}[strings.ToUpper(arg(s, 1))]; mm != "" {
+			hint = " (keepalived reads only upper case)"
+		}
+		c.notice(s, "%s %q: not a forwarding method keepalived knows%s: ignored, the method stays %s", s.Words[0], arg(s, 1), hint, methodName(*method))
+		return
 	}
-	f, err := strconv.ParseFloat(args[0], 64)
-	if err != nil || f <= 0 || f > 1e6 {
-		return "", errAt(b, "%s %q: want seconds", b.Words[0], args[0])
+	*method = m
+	typ, port, csum := "ipip", uint64(0), "nocsum"
+	for i := 2; i < len(s.Words); i++ {
+		w := s.Words[i]
+		switch w {
+		case "type":
+			if i+1 >= len(s.Words) || (s.Words[i+1] != "ipip" && s.Words[i+1] != "gue" && s.Words[i+1] != "gre") {
+				c.notice(s, "%s: tunnel type %q unknown: keepalived keeps the method %s and the tunnel as it was", s.Words[0], arg(s, i+1), methodName(m))
+				return
+			}
+			typ = s.Words[i+1]
+			i++
+		case "port":
+			p, how := readUnsigned(arg(s, i+1), 1, 65535, false)
+			if how == numBad {
+				c.notice(s, "%s: tunnel port %q invalid: keepalived keeps the method %s and the tunnel as it was", s.Words[0], arg(s, i+1), methodName(m))
+				return
+			}
+			port = p
+			i++
+		case "nocsum", "csum", "remcsum":
+			csum = w
+		default:
+			c.notice(s, "%s: tunnel option %q invalid: keepalived keeps the method %s and the tunnel as it was", s.Words[0], w, methodName(m))
+			return
+		}
 	}
-	return strconv.FormatFloat(f, 'f', -1, 64) + "s", nil
+	if (typ == "gue") != (port != 0) || (typ == "ipip" && csum != "nocsum") || (typ == "gre" && csum == "remcsum") {
+		c.notice(s, "%s: tunnel options %q do not fit together: keepalived keeps the method %s and the tunnel as it was", s.Words[0], strings.Join(s.Words[2:], " "), methodName(m))
+		return
+	}
+	if typ == "ipip" {
+		*tun = nil
+		return
+	}
+	*tun = &desired.JSONTunnel{Type: typ, Port: uint16(port), Checksum: csum}
 }
 
-func (c *conv) realServer(r *Stmt, method string, tun *desired.JSONTunnel, t timing, inhibit bool) (*desired.JSONDestination, error) {
-	// The port may be left out (port 0), as fwmark services do.
-	if len(r.Words) != 3 && len(r.Words) != 2 {
-		return nil, errAt(r, "real_server: want IP [PORT]")
+func methodName(m string) string {
+	switch m {
+	case "route":
+		return "DR"
+	case "tunnel":
+		return "TUN"
 	}
-	a, err := netip.ParseAddr(r.Words[1])
-	if err != nil {
-		return nil, errAt(r, "real_server %q: not an IP address", r.Words[1])
+	return "NAT"
+}
+
+// persistenceTimeout is check_parser.c pto_handler: no value is 360 s;
+// otherwise 1 to 31 days, and anything else (0 included) is ignored.
+func persistenceTimeout(c *conv, v *vsState, s *Stmt) {
+	if len(s.Words) < 2 {
+		v.pto = persistDefault
+		return
+	}
+	n, how := readUnsigned(s.Words[1], 1, maxPersist, false)
+	if how != numOK {
+		if v.pto == 0 {
+			c.notice(s, "persistence_timeout %q: keepalived takes 1 to %d seconds and ignores this: the service is not persistent", s.Words[1], maxPersist)
+		} else {
+			c.notice(s, "persistence_timeout %q: keepalived takes 1 to %d seconds and ignores this: the timeout stays %d", s.Words[1], maxPersist, v.pto)
+		}
+		return
+	}
+	v.pto = uint32(n)
+}
+
+// persistenceGranularity is check_parser.c pgr_handler: the family is the
+// virtual server's, else IPv4 when the value has a dot; IPv4 is read as an
+// address by getaddrinfo (so "24" is 0.0.0.24), IPv6 as a prefix length 1
+// to 128. It makes the service persistent (360 s) when it is not yet.
+func persistenceGranularity(c *conv, v *vsState, s *Stmt) {
+	w := arg(s, 1)
+	fam := v.family
+	if fam == "" {
+		fam = "inet6"
+		if strings.Contains(w, ".") {
+			fam = "inet"
+		}
+	}
+	if fam == "inet6" {
+		n, how := readUnsigned(w, 1, 128, false)
+		if how != numOK {
+			c.notice(s, "persistence_granularity %q: keepalived takes an IPv6 prefix length of 1 to 128 here and ignores this", w)
+			return
+		}
+		v.gran = strconv.FormatUint(n, 10)
+	} else {
+		b, ok := inetAton(w)
+		if !ok {
+			c.notice(s, "persistence_granularity %q: not an IPv4 mask keepalived can read: ignored", w)
+			return
+		}
+		m := netip.AddrFrom4(b).String()
+		if m != w {
+			c.notice(s, "persistence_granularity %s: keepalived reads it as the mask %s", w, m)
+		}
+		v.gran = m
+	}
+	v.granAt = s
+	if v.family == "" {
+		v.family = fam
+	}
+	if v.pto == 0 {
+		v.pto = persistDefault
+	}
+}
+
+// protocol is check_parser.c proto_handler: TCP, UDP or SCTP in any case;
+// another is ignored.
+func protocol(c *conv, v *vsState, s *Stmt) {
+	p := strings.ToLower(arg(s, 1))
+	if p != "tcp" && p != "udp" && p != "sctp" {
+		c.notice(s, "protocol %q: keepalived knows TCP, UDP and SCTP and ignores this: the protocol stays %s", arg(s, 1), strings.ToUpper(orDefault(v.protocol, "udp (keepalived's default)")))
+		return
+	}
+	v.protocol = p
+}
+
+// ipFamily is check_parser.c ip_family_handler.
+func ipFamily(c *conv, v *vsState, s *Stmt) {
+	w := arg(s, 1)
+	if w != "inet" && w != "inet6" {
+		c.notice(s, "ip_family %q: keepalived knows inet and inet6 and ignores this", w)
+		return
+	}
+	if v.family != "" && v.family != w {
+		c.notice(s, "ip_family %s: the virtual server is already %s: keepalived ignores it", w, v.family)
+		return
+	}
+	v.family = w
+}
+
+// timerInto reads one of the timers a virtual server, a real server and a
+// checker share (delay_loop, connect_timeout: at least 1 µs) into dst;
+// a value keepalived refuses leaves dst as it was.
+func (c *conv) timerInto(s *Stmt, dst *int64) {
+	us, how := readTimer(arg(s, 1), 1, 0, true)
+	switch how {
+	case numBad:
+		c.notice(s, "%s %q: keepalived takes seconds and ignores this", s.Words[0], arg(s, 1))
+		return
+	case numLoose:
+		c.notice(s, "%s %q: keepalived reads %s", s.Words[0], arg(s, 1), micros(us))
+	}
+	*dst = int64(us)
+}
+
+// retryInto reads a virtual or real server's retry (check_parser.c
+// vs_retry_handler, rs_retry_handler: 1 or more, so 0 is ignored) or a
+// checker's (check_api.c retry_handler, and nb_get_retry of HTTP_GET and
+// SSL_GET: 0 or more) into dst.
+func (c *conv) retryInto(s *Stmt, lo uint64, lenient bool, dst *int64) {
+	n, how := readUnsigned(arg(s, 1), lo, 1<<32-1, lenient)
+	switch how {
+	case numBad:
+		c.notice(s, "%s %q: keepalived takes a count from %d and ignores this", s.Words[0], arg(s, 1), lo)
+		return
+	case numLoose:
+		c.notice(s, "%s %q: keepalived reads %d", s.Words[0], arg(s, 1), n)
+	}
+	*dst = int64(n)
+}
+
+// sorryServer is check_data.c alloc_ssvr: a sorry server's method is the
+// virtual server's as read so far.
+func sorryServer(c *conv, v *vsState, s *Stmt) {
+	r := c.newServer(v, s, "sorry_server")
+	if r != nil {
+		if v.sorry != nil {
+			c.notice(s, "sorry_server: a second one: keepalived keeps this one")
+		}
+		v.sorry = r
+	}
+}
+
+// newServer reads IP [PORT] of a real or sorry server (check_data.c
+// alloc_rs, alloc_ssvr): a port of zeros is none.
+func (c *conv) newServer(v *vsState, s *Stmt, what string) *rsState {
+	a, err := netip.ParseAddr(arg(s, 1))
+	if err != nil || a.Zone() != "" {
+		c.notice(s, "%s %q: not an IP address: keepalived skips this %s", what, arg(s, 1), what)
+		return nil
+	}
+	var port uint64
+	if p := arg(s, 2); strings.Trim(p, "0") != "" {
+		if port, err = strconv.ParseUint(p, 10, 16); err != nil || port == 0 {
+			c.notice(s, "%s %s %q: not a port: keepalived skips this %s", what, arg(s, 1), p, what)
+			return nil
+		}
+	}
+	return &rsState{at: s, addr: a.Unmap(), port: uint16(port), method: v.method, tun: v.tun, weight: -1, inhibit: -1, retry: -1, delayLoop: -1, connTO: -1}
+}
+
+// startRS is check_parser.c rs_handler: the real server takes the
+// virtual server's method as read so far (or, when none is set yet, the
+// one it ends with).
+func startRS(c *conv, s *Stmt) {
+	c.rs = nil
+	if c.vs == nil || c.vs.dropped {
+		return
+	}
+	c.rs = c.newServer(c.vs, s, "real_server")
+}
+
+// endRS is check_parser.c rs_end_handler: a real server of the other
+// family than the virtual server is dropped, unless tunnelled.
+func endRS(c *conv) {
+	r, v := c.rs, c.vs
+	c.rs = nil
+	if r == nil || v == nil || v.dropped {
+		return
+	}
+	method := r.method
+	if method == "" {
+		method = v.method
+	}
+	if method != "tunnel" {
+		if v.family == "" {
+			v.family = familyOf(r.addr)
+		} else if v.family != familyOf(r.addr) {
+			c.notice(r.at, "real_server %s: not of the virtual server's family %s: keepalived skips it", r.addr, v.family)
+			return
+		}
+	}
+	v.reals = append(v.reals, r)
+}
+
+func rsKW(f func(c *conv, r *rsState, s *Stmt)) func(c *conv, s *Stmt) {
+	return func(c *conv, s *Stmt) {
+		if c.rs != nil {
+			f(c, c.rs, s)
+		}
+	}
+}
+
+// threshold is check_parser.c uthreshold_handler and lthreshold_handler.
+func threshold(field func(r *rsState) *uint32) func(c *conv, r *rsState, s *Stmt) {
+	return func(c *conv, r *rsState, s *Stmt) {
+		n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
+		switch how {
+		case numBad:
+			c.notice(s, "%s %q: keepalived ignores it", s.Words[0], arg(s, 1))
+			return
+		case numLoose:
+			c.notice(s, "%s %q: keepalived reads %d", s.Words[0], arg(s, 1), n)
+		}
+		*field(r) = uint32(n)
+	}
+}
+
+// startCheck is a checker keyword (check_api.c queue_checker).
+func startCheck(c *conv, s *Stmt) {
+	c.chk = nil
+	if c.rs == nil {
+		return
+	}
+	k := &chkState{at: s, kind: s.Words[0], retry: -1, delayLoop: -1, connTO: -1, miscTO: -1}
+	switch k.kind {
+	case "TCP_CHECK":
+		k.spec.Type = "tcp"
+	case "HTTP_GET":
+		k.spec.Type = "http"
+	case "SSL_GET":
+		k.spec.Type = "https"
+		k.spec.TLSSkipVerify = true // keepalived does not verify the certificate
+	case "DNS_CHECK":
+		k.spec.Type = "dns"
+		k.spec.Query, k.spec.Record = ".", "SOA" // check_dns.c defaults
+	case "UDP_CHECK":
+		k.spec.Type = "udp"
+	case "MISC_CHECK":
+		k.spec.Type = "exec"
+	}
+	c.chk = k
+	c.rs.checks = append(c.rs.checks, k)
+}
+
+func chkKW(f func(c *conv, k *chkState, s *Stmt)) func(c *conv, s *Stmt) {
+	return func(c *conv, s *Stmt) {
+		if c.chk != nil {
+			f(c, c.chk, s)
+		}
+	}
+}
+
+// endCheck drops the checkers keepalived drops at their end: HTTP_GET and
+// SSL_GET without a url (check_http.c http_get_check_end), MISC_CHECK
+// without misc_path (check_misc.c misc_end_handler).
+func endCheck(c *conv) {
+	k := c.chk
+	c.chk = nil
+	if k == nil {
+		return
+	}
+	switch {
+	case (k.spec.Type == "http" || k.spec.Type == "https") && len(k.urls) == 0:
+		c.notice(k.at, "%s without a url that has a path: keepalived drops this checker", k.kind)
+		k.dropped = true
+	case k.spec.Type == "exec" && len(k.spec.Command) == 0:
+		c.notice(k.at, "MISC_CHECK without misc_path: keepalived drops this checker")
+		k.dropped = true
+	}
+}
+
+func startURL(c *conv, s *Stmt) {
+	c.url = nil
+	if c.chk != nil {
+		c.url = &urlState{at: s}
+	}
+}
+
+// endURL is check_http.c url_check: a url without a path is dropped.
+func endURL(c *conv) {
+	u := c.url
+	c.url = nil
+	if u == nil || c.chk == nil {
+		return
+	}
+	if u.path == "" {
+		c.notice(u.at, "url without path: keepalived drops it")
+		return
+	}
+	c.chk.urls = append(c.chk.urls, u)
+}
+
+func urlKW(f func(c *conv, u *urlState, s *Stmt)) func(c *conv, s *Stmt) {
+	return func(c *conv, s *Stmt) {
+		if c.url != nil {
+			f(c, c.url, s)
+		}
+	}
+}
+
+// statusCodes is check_http.c status_code_handler: each value is a code
+// or a range of 100 to 599; a bad one is skipped.
+func statusCodes(c *conv, u *urlState, s *Stmt) {
+	for _, w := range s.Words[1:] {
+		lo, rest, _ := strtoul(w)
+		hi := lo
+		if strings.HasPrefix(rest, "-") {
+			hi, rest, _ = strtoul(rest[1:])
+		}
+		if rest != "" || lo < 100 || lo > 599 || hi < 100 || hi > 599 || lo > hi {
+			c.notice(s, "status_code %q: not a status keepalived takes (100 to 599): skipped", w)
+			continue
+		}
+		if lo == hi {
+			u.codes = append(u.codes, strconv.FormatUint(lo, 10))
+		} else {
+			u.codes = append(u.codes, fmt.Sprintf("%d-%d", lo, hi))
+		}
+	}
+}
+
+// startGroup is check_parser.c vsg_handler.
+func startGroup(c *conv, s *Stmt) {
+	c.group = &group{at: s}
+}
+
+// groupEntry is check_data.c alloc_vsg_entry: "IP [PORT]", "RANGE
+// [PORT]" or "fwmark N [inet|inet6]"; an entry keepalived cannot read is
+// skipped.
+func groupEntry(c *conv, owner, e *Stmt) {
+	g := c.group
+	if e.Words[0] == "fwmark" {
+		m, how := readUnsigned(arg(e, 1), 0, 1<<32-1, true)
+		if how == numBad {
+			c.notice(e, "fwmark %q: keepalived skips this entry", arg(e, 1))
+			return
+		}
+		k := vsKey{fwmark: uint32(m)}
+		if len(e.Words) > 2 {
+			if e.Words[2] != "inet" && e.Words[2] != "inet6" {
+				c.notice(e, "fwmark %s %q: family unknown: keepalived skips this entry", arg(e, 1), e.Words[2])
+				return
+			}
+			k.family = e.Words[2]
+		}
+		if len(e.Words) > 3 {
+			c.notice(e, "fwmark: keepalived ignores the words after the family (%s)", strings.Join(e.Words[3:], " "))
+		}
+		g.keys = append(g.keys, k)
+		return
+	}
+	if len(e.Words) > 2 {
+		c.notice(e, "%s: keepalived reads an address and a port and ignores the rest (%s)", e.Words[0], strings.Join(e.Words[2:], " "))
 	}
 	var p uint64
-	if len(r.Words) == 3 {
-		if p, err = parseUint(r.Words[2], 16); err != nil {
-			return nil, errAt(r, "real_server %s %q: not a port", r.Words[1], r.Words[2])
+	if w := arg(e, 1); strings.Trim(w, "0") != "" {
+		var err error
+		if p, err = strconv.ParseUint(w, 10, 16); err != nil || p == 0 {
+			c.notice(e, "%q: not a port: keepalived skips this entry", w)
+			return
 		}
 	}
-	d := &desired.JSONDestination{Address: a.Unmap().String(), Port: uint16(p), Method: method, Tunnel: tun, Weight: 1}
-	var checks []*Stmt
-	for _, b := range r.Block {
-		kw, args := b.Words[0], b.Words[1:]
-		num := func(bits int) (uint64, error) {
-			if len(args) != 1 {
-				return 0, errAt(b, "%s: want one value", kw)
-			}
-			n, err := parseUint(args[0], bits)
-			if err != nil {
-				return 0, errAt(b, "%s %q: not a count", kw, args[0])
-			}
-			return n, nil
-		}
-		switch kw {
-		case "weight":
-			n, err := num(31)
-			if err != nil {
-				return nil, err
-			}
-			d.Weight = int64(n)
-		case "lvs_method":
-			if d.Method, d.Tunnel, err = parseMethod(b, args); err != nil {
-				return nil, err
-			}
-		case "uthreshold":
-			n, err := num(32)
-			if err != nil {
-				return nil, err
-			}
-			d.UpperThreshold = uint32(n)
-		case "lthreshold":
-			n, err := num(32)
-			if err != nil {
-				return nil, err
-			}
-			d.LowerThreshold = uint32(n)
-		case "inhibit_on_failure":
-			if inhibit, err = boolArg(b, args); err != nil {
-				return nil, err
-			}
-		case "virtualhost":
-			if len(args) != 1 {
-				return nil, errAt(b, "virtualhost: want one value")
-			}
-			t.host = args[0]
-		case "delay_loop", "connect_timeout", "retry":
-			if err := t.set(b, kw, args); err != nil {
-				return nil, err
-			}
-		case "TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "UDP_CHECK", "MISC_CHECK":
-			checks = append(checks, b)
-		case "PING_CHECK", "SMTP_CHECK", "FILE_CHECK", "BFD_CHECK":
-			if err := c.lossy(b, "%s: no such check in lvsctl; real server %s served unchecked", kw, d.Address); err != nil {
-				return nil, err
-			}
-		default:
-			c.ignore(b, "real_server")
-		}
+	addrs, err := addrRange(e.Words[0])
+	if err != nil {
+		c.notice(e, "%v: keepalived skips this entry", err)
+		return
 	}
-	for i, ch := range checks {
-		if i > 0 {
-			if err := c.lossy(ch, "%s: lvsctl runs one check per real server; only the first (%s) is kept", ch.Words[0], checks[0].Words[0]); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		spec, err := c.check(ch, t)
-		if err != nil {
-			return nil, err
-		}
-		if d.Port == 0 && spec.Port == 0 && spec.Type != "exec" {
-			// keepalived probes port 0, which fails; lvsctl would probe
-			// the service's port.
-			if err := c.lossy(ch, "%s of real server %s without a port or connect_port: keepalived probes port 0 and takes the server out; lvsctl probes the service's port", ch.Words[0], d.Address); err != nil {
-				return nil, err
-			}
-		}
-		if d.Method != "masq" && spec.Type != "exec" {
-			// keepalived probes the real server's own address
-			spec.Via = "direct"
-		}
-		d.Check = spec
+	for _, a := range addrs {
+		g.keys = append(g.keys, vsKey{addr: a, port: uint16(p)})
 	}
-	if len(checks) > 0 && !inhibit {
-		c.note(r, "real server %s: no inhibit_on_failure: keepalived deletes a failed server, lvsctl sets its weight to 0 (its connections finish)", d.Address)
-	}
-	return d, nil
+	_ = owner
 }
 
-// check converts one checker block.
-//
-// keepalived's retry N means N more attempts after a failed one (each
-// delay_before_retry apart) before the server is taken out, so N+1 failures
-// in a row: fall = retry + 1. Without retry, keepalived retries once (no
-// retry for MISC_CHECK): fall 2 (1). One success brings a server back:
-// rise 1. The interval is delay_loop (default 60 s) and the timeout
-// connect_timeout (default 5 s), written out because lvsctl's defaults
-// differ.
-func (c *conv) check(ch *Stmt, t timing) (*health.Spec, error) {
-	s := &health.Spec{Rise: 1}
-	defaultRetry := 1
-	switch ch.Words[0] {
-	case "TCP_CHECK":
-		s.Type = "tcp"
-	case "HTTP_GET":
-		s.Type = "http"
-	case "SSL_GET":
-		s.Type = "https"
-		s.TLSSkipVerify = true // keepalived does not verify the certificate
-	case "DNS_CHECK":
-		s.Type = "dns"
-		s.Query, s.Record = ".", "SOA" // keepalived's defaults
-		defaultRetry = 3
-	case "UDP_CHECK":
-		s.Type = "udp"
-	case "MISC_CHECK":
-		s.Type = "exec"
-		defaultRetry = 0
+func endGroup(c *conv) {
+	g := c.group
+	c.group = nil
+	name := arg(g.at, 1)
+	if len(g.keys) == 0 {
+		c.notice(g.at, "virtual_server_group %s: no entries: keepalived removes it", name)
+		return
 	}
-	var urls []*Stmt
-	requireReply := false
-	if s.Type == "http" || s.Type == "https" {
-		s.Host = t.host
+	if c.groups[name] != nil {
+		c.notice(g.at, "virtual_server_group %s: defined again: keepalived uses the first", name)
+		return
 	}
-	for _, b := range ch.Block {
-		kw, args := b.Words[0], b.Words[1:]
-		one := func() (string, error) {
-			if len(args) != 1 {
-				return "", errAt(b, "%s: want one value", kw)
-			}
-			return args[0], nil
-		}
-		switch kw {
-		case "connect_port":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			p, err := parseUint(v, 16)
-			if err != nil {
-				return nil, errAt(b, "connect_port %q: not a port", v)
-			}
-			s.Port = int(p)
-		case "connect_timeout", "misc_timeout", "delay_loop", "retry", "nb_get_retry":
-			if err := t.set(b, kw, args); err != nil {
-				return nil, err
-			}
-		case "url":
-			urls = append(urls, b)
-		case "virtualhost":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			s.Host = v
-		case "type":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			s.Record = strings.ToUpper(v)
-		case "name":
-			v, err := one()
-			if err != nil {
-				return nil, err
-			}
-			s.Query = v
-		case "payload":
-			h, err := hexString(b, args)
-			if err != nil {
-				return nil, err
-			}
-			s.Send = "hex:" + h
-		case "require_reply":
-			requireReply = true
-			if len(args) > 0 {
-				h, err := hexString(b, args)
-				if err != nil {
-					return nil, err
-				}
-				if strings.ContainsAny(h, "xX") {
-					if err := c.lossy(b, "require_reply with X (any digit): lvsctl matches the bytes exactly"); err != nil {
-						return nil, err
-					}
-					h = strings.NewReplacer("x", "0", "X", "0").Replace(h)
-				}
-				s.ExpectBytes = "hex:" + h
-				c.note(b, "require_reply: keepalived compares the reply from its first byte, lvsctl finds the bytes anywhere in it")
-			}
-		case "misc_path":
-			argv, err := splitCommand(strings.Join(args, " "))
-			if err != nil {
-				return nil, errAt(b, "misc_path: %v", err)
-			}
-			s.Command = argv
-		case "user":
-			if len(args) < 1 || len(args) > 2 {
-				return nil, errAt(b, "user: want USER [GROUP]")
-			}
-			s.User = args[0]
-			if len(args) == 2 {
-				if err := c.lossy(b, "user %s %s: lvsctl runs the program with the user's own group", args[0], args[1]); err != nil {
-					return nil, err
-				}
-			}
-		case "misc_dynamic":
-			if err := c.lossy(b, "misc_dynamic: lvsctl does not set weights from the exit status"); err != nil {
-				return nil, err
-			}
-		case "connect_ip", "bindto", "bind_port", "bind_if", "fwmark", "min_reply_length", "max_reply_length", "tls_compliant", "http_protocol":
-			if err := c.lossy(b, "%s: not expressible in an lvsctl check; ignored", kw); err != nil {
-				return nil, err
-			}
-		default:
-			c.ignore(b, ch.Words[0])
-		}
-	}
-	if s.Type == "udp" && !requireReply {
-		if err := c.lossy(ch, "UDP_CHECK without require_reply passes when no ICMP error comes back; lvsctl's udp check needs a reply"); err != nil {
-			return nil, err
-		}
-	}
-	if s.Type == "exec" && len(s.Command) == 0 {
-		return nil, errAt(ch, "MISC_CHECK: no misc_path")
-	}
-	if s.Type == "exec" && s.User == "" {
-		c.note(ch, "MISC_CHECK without user: keepalived runs it as keepalived_script (or root), lvsctl as nobody")
-	}
-	if (s.Type == "http" || s.Type == "https") && len(urls) == 0 {
-		return nil, errAt(ch, "%s: no url block", ch.Words[0])
-	}
-	for i, u := range urls {
-		if i > 0 {
-			if err := c.lossy(u, "url: lvsctl checks one URL per real server; only the first is kept"); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := c.url(u, s); err != nil {
-			return nil, err
-		}
-	}
-	if t.retry < 0 {
-		t.retry = defaultRetry
-	}
-	s.Fall = t.retry + 1
-	s.Interval, s.Timeout = t.delayLoop, t.connectTimeout
-	if s.Interval == "" {
-		s.Interval = "60s"
-	}
-	if s.Timeout == "" {
-		s.Timeout = "5s"
-	}
-	iv, _ := time.ParseDuration(s.Interval)
-	to, _ := time.ParseDuration(s.Timeout)
-	if to >= iv {
-		// keepalived waits delay_loop after a probe ends; lvsctl's interval
-		// runs from start to start and must exceed the timeout.
-		s.Interval = (iv + to).String()
-		c.note(ch, "connect_timeout %s is not below delay_loop %s: the interval becomes %s (keepalived waits delay_loop after each probe ends)", to, iv, s.Interval)
-	}
-	return s, nil
-}
-
-func (c *conv) url(u *Stmt, s *health.Spec) error {
-	var codes []string
-	for _, b := range u.Block {
-		kw, args := b.Words[0], b.Words[1:]
-		switch kw {
-		case "path":
-			if len(args) != 1 {
-				return errAt(b, "path: want one value")
-			}
-			s.Path = args[0]
-		case "status_code":
-			if len(args) == 0 {
-				return errAt(b, "status_code: want codes")
-			}
-			codes = append(codes, args...)
-		case "virtualhost":
-			if len(args) != 1 {
-				return errAt(b, "virtualhost: want one value")
-			}
-			s.Host = args[0]
-		case "digest", "regex", "regex_no_match", "regex_options", "regex_stack", "regex_min_offset", "regex_max_offset":
-			if err := c.lossy(b, "%s: lvsctl checks the status only, not the body", kw); err != nil {
-				return err
-			}
-		default:
-			c.ignore(b, "url")
-		}
-	}
-	if len(codes) > 0 {
-		s.Expect = strings.Join(codes, ",")
-	} else {
-		s.Expect = "200-299" // keepalived's default, narrower than lvsctl's
-	}
-	return nil
-}
-
-// splitCommand splits misc_path into arguments at blanks; single or
-// double quotes keep blanks in an argument, as keepalived's script
-// parameters do.
-func splitCommand(s string) ([]string, error) {
-	var out []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		ch := s[i]
-		switch {
-		case quote != 0 && ch == quote:
-			quote = 0
-		case quote != 0:
-			cur.WriteByte(ch)
-		case ch == '\'' || ch == '"':
-			quote, in = ch, true
-		case ch == ' ' || ch == '\t':
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(ch)
-			in = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated %c quote", quote)
-	}
-	if in {
-		out = append(out, cur.String())
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("empty")
-	}
-	return out, nil
-}
-
-// parseMethod reads NAT, DR or TUN [type {ipip|gue port N|gre}
-// [nocsum|csum|remcsum]]: the method and, for a GUE or GRE tunnel, its
-// settings (ipip, the kernel's default, is nil).
-func parseMethod(b *Stmt, args []string) (string, *desired.JSONTunnel, error) {
-	bad := func() (string, *desired.JSONTunnel, error) {
-		return "", nil, errAt(b, "%s %s: NAT, DR or TUN [type {ipip|gue port N|gre} [nocsum|csum|remcsum]]", b.Words[0], strings.Join(args, " "))
-	}
-	if len(args) == 0 {
-		return bad()
-	}
-	m := methods[strings.ToUpper(args[0])]
-	if m == "" || (len(args) > 1 && m != "tunnel") {
-		return bad()
-	}
-	rest := args[1:]
-	if len(rest) == 0 {
-		return m, nil, nil
-	}
-	if len(rest) < 2 || rest[0] != "type" {
-		return bad()
-	}
-	tun := &desired.JSONTunnel{Type: rest[1]}
-	rest = rest[2:]
-	switch tun.Type {
-	case "ipip":
-		if len(rest) > 0 {
-			return bad()
-		}
-		return m, nil, nil
-	case "gue":
-		if len(rest) < 2 || rest[0] != "port" {
-			return bad()
-		}
-		p, err := parseUint(rest[1], 16)
-		if err != nil || p == 0 {
-			return bad()
-		}
-		tun.Port, rest = uint16(p), rest[2:]
-	case "gre":
-	default:
-		return bad()
-	}
-	tun.Checksum = "nocsum"
-	if len(rest) == 1 && (rest[0] == "nocsum" || rest[0] == "csum" || rest[0] == "remcsum") {
-		tun.Checksum, rest = rest[0], nil
-	}
-	if len(rest) > 0 || (tun.Type == "gre" && tun.Checksum == "remcsum") {
-		return bad()
-	}
-	return m, tun, nil
-}
-
-// boolArg reads keepalived's optional <BOOL>: none is true.
-func boolArg(b *Stmt, args []string) (bool, error) {
-	if len(args) == 0 {
-		return true, nil
-	}
-	switch strings.ToLower(args[0]) {
-	case "on", "true", "yes":
-		return true, nil
-	case "off", "false", "no":
-		return false, nil
-	}
-	return false, errAt(b, "%s %q: on, off, true, false, yes or no", b.Words[0], args[0])
-}
-
-// hexString reads keepalived's free-form HEX_STR: each word is read two
-// digits to a byte, and a last digit alone is a byte of its own
-// ("Ab12f 3" is AB 12 0F 03). X stands for any digit.
-func hexString(b *Stmt, words []string) (string, error) {
-	var out strings.Builder
-	for _, w := range words {
-		for i := 0; i < len(w); i += 2 {
-			pair := w[i:min(i+2, len(w))]
-			if len(pair) == 1 {
-				pair = "0" + pair
-			}
-			for _, ch := range pair {
-				if !strings.ContainsRune("0123456789abcdefABCDEFxX", ch) {
-					return "", errAt(b, "%s %q: not hexadecimal", b.Words[0], w)
-				}
-			}
-			out.WriteString(pair)
-		}
-	}
-	if out.Len() == 0 {
-		return "", errAt(b, "%s: want hexadecimal bytes", b.Words[0])
-	}
-	return strings.ToLower(out.String()), nil
+	c.groups[name] = g
 }

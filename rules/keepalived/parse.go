@@ -18,18 +18,24 @@ type Error struct {
 	Msg  string
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
 
-// Stmt is one statement: the words of a line up to a brace or the line's
-// end, and the block that follows it, if any.
+// Stmt is one line as keepalived reads it: a line of the file is cut
+// before each unquoted brace and after it, so a statement holds either
+// words or one brace (lib/parser.c read_line keeps the text after a brace
+// for its next line).
 type Stmt struct {
 	File  string
 	Line  int
 	Words []string
-	// Block holds the statements between the braces that follow Words;
-	// nil when there are none (HasBlock tells an empty block from none).
-	Block    []*Stmt
-	HasBlock bool
+	// Brace is '{' or '}' for a line that is one brace, else 0.
+	Brace byte
+	seq   int // place in the reading order
 }
 
 // FS is what the parser asks of the file system. Nil fields mean the
@@ -73,7 +79,8 @@ type lexer struct {
 	notices  []Notice
 }
 
-// ParseFile reads name and the files it includes into statements.
+// ParseFile reads name and the files it includes into statements, in
+// the order keepalived reads them.
 // Notices report includes whose glob matched nothing (keepalived skips
 // them too).
 func ParseFile(name string, fsys FS, configID string) ([]*Stmt, []Notice, error) {
@@ -104,11 +111,7 @@ func Parse(name string, data []byte, fsys FS, configID string) ([]*Stmt, []Notic
 	if err := lx.file(name, data); err != nil {
 		return nil, nil, err
 	}
-	stmts, err := build(lx.toks)
-	if err != nil {
-		return nil, nil, err
-	}
-	return stmts, lx.notices, nil
+	return build(lx.toks), lx.notices, nil
 }
 
 func (lx *lexer) file(name string, data []byte) error {
@@ -131,7 +134,9 @@ func (lx *lexer) file(name string, data []byte) error {
 		var err error
 		words, braces, err = splitLineInto(words[:0], braces[:0], strings.TrimRight(line, "\r"))
 		if err != nil {
-			return &Error{name, n, err.Error()}
+			// lib/parser.c alloc_strvec_r: an unmatched quote ends the
+			// line's words there.
+			lx.notices = append(lx.notices, Notice{File: name, Line: n, Msg: "a quote without its end: keepalived reads the words before it and drops the rest of the line"})
 		}
 		if len(words) > 0 && !braces[0] && strings.HasPrefix(words[0], "@") {
 			id, not := strings.CutPrefix(words[0][1:], "^")
@@ -219,7 +224,8 @@ func splitLineInto(words []string, braces []bool, line string) ([]string, []bool
 		case c == '"':
 			end := strings.IndexByte(line[i+1:], '"')
 			if end < 0 {
-				return nil, nil, fmt.Errorf("unterminated quote: %s", line)
+				flush()
+				return words, braces, fmt.Errorf("unterminated quote: %s", line)
 			}
 			flush()
 			words = append(words, line[i+1:i+1+end])
@@ -247,54 +253,31 @@ func splitLineInto(words []string, braces []bool, line string) ([]string, []bool
 	return words, braces, nil
 }
 
-// build turns tokens into nested statements. A '{' opens the block of the
-// statement before it, on its line or an earlier one.
-func build(toks []token) ([]*Stmt, error) {
-	type frame struct {
-		list  *[]*Stmt
-		owner *Stmt
-	}
-	var top []*Stmt
-	stack := []frame{{list: &top}}
-	var cur *Stmt  // statement being gathered
-	var last *Stmt // last statement ended, which a '{' may open
+// build cuts tokens into statements: the words of a line up to a brace,
+// and each brace alone.
+func build(toks []token) []*Stmt {
+	var out []*Stmt
+	var cur *Stmt
 	end := func() {
 		if cur != nil {
-			l := stack[len(stack)-1].list
-			*l = append(*l, cur)
-			last, cur = cur, nil
+			out = append(out, cur)
+			cur = nil
 		}
 	}
 	for _, t := range toks {
 		switch {
 		case t.eol:
 			end()
-		case t.brace && t.text == "{":
+		case t.brace:
 			end()
-			if last == nil || last.HasBlock {
-				return nil, &Error{t.file, t.line, "'{' without a keyword before it"}
-			}
-			last.HasBlock = true
-			stack = append(stack, frame{list: &last.Block, owner: last})
-			last = nil
-		case t.brace: // "}"
-			end()
-			if len(stack) == 1 {
-				return nil, &Error{t.file, t.line, "extra '}'"}
-			}
-			stack = stack[:len(stack)-1]
-			last = nil
+			out = append(out, &Stmt{File: t.file, Line: t.line, Brace: t.text[0], seq: len(out)})
 		default:
 			if cur == nil {
-				cur = &Stmt{File: t.file, Line: t.line}
+				cur = &Stmt{File: t.file, Line: t.line, seq: len(out)}
 			}
 			cur.Words = append(cur.Words, t.text)
 		}
 	}
 	end()
-	if len(stack) > 1 {
-		o := stack[len(stack)-1].owner
-		return nil, &Error{o.File, o.Line, fmt.Sprintf("%s: '{' not closed", o.Words[0])}
-	}
-	return top, nil
+	return out
 }
