@@ -178,7 +178,10 @@ func TestRunReloadIsAnApply(t *testing.T) {
 	// A good file takes effect, and status forgets the refusal.
 	h.reloadWatching(t, added, 3, 1)
 	h.waitFor(t, "the new service", func(w map[string]uint32) bool { return w["-t 10.0.0.2:80 -r 192.168.1.9:80"] == 1 })
-	if st := statusOf(t, env); st.code != StatusOK || strings.Contains(st.stdout, "REFUSED") {
+	// Probes of 200 ms run late on a loaded machine, which status says
+	// too (exit 1): the refusal must be gone either way.
+	if st := statusOf(t, env); strings.Contains(st.stdout, "REFUSED") ||
+		st.code != StatusOK && !(st.code == StatusWarning && strings.Contains(st.stdout, "probes LATE")) {
 		t.Errorf("status after a reload that took effect: %+v", st)
 	}
 }
