@@ -36,6 +36,7 @@ type birdRouterCmd struct {
 	AS         string   `name:"as" required:"" placeholder:"ASN" help:"The router's AS number."`
 	DirectorAS string   `name:"director-as" required:"" placeholder:"ASN" help:"The directors' AS number."`
 	Director   []string `name:"director" required:"" placeholder:"ADDR" help:"A director's IPv4 address on the router's link. Repeat for each director."`
+	Prefix     []string `name:"prefix" placeholder:"PREFIX" help:"Accept this prefix from the directors besides host routes: a service's announce: PREFIX. Repeatable."`
 	RouterID   string   `name:"router-id" placeholder:"ADDR" help:"BIRD's router id and the sessions' local address (default: the address this host uses to reach the first --director)."`
 	IPv6       bool     `name:"ipv6" help:"Accept IPv6 VIPs (/128) too."`
 	Hold       int      `name:"hold" default:"3" placeholder:"SECONDS" help:"BGP hold time: a director that dies silently is withdrawn after it; at least 3 (default: ${default})."`
@@ -158,6 +159,13 @@ func (c *birdRouterCmd) config(h *Host) (string, error) {
 			}
 		}
 		r.Directors = append(r.Directors, a)
+	}
+	for _, s := range c.Prefix {
+		p, err := netip.ParsePrefix(s)
+		if err != nil || p != p.Masked() || p.Addr().Zone() != "" || p.Addr().Is4In6() {
+			return "", usagef("--prefix %q: not a prefix with its host bits 0 (ADDR/LEN)", s)
+		}
+		r.Prefixes = append(r.Prefixes, p)
 	}
 	if err := checkHold(c.Hold); err != nil {
 		return "", err

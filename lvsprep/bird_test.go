@@ -51,10 +51,11 @@ func TestBirdDirector(t *testing.T) {
 
 func TestBirdRouter(t *testing.T) {
 	th := newTestHost(t)
-	out := th.mustRun("bird", "router", "--as", "65000", "--director-as", "65001", "--director", "10.0.0.11", "--director", "10.0.0.12")
+	out := th.mustRun("bird", "router", "--as", "65000", "--director-as", "65001", "--director", "10.0.0.11", "--director", "10.0.0.12",
+		"--prefix", "203.0.113.0/28")
 	for _, want := range []string{
 		"router id 10.0.0.1;\n", "\tlocal 10.0.0.1 as 65000;\n", "\tmerge paths on;\n",
-		"\tipv4 { import where net.len = 32; export none; };\n",
+		"\tipv4 { import where net.len = 32 || net = 203.0.113.0/28; export none; };\n",
 		"protocol bgp director_10_0_0_11 from director { neighbor 10.0.0.11 as 65001; }\n",
 		"protocol bgp director_10_0_0_12 from director { neighbor 10.0.0.12 as 65001; }\n",
 	} {
@@ -107,6 +108,8 @@ func TestBirdFlagErrors(t *testing.T) {
 		{rtr + "--router-id 10.0.0.11", "--router-id 10.0.0.11 is a --director's address"},
 		{rtr + "--hold x", `--hold: expected a valid 64 bit int but got "x"`},
 		{"bird router --as 65000 --director-as 65001", "missing flags: --director=ADDR,..."},
+		{rtr + "--prefix 203.0.113.1/28", `--prefix "203.0.113.1/28": not a prefix with its host bits 0 (ADDR/LEN)`},
+		{rtr + "--prefix 203.0.113.1", `--prefix "203.0.113.1": not a prefix with its host bits 0 (ADDR/LEN)`},
 	} {
 		t.Run(tc.args, func(t *testing.T) {
 			out, errOut, code := th.run(strings.Fields(tc.args)...)

@@ -69,6 +69,7 @@ var birdExamples = map[string][]example{
 	},
 	"bird router": {
 		{"the router of three directors", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --director 10.2.0.13"},
+		{"also a /28 that a desired state announces (announce: \"203.0.113.0/28\")", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --prefix 203.0.113.0/28"},
 		{"with BFD, and written where BIRD reads it", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --bfd > /etc/bird/bird.conf"},
 	},
 }

@@ -20,7 +20,7 @@ function __fish_lvsprep_path
         end
         switch $t
             case --state-dir --vip --dev --rs-net --out-dev --snat --proto --port --gateway \
-                --router --router-as --as --router-id --device --static --hold --director --director-as
+                --router --router-as --as --router-id --device --static --hold --director --director-as --prefix
                 set skip 1
             case '-*'
             case rs
@@ -108,6 +108,7 @@ complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird director'" -l device -x 
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird director'" -l static -x -d 'VIP to announce always, without lvsctl run'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird router'" -l director-as -x -d "Directors' AS number"
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird router'" -l director -x -d "A director's IPv4 address"
+complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird router'" -l prefix -x -d 'Accept this prefix besides host routes'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird director' 'bird router'" -l router-id -x -d 'Router id and local address'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird director' 'bird router'" -l ipv6 -d 'IPv6 VIPs too'
 complete -c lvsprep -n "__fish_lvsprep_profile_is 'bird director' 'bird router'" -l hold -x -d 'BGP hold time in seconds'

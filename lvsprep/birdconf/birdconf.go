@@ -52,10 +52,14 @@ type Router struct {
 	AS         uint32
 	DirectorAS uint32
 	Directors  []netip.Addr
-	IPv6       bool
-	Hold       int
-	BFD        bool
-	Log        string
+	// Prefixes are accepted from the directors besides host routes: those
+	// of services announced under a prefix (a desired state's
+	// `announce: PREFIX`).
+	Prefixes []netip.Prefix
+	IPv6     bool
+	Hold     int
+	BFD      bool
+	Log      string
 }
 
 // proto names the protocol announcing a family's routes: protocol direct
@@ -168,6 +172,13 @@ func (r Router) Config() (string, error) {
 		}
 		seen[a] = true
 	}
+	ipv6 := r.IPv6
+	for _, p := range r.Prefixes {
+		if !p.IsValid() || p != p.Masked() || p.Addr().Is4In6() || p.Addr().Zone() != "" {
+			return "", fmt.Errorf("prefix %v: not a prefix with its host bits 0", p)
+		}
+		ipv6 = ipv6 || p.Addr().Is6()
+	}
 	var b strings.Builder
 	header(&b, r.RouterID, r.Log, r.BFD)
 	// merge paths: the directors' equal routes to a VIP become one
@@ -175,7 +186,7 @@ func (r Router) Config() (string, error) {
 	// (net.ipv4.fib_multipath_hash_policy); without it BIRD installs one
 	// director's route only. Only BGP's routes go to the kernel, and
 	// nothing comes from it.
-	for _, f := range families(r.IPv6) {
+	for _, f := range families(ipv6) {
 		fmt.Fprintf(&b, "protocol kernel {\n\t%s { import none; export where source = RTS_BGP; };\n\tmerge paths on;\n}\n", f.channel)
 	}
 	// One template, so every session has the same timers and filters.
@@ -185,9 +196,16 @@ func (r Router) Config() (string, error) {
 	session(&b, r.Hold, r.BFD)
 	// A director may announce host routes only (its VIPs): a mistake on
 	// one director can never pull a subnet, or the default route, to it.
-	// The router announces nothing.
-	for _, f := range families(r.IPv6) {
-		fmt.Fprintf(&b, "\t%s { import where net.len = %d; export none; };\n", f.channel, f.bits)
+	// The prefixes listed are accepted too, exactly those. The router
+	// announces nothing.
+	for _, f := range families(ipv6) {
+		cond := fmt.Sprintf("net.len = %d", f.bits)
+		for _, p := range r.Prefixes {
+			if p.Addr().Is6() == (f.bits == 128) {
+				cond += fmt.Sprintf(" || net = %s", p)
+			}
+		}
+		fmt.Fprintf(&b, "\t%s { import where %s; export none; };\n", f.channel, cond)
 	}
 	b.WriteString("}\n")
 	for _, a := range r.Directors {

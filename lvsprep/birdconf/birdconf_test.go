@@ -28,6 +28,8 @@ func variants() map[string]interface{ Config() (string, error) } {
 	rtr := Router{RouterID: a("10.2.0.1"), AS: 65000, DirectorAS: 65001, Directors: []netip.Addr{a("10.2.0.11"), a("10.2.0.12")}, Hold: 3}
 	rtrFull := rtr
 	rtrFull.IPv6, rtrFull.BFD, rtrFull.AS = true, true, 4200000000
+	rtrPrefixes := rtr
+	rtrPrefixes.Prefixes = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/28"), netip.MustParsePrefix("203.0.113.64/26"), netip.MustParsePrefix("2001:db8:1::/64")}
 	return map[string]interface{ Config() (string, error) }{
 		"director.conf":          dir,
 		"director-ipv6-bfd.conf": dirFull,
@@ -35,6 +37,7 @@ func variants() map[string]interface{ Config() (string, error) } {
 		"director-stderr.conf":   dirLab,
 		"router.conf":            rtr,
 		"router-ipv6-bfd.conf":   rtrFull,
+		"router-prefixes.conf":   rtrPrefixes,
 	}
 }
 
@@ -113,6 +116,11 @@ func TestInvalid(t *testing.T) {
 		{"quote in device", func() Director { d := dir; d.Device = `a"b`; return d }(), "not an interface name"},
 		{"no director", func() Router { r := rtr; r.Directors = nil; return r }(), "no director"},
 		{"director twice", func() Router { r := rtr; r.Directors = append(r.Directors, a("10.2.0.11")); return r }(), "given twice"},
+		{"prefix with host bits", func() Router {
+			r := rtr
+			r.Prefixes = []netip.Prefix{netip.MustParsePrefix("203.0.113.1/28")}
+			return r
+		}(), "prefix 203.0.113.1/28: not a prefix with its host bits 0"},
 		{"no router id", func() Router { r := rtr; r.RouterID = netip.Addr{}; return r }(), "router id invalid IP: not an IPv4 address"},
 	} {
 		if _, err := tc.v.Config(); err == nil || !strings.Contains(err.Error(), tc.want) {
