@@ -4,7 +4,8 @@
 // addresses, routes, iptables rules) that are checked, applied idempotently
 // with a journal in a state file, rolled back on failure, reverted exactly
 // by --undo, printed as equivalent commands by --dry-run, and audited by the
-// check subcommand.
+// check subcommand. The bird subcommand prints the BIRD 2 configuration of
+// a BGP ECMP group and changes nothing (bird.go).
 package lvsprep
 
 import (
