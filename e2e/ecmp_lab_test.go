@@ -106,11 +106,11 @@ type birdProc struct {
 }
 
 func routerBird() string {
-	var peers []BGPPeer
+	var dirs []string
 	for _, d := range ecmpDirs {
-		peers = append(peers, BGPPeer{d, ecmpAddr[d]})
+		dirs = append(dirs, ecmpAddr[d])
 	}
-	return RouterBird(ecmpRouter, ecmpAS, ecmpDirAS, peers, ecmpHold)
+	return RouterBird(ecmpRouter, ecmpAS, ecmpDirAS, dirs, ecmpHold)
 }
 
 func directorBird(d string) string {

@@ -4,7 +4,8 @@
 // addresses, routes, iptables rules) that are checked, applied idempotently
 // with a journal in a state file, rolled back on failure, reverted exactly
 // by --undo, printed as equivalent commands by --dry-run, and audited by the
-// check subcommand.
+// check subcommand. The bird subcommand prints the BIRD 2 configuration of
+// a BGP ECMP group and changes nothing (bird.go).
 package lvsprep
 
 import (
@@ -19,6 +20,7 @@ import (
 
 	"github.com/lvskit/lvskit/internal/kongmsg"
 	"github.com/lvskit/lvskit/internal/version"
+	"github.com/lvskit/lvskit/lvsprep/birdconf"
 )
 
 // Exit statuses, decided only in Main.
@@ -54,6 +56,7 @@ type cli struct {
 	RealServer realServerCmds `cmd:"" name:"realserver" aliases:"rs" help:"Prepare a real server behind a director."`
 	Check      checkCmds      `cmd:"" help:"Tell what is missing or wrong on this host for a profile, and how to fix it."`
 	Status     struct{}       `cmd:"" help:"List the profiles applied on this host and how to undo them."`
+	Bird       birdCmds       `cmd:"" help:"Print the BIRD 2 configuration of a director or router of a BGP ECMP group; change nothing."`
 }
 
 type directorCmds struct {
@@ -342,7 +345,7 @@ func newParser(c *cli, stdout, stderr io.Writer, stateDir string) (*kong.Kong, e
 		kong.Description(description),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest(code)) }),
-		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir, "vrrphelp": vrrpHelp},
+		kong.Vars{"version": "lvsprep " + version.Version, "statedir": stateDir, "vrrphelp": vrrpHelp, "announcedev": birdconf.DefaultDevice},
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
 		kong.Help(printHelp),
 	)
@@ -472,6 +475,12 @@ func dispatch(c *cli, kctx *kong.Context, r *runner) error {
 			return usagef("status takes neither --undo nor --dry-run")
 		}
 		return r.status()
+	}
+	if strings.HasPrefix(cmd, "bird ") {
+		if c.Undo || c.DryRun {
+			return usagef("bird takes neither --undo nor --dry-run: it changes nothing")
+		}
+		return printBird(kctx, r.h, r.out)
 	}
 	checking := strings.HasPrefix(cmd, "check ")
 	if checking && (c.Undo || c.DryRun) {

@@ -60,10 +60,27 @@ var profileExamples = map[string][]example{
 	},
 }
 
+// birdExamples are the bird commands' examples.
+var birdExamples = map[string][]example{
+	"bird director": {
+		{"a director announcing lvsctl run's VIPs to the router at 10.2.0.1", "lvsprep bird director --router 10.2.0.1 --router-as 65000 --as 65001"},
+		{"the same with BFD, IPv6 VIPs too, and a given router id", "lvsprep bird director --router 10.2.0.1 --router-as 65000 --as 65001 --router-id 10.2.0.11 --ipv6 --bfd"},
+		{"a director without lvsctl run: the VIP always announced", "lvsprep bird director --router 10.2.0.1 --router-as 65000 --as 65001 --static 10.3.0.1"},
+	},
+	"bird router": {
+		{"the router of three directors", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --director 10.2.0.13"},
+		{"also a /28 that a desired state announces (announce: \"203.0.113.0/28\")", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --prefix 203.0.113.0/28"},
+		{"with BFD, and written where BIRD reads it", "lvsprep bird router --as 65000 --director-as 65001 --director 10.2.0.11 --director 10.2.0.12 --bfd > /etc/bird/bird.conf"},
+	},
+}
+
 // helpExamples returns the examples that end the help of the command
 // with these words ("" for lvsprep itself).
 func helpExamples(path string) []example {
 	if ex, ok := profileExamples[path]; ok {
+		return ex
+	}
+	if ex, ok := birdExamples[path]; ok {
 		return ex
 	}
 	first := func(profile string) example { return profileExamples[profile][0] }
@@ -82,6 +99,8 @@ func helpExamples(path string) []example {
 		return []example{first("realserver dr"), first("realserver tun"), first("realserver nat")}
 	case "check", "check director", "check realserver":
 		return []example{checkOf("director nat"), checkOf("realserver dr")}
+	case "bird":
+		return []example{birdExamples["bird director"][0], birdExamples["bird router"][0]}
 	case "status":
 		return []example{{"the profiles applied in this network namespace", "lvsprep status"},
 			{"those of the network namespace blue", "ip netns exec blue lvsprep status"}}
@@ -103,11 +122,16 @@ func commandPath(n *kong.Node) string {
 }
 
 // changesHost reports whether a command may change the host, so that
-// --dry-run and --undo mean something to it: every one but check and
-// status.
+// --dry-run and --undo mean something to it: every one but check, status
+// and bird.
 func changesHost(path string) bool {
-	return path != "status" && path != "check" && !strings.HasPrefix(path, "check ")
+	return path != "status" && path != "check" && !strings.HasPrefix(path, "check ") && !isBird(path)
 }
+
+// isBird reports whether a command is bird or under it: those print a
+// configuration and touch no state file, so --state-dir means nothing to
+// them.
+func isBird(path string) bool { return path == "bird" || strings.HasPrefix(path, "bird ") }
 
 // usageLines are the help's first lines: for a profile, one that names
 // every flag it needs and one for --undo.
@@ -140,7 +164,8 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 	path := commandPath(node)
 	var hidden []*kong.Flag
 	for _, f := range ctx.Model.Flags {
-		hide := (f.Name == "version" && path != "") || ((f.Name == "dry-run" || f.Name == "undo") && !changesHost(path))
+		hide := (f.Name == "version" && path != "") || ((f.Name == "dry-run" || f.Name == "undo") && !changesHost(path)) ||
+			(f.Name == "state-dir" && isBird(path))
 		if hide && !f.Hidden {
 			f.Hidden = true
 			hidden = append(hidden, f)

@@ -2,6 +2,7 @@ package lvsprep
 
 import (
 	"io"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -26,8 +27,8 @@ func commandNodes(t *testing.T) map[string]*kong.Node {
 		}
 	}
 	walk(parser.Model.Node)
-	if len(nodes) != 23 {
-		t.Fatalf("%d commands, this test knows 23 (lvsprep, director, realserver, check and its two branches, status, 8 profiles, 8 checks)", len(nodes))
+	if len(nodes) != 26 {
+		t.Fatalf("%d commands, this test knows 26 (lvsprep, director, realserver, check and its two branches, status, 8 profiles, 8 checks, bird and its two)", len(nodes))
 	}
 	return nodes
 }
@@ -37,6 +38,7 @@ func commandNodes(t *testing.T) map[string]*kong.Node {
 // build its profile.
 func parses(line string) string {
 	line = strings.TrimPrefix(line, "ip netns exec blue ")
+	line, _, _ = strings.Cut(line, " > ")
 	args, ok := strings.CutPrefix(line, "lvsprep ")
 	if !ok {
 		return "does not run lvsprep"
@@ -54,6 +56,13 @@ func parses(line string) string {
 	}
 	if len(kctx.Selected().Children) > 0 {
 		return "names no command"
+	}
+	if b, ok := kctx.Selected().Target.Addr().Interface().(birdConfig); ok {
+		h := &Host{SourceAddr: func(netip.Addr) (netip.Addr, error) { return netip.MustParseAddr("10.2.0.99"), nil }}
+		if _, err := b.config(h); err != nil {
+			return err.Error()
+		}
+		return ""
 	}
 	if cmd := kctx.Command(); cmd != "status" {
 		if _, err := selectedProfile(kctx, c.Undo); err != nil {
@@ -104,13 +113,20 @@ func TestHelpOfEveryCommand(t *testing.T) {
 			if !changesHost(path) {
 				meaningless = append(meaningless, "--dry-run", "--undo", "-n,")
 			}
+			if isBird(path) {
+				meaningless = append(meaningless, "--state-dir")
+			}
 			for _, f := range meaningless {
 				if strings.Contains(out, f) {
 					t.Errorf("the help of %q names %s, which means nothing to it:\n%s", path, f, out)
 				}
 			}
 			flat := strings.Join(strings.Fields(out), " ") // as if not wrapped
-			if strings.Count(flat, "(default: /run/lvsprep;") != 1 || strings.Contains(out, `="`) {
+			stateDirs := 1
+			if isBird(path) {
+				stateDirs = 0
+			}
+			if strings.Count(flat, "(default: /run/lvsprep;") != stateDirs || strings.Contains(out, `="`) {
 				t.Errorf("defaults not shown once each as (default: X):\n%s", out)
 			}
 		})

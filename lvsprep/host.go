@@ -1,6 +1,8 @@
 package lvsprep
 
 import (
+	"net"
+	"net/netip"
 	"os"
 	"time"
 
@@ -34,6 +36,9 @@ type Host struct {
 	// Identity tells which network namespace instance lvsprep runs in
 	// (nil: not checked).
 	Identity func() (netnsid.Identity, error)
+	// SourceAddr returns the address this host sends from to reach an
+	// address, from its routing table; it sends nothing.
+	SourceAddr func(to netip.Addr) (netip.Addr, error)
 
 	ipt map[netfilter.Family]netfilter.IPTables
 }
@@ -58,16 +63,17 @@ func (h *Host) iptables(f netfilter.Family) (netfilter.IPTables, error) {
 // passes one that runs modprobe(8)).
 func RealHost(mods netfilter.Modules) *Host {
 	return &Host{
-		Sysctl:   netfilter.ProcSys{},
-		Links:    netfilter.Netlink{},
-		Modules:  mods,
-		IPTables: netfilter.NewIPTables,
-		IPVS:     openIPVS,
-		IsRoot:   func() bool { return os.Geteuid() == 0 },
-		Now:      time.Now,
-		StateDir: netnsid.Dir(DefaultStateDir),
-		UID:      os.Geteuid(),
-		Identity: netnsid.Current,
+		Sysctl:     netfilter.ProcSys{},
+		Links:      netfilter.Netlink{},
+		Modules:    mods,
+		IPTables:   netfilter.NewIPTables,
+		IPVS:       openIPVS,
+		IsRoot:     func() bool { return os.Geteuid() == 0 },
+		Now:        time.Now,
+		StateDir:   netnsid.Dir(DefaultStateDir),
+		UID:        os.Geteuid(),
+		Identity:   netnsid.Current,
+		SourceAddr: sourceAddr,
 	}
 }
 
@@ -77,4 +83,16 @@ func openIPVS() (ipvs.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// sourceAddr asks the kernel which address a datagram to "to" would leave
+// from: connecting a UDP socket chooses the route and source and sends
+// nothing.
+func sourceAddr(to netip.Addr) (netip.Addr, error) {
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(to, 179)))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
 }

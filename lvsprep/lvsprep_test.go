@@ -159,6 +159,8 @@ func newTestHost(t *testing.T) *testHost {
 			return th.ident, nil
 		},
 		Now: func() time.Time { return time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC) },
+		// eth1's address, as if every peer were on its subnet.
+		SourceAddr: func(netip.Addr) (netip.Addr, error) { return netip.MustParseAddr("10.0.0.1"), nil },
 	}
 	return th
 }

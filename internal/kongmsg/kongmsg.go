@@ -32,6 +32,8 @@ var kinds = map[string]string{
 	"PROTO":      "a protocol",
 	"TEXT":       "text",
 	"COLUMN":     "a column name",
+	"ASN":        "an AS number",
+	"SECONDS":    "a number of seconds",
 }
 
 // Message is err's text for the user. A flag given last without a value
