@@ -31,7 +31,7 @@ var layers = [][]string{
 	// rule set.
 	{"ipvsadm/wrappers", "rules/desired"},
 	// lvsctl top's model and screen; keepalived.conf read as a desired state.
-	{"lvsctl/top", "rules/keepalived"},
+	{"lvsctl/top", "rules/keepalived", "lvsprep/birdconf"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// The environment of the three ipvsadm programs.
