@@ -3,6 +3,7 @@ package lvsctl
 import (
 	"fmt"
 
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
 	"github.com/lvskit/lvskit/rules/keepalived"
 )
 
@@ -22,7 +23,7 @@ type importKeepalivedCmd struct {
 func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 	res, err := keepalived.Import(c.File, keepalived.Options{Lossy: c.Lossy})
 	if err != nil {
-		return ExitUsage, usageError{err: err}
+		return ExitUsage, cliutil.UsageError{Err: err}
 	}
 	for _, n := range res.Notices {
 		kind := "notice"

@@ -7,13 +7,14 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
 )
@@ -23,7 +24,7 @@ type runCmd struct {
 	Checks        string        `name:"checks" placeholder:"FILE" help:"Checks for a rules-text FILE: YAML or JSON naming services as ipvsadm -Sn writes them."`
 	DrainTimeout  time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a real server that leaves FILE on a reload; 0 deletes at once."`
 	MetricsListen string        `name:"metrics-listen" placeholder:"ADDR" help:"Serve Prometheus metrics on ADDR (host:port); nothing listens without it."`
-	guardFlags
+	cliutil.GuardFlags
 	journalFlag
 }
 
@@ -55,7 +56,7 @@ type runLoop struct {
 	r       *runner
 	f       *runCmd
 	client  ipvs.Client
-	j       *fileJournal
+	j       *record.Journal
 	checker *health.Checker
 	metrics *metrics // nil without --metrics-listen
 	log     io.Writer
@@ -93,7 +94,7 @@ type runLoop struct {
 // run applies FILE with health, then keeps the table as FILE says until
 // SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
 func (r *runner) run(f *runCmd) (int, error) {
-	longRunning()
+	cliutil.LongRunning()
 	checkerProcs()
 	fitMemoryLimit()
 	r.yamlCache = &desired.YAMLCache{}
@@ -114,7 +115,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	l := &runLoop{r: r, f: f, client: client, j: j, log: r.errOut, want: want, health: h,
 		marks: map[string]uint32{}, drains: map[desired.DestRef]*draining{}, inSvc: map[desired.DestRef]bool{},
 		allDown: map[rules.ServiceKey]bool{}, started: r.env.Now()}
-	prior, err := j.loadRunState()
+	prior, err := j.LoadRun()
 	if err != nil {
 		return ExitFailed, fmt.Errorf("%w (remove it to start afresh; the kernel's weights are kept)", err)
 	}
@@ -136,7 +137,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 		l.metrics.checker = l.checker
 		addr, err := l.metrics.serve(ctx, f.MetricsListen)
 		if err != nil {
-			return ExitUsage, usageError{err: err}
+			return ExitUsage, cliutil.UsageError{Err: err}
 		}
 		fmt.Fprintf(l.log, "lvsctl run: metrics at http://%s/metrics\n", addr)
 	}
@@ -153,11 +154,11 @@ func (r *runner) run(f *runCmd) (int, error) {
 		return ExitUsage, err
 	}
 	// The first start is an apply: the same guard before its first change.
-	l.guard = f.removalGuard
+	l.guard = f.RemovalGuard
 	err = l.reconcile("start", false)
 	l.guard = nil
 	if err != nil {
-		var ue usageError
+		var ue cliutil.UsageError
 		if errors.As(err, &ue) {
 			return ExitUsage, err
 		}
@@ -232,21 +233,21 @@ func (r *runner) run(f *runCmd) (int, error) {
 // readRunDesired reads FILE and its checks: from FILE itself (version 2),
 // or from --checks for rules text.
 func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) {
-	pf := &planFlags{File: f.File, guardFlags: f.guardFlags}
+	pf := &planFlags{File: f.File, GuardFlags: f.GuardFlags}
 	want, h, err := r.readDesiredHealth(pf)
 	if err != nil {
 		return nil, nil, err
 	}
 	if f.Checks != "" {
 		if h != nil {
-			return nil, nil, usageError{err: fmt.Errorf("%s has checks of its own; --checks is for rules text", f.File)}
+			return nil, nil, cliutil.UsageError{Err: fmt.Errorf("%s has checks of its own; --checks is for rules text", f.File)}
 		}
 		data, err := os.ReadFile(f.Checks)
 		if err != nil {
-			return nil, nil, usageError{err: fmt.Errorf("reading %s: %w", f.Checks, err)}
+			return nil, nil, cliutil.UsageError{Err: fmt.Errorf("reading %s: %w", f.Checks, err)}
 		}
 		if h, err = desired.ReadChecks(f.Checks, data, want); err != nil {
-			return nil, nil, usageError{err: err}
+			return nil, nil, cliutil.UsageError{Err: err}
 		}
 	}
 	return want, h, nil
@@ -272,7 +273,7 @@ func countKeys(cs []checked) int {
 // of the director's checker never takes a healthy server out), else
 // Unknown: a server new to the table serves only after its first passing
 // check.
-func (l *runLoop) seed(prior *runState) error {
+func (l *runLoop) seed(prior *record.Run) error {
 	var states []health.TargetState
 	known := map[health.TargetKey]bool{}
 	byRef := map[string]health.State{}
@@ -294,7 +295,7 @@ func (l *runLoop) seed(prior *runState) error {
 	}
 	current, err := rules.Read(l.client)
 	if err != nil {
-		return readError(err)
+		return cliutil.ReadError(err)
 	}
 	weights := map[desired.DestRef]uint32{}
 	for i := range current.Services {
@@ -365,15 +366,15 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	if l.metrics != nil {
 		l.metrics.publish(l)
 	}
-	var ue usageError
+	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
 		return ue // the guard's: nothing was changed
 	}
 	if err != nil {
-		return fmt.Errorf("changing the table: %w", readError(err))
+		return fmt.Errorf("changing the table: %w", cliutil.ReadError(err))
 	}
 	if why != "" && res.Plan != nil && !res.Plan.InSync() {
-		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, planLine(res.Plan))
+		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, cliutil.PlanLine(res.Plan))
 	}
 	if res.Stopped || !res.Converged() {
 		return &refusedError{failed: res.Failed}
@@ -386,7 +387,7 @@ type refusedError struct{ failed []rules.ChangeError }
 
 func (e *refusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the kernel refused %s", plural(len(e.failed), "change", "changes"))
+	fmt.Fprintf(&b, "the kernel refused %s", cliutil.Plural(len(e.failed), "change", "changes"))
 	for i := range e.failed {
 		fmt.Fprintf(&b, "; %v", &e.failed[i])
 	}
@@ -408,7 +409,7 @@ func (l *runLoop) state(k health.TargetKey) health.State {
 func (l *runLoop) applier() *rules.Applier {
 	return &rules.Applier{Client: l.client, Now: l.r.env.Now, Events: func(e rules.Event) {
 		if e.Kind == rules.EventChange {
-			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
+			fmt.Fprintf(l.log, "lvsctl run: %s\n", cliutil.EventLine(e))
 		}
 	}}
 }
@@ -459,7 +460,7 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 	o := rules.DiffOptions{OwnProbes: true, Only: func(k rules.ServiceKey) bool { return only[k] }}
 	res, err := l.applier().Converge(context.Background(), eff, o, nil)
 	if err == nil && res.Plan != nil && !res.Plan.InSync() {
-		fmt.Fprintf(l.log, "lvsctl run: reload: %s\n", planLine(res.Plan))
+		fmt.Fprintf(l.log, "lvsctl run: reload: %s\n", cliutil.PlanLine(res.Plan))
 	}
 }
 
@@ -467,15 +468,15 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 // right, and the next save may succeed. The servers are written one at a
 // time as the checker has them.
 func (l *runLoop) save() {
-	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
+	st := &record.Run{PID: os.Getpid(), File: record.Abs(l.f.File), Checks: record.Abs(l.f.Checks), Started: l.started.UTC(),
 		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness(), Late: !l.checker.Healthy(),
 		Refused: l.refused}
 	if !l.refusedAt.IsZero() {
 		st.RefusedAt = l.refusedAt.UTC()
 	}
-	st.each = func(yield func(*runServer) bool) {
-		var svc string  // the name of the service of the server before
-		var s runServer // one for all: yield's pointer would move each to the heap
+	st.Each = func(yield func(*record.Server) bool) {
+		var svc string      // the name of the service of the server before
+		var s record.Server // one for all: yield's pointer would move each to the heap
 		for i := range l.probes {
 			c := &l.probes[i]
 			ts, _ := l.checker.State(c.key)
@@ -486,7 +487,7 @@ func (l *runLoop) save() {
 			// The record keeps the check's type, not its whole target:
 			// the file has the rest, and 10,000 targets written at every
 			// reconcile were most of its cost.
-			s = runServer{Service: svc, Destination: c.ref.Dest.String(),
+			s = record.Server{Service: svc, Destination: c.ref.Dest.String(),
 				InService: l.inSvc[c.ref], Weight: c.weight, Check: c.spec.Type, Health: ts}
 			if !yield(&s) {
 				return
@@ -497,19 +498,9 @@ func (l *runLoop) save() {
 		st.AllDown = append(st.AllDown, k.String())
 	}
 	slices.Sort(st.AllDown)
-	if err := l.j.saveRunState(st); err != nil {
+	if err := l.j.SaveRun(st); err != nil {
 		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 	}
-}
-
-func abs(p string) string {
-	if p == "" || p == "-" {
-		return p
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }
 
 // logChange writes one line for a health transition.
@@ -589,7 +580,7 @@ func (l *runLoop) reload() error {
 	}
 	// What leaves the file counts as apply counts it: drained or not, a
 	// real server taken out. mh order is not the file's to judge here.
-	if err := l.f.removalGuard(rules.Diff(l.want, want, rules.DiffOptions{KeepMHOrder: true})); err != nil {
+	if err := l.f.RemovalGuard(rules.Diff(l.want, want, rules.DiffOptions{KeepMHOrder: true})); err != nil {
 		return err
 	}
 	stay := map[desired.DestRef]bool{}
@@ -748,7 +739,7 @@ func (l *runLoop) saveDrains() error {
 	if len(l.drains) == 0 {
 		return l.j.Save(nil)
 	}
-	jr := &rules.Journal{Version: rules.JournalVersion, Updated: l.r.env.Now().UTC(), Source: abs(l.f.File)}
+	jr := &rules.Journal{Version: rules.JournalVersion, Updated: l.r.env.Now().UTC(), Source: record.Abs(l.f.File)}
 	for _, d := range l.drains {
 		jr.Drains = append(jr.Drains, d.entry)
 	}

@@ -30,8 +30,10 @@ var layers = [][]string{
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
 	// rule set.
 	{"ipvsadm/wrappers", "rules/desired"},
-	// lvsctl top's model and screen; keepalived.conf read as a desired state.
-	{"lvsctl/top", "rules/keepalived"},
+	// lvsctl top's model and screen; keepalived.conf read as a desired
+	// state; what lvsctl leaves on disk (the journal, run's record) and
+	// what its commands and lvsctl run share.
+	{"lvsctl/top", "rules/keepalived", "lvsctl/record", "lvsctl/internal/cliutil"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// The environment of the three ipvsadm programs.
