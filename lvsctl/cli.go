@@ -5,8 +5,9 @@
 // drain of each leaving server (weight 0, deleted when its connections are
 // gone or at a deadline), recorded in a journal so an interrupted drain is
 // finished by the next apply and shown by status. The engine is package
-// rules; this package is the command line, the output and the host (the
-// journal directory, the connection table, signals).
+// rules; lvsctl run is package run, and the journal and run's record are
+// package record. This package is the command line, the output and the
+// host (the journal directory, the connection table, signals).
 package lvsctl
 
 import (

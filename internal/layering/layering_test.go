@@ -34,6 +34,8 @@ var layers = [][]string{
 	// state; what lvsctl leaves on disk (the journal, run's record) and
 	// what its commands and lvsctl run share.
 	{"lvsctl/top", "rules/keepalived", "lvsctl/record", "lvsctl/internal/cliutil"},
+	// lvsctl run, the health-checking daemon.
+	{"lvsctl/run"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// The environment of the three ipvsadm programs.

@@ -87,8 +87,8 @@ func (j *Journal) LoadRun() (*Run, error) {
 }
 
 // writeJSON writes st as json.Encoder would, its servers one at a time:
-// 10,000 of them marshalled at once kept an 8 MB buffer in the encoder's
-// pool.
+// marshalled at once, a large table's servers leave a buffer of their
+// size in the encoder's pool (figures: decision 0014).
 func (st *Run) writeJSON(w io.Writer) error {
 	head := *st
 	head.Servers = nil
@@ -136,13 +136,13 @@ func (st *Run) writeJSON(w io.Writer) error {
 	return err
 }
 
-// appendJSON appends s as json.Marshal writes it, without reflection:
-// writing 10,000 servers through encoding/json was a tenth of run's CPU.
-// A record whose servers keep their whole target (never written now) goes
-// through Marshal.
+// appendJSON appends s as json.Marshal writes it, without reflection,
+// which is a large part of run's CPU on a large table (figures: decision
+// 0014). A record whose servers keep their whole target (never written
+// now) goes through Marshal.
 //
 // The servers of a service share their spec, whose JSON (escaped quotes
-// and all) was a third of the cost: c keeps the last one written.
+// and all) is much of the cost: c keeps the last one written.
 func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 	h := &s.Health
 	if !h.Target.IsZero() {

@@ -1,4 +1,4 @@
-package lvsctl
+package run
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 // checkerProcs gives lvsctl run one P on a single CPU, where its main
 // gives every command two (sysenv.SpareProcessor): the checker's
 // goroutines (its scheduler, the shared poller, one per probe other than
-// TCP) then never wake a second thread to run them, 8 % less CPU per
-// probe when every probe had a goroutine, and a reload holds the probes
+// TCP) then never wake a second thread to run them, which costs CPU per
+// probe (figures: decision 0014), and a reload holds the probes
 // (health.Checker.Hold), so it has the P to itself (decision 0013).
 func checkerProcs() {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.NumCPU() < 2 {
