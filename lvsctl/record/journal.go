@@ -1,6 +1,6 @@
 // Package record keeps what lvsctl leaves on disk for the next command:
-// the drain journal and lvsctl run's record, in one directory per network
-// namespace that only its owner may use.
+// the drain journal and lvsctl run's record. Both live in one directory
+// per network namespace, which only its owner may use.
 package record
 
 import (
