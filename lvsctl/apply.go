@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/rules"
 )
 
@@ -23,7 +23,7 @@ func (r *runner) apply(f *planFlags) (int, error) {
 	}
 	defer client.Close()
 	j, err := r.journal(true)
-	if errors.Is(err, errLocked) {
+	if errors.Is(err, record.ErrLocked) {
 		return r.handToRun(f, err)
 	}
 	if err != nil {
@@ -72,7 +72,7 @@ func (r *runner) apply(f *planFlags) (int, error) {
 		// Each plan is checked before its first change; the first one's
 		// warnings come before the changes they warn of.
 		Check: func(p *rules.Plan) error {
-			if err := f.removalGuard(p); err != nil {
+			if err := f.RemovalGuard(p); err != nil {
 				return err
 			}
 			if !planned {
@@ -86,12 +86,12 @@ func (r *runner) apply(f *planFlags) (int, error) {
 	}
 	res, err := a.Converge(r.env.Context, want, r.diffOptions(f), priorDrains)
 	rep.finish()
-	var ue usageError
+	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
 		return ExitUsage, err
 	}
 	if err != nil {
-		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", readError(err))
+		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", cliutil.ReadError(err))
 	}
 	if f.JSON {
 		return r.reportJSON(res, applied)
@@ -101,15 +101,15 @@ func (r *runner) apply(f *planFlags) (int, error) {
 
 // report prints the apply's end and returns its status.
 func (r *runner) report(res *rules.ConvergeResult, applied int) int {
-	fmt.Fprintf(r.out, "plan: %s\n", planLine(res.Plan))
+	fmt.Fprintf(r.out, "plan: %s\n", cliutil.PlanLine(res.Plan))
 	if res.Stopped {
 		fmt.Fprintf(r.out, "stopped: the kernel refused %s; %s made\n",
-			plural(len(res.Failed), "change", "changes"), plural(applied, "other change was", "other changes were"))
+			cliutil.Plural(len(res.Failed), "change", "changes"), cliutil.Plural(applied, "other change was", "other changes were"))
 		for _, f := range res.Failed {
 			fmt.Fprintf(r.out, "  refused: %v\n", &f)
 		}
 		if len(res.Held) > 0 {
-			fmt.Fprintf(r.out, "nothing was drained or deleted: %s held back:\n", plural(len(res.Held), "removal", "removals"))
+			fmt.Fprintf(r.out, "nothing was drained or deleted: %s held back:\n", cliutil.Plural(len(res.Held), "removal", "removals"))
 			for i := range res.Held {
 				fmt.Fprintf(r.out, "  held: %s\n", rules.Describe(&res.Held[i]))
 			}
@@ -121,7 +121,7 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 	}
 	if res.Rounds > 1 {
 		fmt.Fprintf(r.out, "another program changed the kernel's table during the apply: read and planned again %s\n",
-			plural(res.Rounds-1, "time", "times"))
+			cliutil.Plural(res.Rounds-1, "time", "times"))
 	}
 	if d := res.Drain; d != nil {
 		for _, f := range d.Failed {
@@ -133,12 +133,12 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 		if len(d.Pending) > 0 {
 			fmt.Fprintf(r.out, "interrupted: %s still draining at weight 0, recorded in the journal; "+
 				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n",
-				plural(len(d.Pending), "real server", "real servers"))
+				cliutil.Plural(len(d.Pending), "real server", "real servers"))
 			return ExitInterrupted
 		}
 	}
 	if !res.Converged() {
-		fmt.Fprintf(r.out, "not converged: %s still differ:\n", planLine(res.Remaining))
+		fmt.Fprintf(r.out, "not converged: %s still differ:\n", cliutil.PlanLine(res.Remaining))
 		for i := range res.Remaining.Changes {
 			fmt.Fprintf(r.out, "  %s\n", rules.Describe(&res.Remaining.Changes[i]))
 		}
@@ -147,21 +147,6 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 	}
 	fmt.Fprintln(r.out, "converged: the kernel's table equals the file")
 	return ExitOK
-}
-
-// plural is n and the noun in the number n asks for.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-func planLine(p *rules.Plan) string {
-	if p == nil || p.InSync() {
-		return "in sync, no changes"
-	}
-	return summary(p)
 }
 
 // reporter shows an apply's events.
@@ -187,7 +172,7 @@ func (l *lineReporter) event(e rules.Event) {
 	if e.Kind == rules.EventDrainWait {
 		return
 	}
-	fmt.Fprintln(l.w, eventLine(e))
+	fmt.Fprintln(l.w, cliutil.EventLine(e))
 	if e.Kind != rules.EventChange || e.Time.Sub(l.flushed) >= flushEvery {
 		l.w.Flush()
 		l.flushed = e.Time
@@ -195,37 +180,6 @@ func (l *lineReporter) event(e rules.Event) {
 }
 
 func (l *lineReporter) finish() { l.w.Flush() }
-
-// eventLine is an event in one line.
-func eventLine(e rules.Event) string {
-	var b strings.Builder
-	b.WriteString(e.Time.UTC().Format("15:04:05.000 "))
-	switch e.Kind {
-	case rules.EventChange:
-		b.WriteString(rules.Describe(e.Change))
-		for _, f := range e.Change.Fields {
-			fmt.Fprintf(&b, " %s %s->%s", f.Name, f.Old, f.New)
-		}
-	case rules.EventRestoreFlags:
-		fmt.Fprintf(&b, "restore-flags %s (drains ended)", e.Service)
-	default:
-		fmt.Fprintf(&b, "%s %s -r %s", e.Kind, e.Service, e.Dest)
-		switch e.Kind {
-		case rules.EventDrainStart:
-			fmt.Fprintf(&b, " weight 0, deadline in %s", e.Left.Round(time.Second))
-		case rules.EventDrainTimeout:
-			fmt.Fprintf(&b, " deleted with active %d, inactive %d", e.Active, e.Inactive)
-		case rules.EventDrainDone:
-			b.WriteString(" deleted, no connection left")
-		case rules.EventDrainWait:
-			fmt.Fprintf(&b, " active %d, inactive %d, %s left", e.Active, e.Inactive, e.Left.Round(time.Second))
-		}
-	}
-	if e.Err != nil {
-		fmt.Fprintf(&b, ": FAILED: %v", e.Err)
-	}
-	return b.String()
-}
 
 // liveReporter is the terminal display: changes scroll, and a block at
 // the bottom shows each drain's connections and time left, redrawn on
@@ -245,9 +199,9 @@ func (l *liveReporter) event(e rules.Event) {
 		l.redraw("")
 	case rules.EventDrainDone, rules.EventDrainTimeout, rules.EventDrainGone:
 		delete(l.drains, key)
-		l.redraw(eventLine(e))
+		l.redraw(cliutil.EventLine(e))
 	default:
-		l.redraw(eventLine(e))
+		l.redraw(cliutil.EventLine(e))
 	}
 }
 
@@ -281,10 +235,10 @@ func (l *liveReporter) finish() {
 // its own back.
 func (r *runner) handToRun(f *planFlags, locked error) (int, error) {
 	st := r.runState()
-	if !st.alive() {
+	if !st.Alive() {
 		return ExitFailed, locked
 	}
-	if abs(f.File) == st.File && f.File != "-" {
+	if record.Abs(f.File) == st.File && f.File != "-" {
 		if err := unix.Kill(st.PID, unix.SIGHUP); err != nil {
 			return ExitFailed, fmt.Errorf("lvsctl run (pid %d) owns this table; asking it to reload %s: %w", st.PID, st.File, err)
 		}

@@ -5,8 +5,9 @@
 // drain of each leaving server (weight 0, deleted when its connections are
 // gone or at a deadline), recorded in a journal so an interrupted drain is
 // finished by the next apply and shown by status. The engine is package
-// rules; this package is the command line, the output and the host (the
-// journal directory, the connection table, signals).
+// rules; lvsctl run is package run, and the journal and run's record are
+// package record. This package is the command line, the output and the
+// host (the journal directory, the connection table, signals).
 package lvsctl
 
 import (
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
-	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/kmod"
@@ -27,6 +27,8 @@ import (
 	"github.com/lvskit/lvskit/internal/netnsid"
 	"github.com/lvskit/lvskit/internal/version"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
@@ -67,6 +69,10 @@ const (
 		"  2  a service whose real servers all failed (ALL REAL SERVERS ... FAILED)\n" +
 		"  3  the record or the journal could not be read, or a bad command line"
 )
+
+// DefaultJournalRoot holds one journal directory per network namespace
+// (see record.DefaultRoot).
+const DefaultJournalRoot = record.DefaultRoot
 
 // Env is what Run needs from the host.
 type Env struct {
@@ -131,7 +137,7 @@ type planFlags struct {
 	JSON         bool          `name:"json" help:"Print the plan (apply: what was done) as JSON."`
 	DrainTimeout time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a leaving real server before it is deleted with connections left; 0 deletes at once."`
 	KeepMHOrder  bool          `name:"keep-mh-order" help:"Leave mh services' real servers in the kernel's order instead of re-adding them in canonical order."`
-	guardFlags
+	cliutil.GuardFlags
 	journalFlag
 }
 
@@ -212,15 +218,6 @@ func printHelp(options kong.HelpOptions, ctx *kong.Context) error {
 	return nil
 }
 
-// usageError is a mistake on the command line or in the rules file: exit 2,
-// nothing changed. help points the user at the command's help.
-type usageError struct {
-	err  error
-	help bool
-}
-
-func (e usageError) Error() string { return e.err.Error() }
-
 // exitRequest carries kong's exit (after --help or --version) out of the
 // parser, so that Main alone returns exit statuses.
 type exitRequest int
@@ -299,13 +296,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	default:
 		err = fmt.Errorf("internal error: unknown command %q", cmd)
 	}
-	var ue usageError
+	var ue cliutil.UsageError
 	switch {
 	case err == nil:
 		return status
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
-		if ue.help {
+		if ue.Help {
 			fmt.Fprintf(stderr, "lvsctl: see lvsctl %s --help\n", strings.Fields(cmd)[0])
 		}
 		return ExitUsage
@@ -333,7 +330,7 @@ type runner struct {
 func (r *runner) open() (ipvs.Client, error) {
 	c, err := r.env.Open()
 	if err != nil {
-		return nil, kernelError(err)
+		return nil, cliutil.KernelError(err)
 	}
 	return c, nil
 }
@@ -347,18 +344,6 @@ func shortDuration(d time.Duration) string {
 		}
 	}
 	return s
-}
-
-// kernelError says what an error reaching or reading the kernel's IPVS
-// means for the user.
-func kernelError(err error) error {
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("you must be root (CAP_NET_ADMIN) to use the kernel's IPVS: %w", err)
-	case errors.Is(err, unix.ENOENT):
-		return fmt.Errorf("the kernel has no IPVS (load it with modprobe ip_vs): %w", err)
-	}
-	return fmt.Errorf("cannot reach the kernel's IPVS: %w", err)
 }
 
 // helpCommand is the help to point at for a command-line error: the
@@ -426,8 +411,24 @@ func (r *runner) journalPath() string {
 	return dir
 }
 
-// journal opens this namespace's journal directory (see openJournal).
-func (r *runner) journal(lock bool) (*fileJournal, error) {
+// journal opens this namespace's journal directory (see record.Open).
+func (r *runner) journal(lock bool) (*record.Journal, error) {
 	root, dir := r.journalPaths()
-	return openJournal(root, dir, lock)
+	return record.Open(root, dir, lock)
+}
+
+// runState reads lvsctl run's record without locking, for plan, apply and
+// status; nil when no run left one in this boot and namespace.
+func (r *runner) runState() *record.Run {
+	j, err := r.journal(false)
+	if err != nil {
+		return nil
+	}
+	defer j.Close()
+	st, err := j.LoadRun()
+	if err != nil {
+		fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
+		return nil
+	}
+	return st
 }

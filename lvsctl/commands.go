@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/internal/clitable"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/lvsctl/top"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
@@ -29,7 +29,7 @@ func (r *runner) list(c *listCmd) (int, error) {
 	defer client.Close()
 	set, err := rules.Read(client)
 	if err != nil {
-		return ExitFailed, readError(err)
+		return ExitFailed, cliutil.ReadError(err)
 	}
 	set.Sort()
 	if c.JSON {
@@ -100,7 +100,7 @@ func (r *runner) readDesiredHealth(f *planFlags) (*rules.Set, *desired.Health, e
 	} else {
 		file, err := os.Open(f.File)
 		if err != nil {
-			return nil, nil, usageError{err: fmt.Errorf("reading %s: %w", name, err)}
+			return nil, nil, cliutil.UsageError{Err: fmt.Errorf("reading %s: %w", name, err)}
 		}
 		defer file.Close()
 		in = file
@@ -108,14 +108,14 @@ func (r *runner) readDesiredHealth(f *planFlags) (*rules.Set, *desired.Health, e
 	// Read a line at a time: the file is never held whole.
 	set, h, err := desired.ReadCached(name, in, r.env.Resolver, r.yamlCache)
 	if err != nil {
-		return nil, nil, usageError{err: err}
+		return nil, nil, cliutil.UsageError{Err: err}
 	}
 	if len(set.Services) == 0 && !f.AllowEmpty {
-		return nil, nil, usageError{err: fmt.Errorf("%s holds no service: applied, it would delete every service of the table. "+
+		return nil, nil, cliutil.UsageError{Err: fmt.Errorf("%s holds no service: applied, it would delete every service of the table. "+
 			"An empty file is what a failed write leaves; --allow-empty accepts it", name)}
 	}
 	if err := rules.Validate(set, r.env.Modules); err != nil {
-		return nil, nil, usageError{err: fmt.Errorf("the kernel would refuse these rules of %s; nothing was changed:\n%w", name, err)}
+		return nil, nil, cliutil.UsageError{Err: fmt.Errorf("the kernel would refuse these rules of %s; nothing was changed:\n%w", name, err)}
 	}
 	return set, h, nil
 }
@@ -152,10 +152,10 @@ func (r *runner) plan(f *planFlags) (int, error) {
 		return status, err
 	}
 	defer client.Close()
-	held := r.runState().holdOut(want)
+	held := r.runState().HoldOut(want)
 	p, err := rules.DiffKernel(client, want, r.diffOptions(f))
 	if err != nil {
-		return ExitFailed, readError(err)
+		return ExitFailed, cliutil.ReadError(err)
 	}
 	pending := r.pendingDrains()
 	if f.JSON {
@@ -166,7 +166,7 @@ func (r *runner) plan(f *planFlags) (int, error) {
 	if err != nil {
 		return ExitFailed, err
 	}
-	if err := f.removalGuard(p); err != nil {
+	if err := f.RemovalGuard(p); err != nil {
 		return ExitUsage, err
 	}
 	if p.InSync() {
@@ -175,21 +175,12 @@ func (r *runner) plan(f *planFlags) (int, error) {
 	return ExitChanges, nil
 }
 
-// readError is an error reading the kernel's table, explained when it is
-// a matter of privilege.
-func readError(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return kernelError(err)
-	}
-	return err
-}
-
 // pendingDrains reads the journal without locking it, for display; a
 // journal that cannot be read is reported, not fatal.
 func (r *runner) pendingDrains() []rules.DrainEntry {
 	j, err := r.journal(false)
 	if err != nil {
-		if !errors.Is(err, errNoJournal) {
+		if !errors.Is(err, record.ErrNoJournal) {
 			fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
 		}
 		return nil
@@ -224,7 +215,7 @@ func planRows(p *rules.Plan) [][]string {
 			rows = append(rows, []string{string(c.Action), svc, dest, "connections",
 				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
 		case rules.DeleteService:
-			rows = append(rows, []string{string(c.Action), svc, "(" + plural(len(c.Dests), "real server", "real servers") + ")", "connections",
+			rows = append(rows, []string{string(c.Action), svc, "(" + cliutil.Plural(len(c.Dests), "real server", "real servers") + ")", "connections",
 				fmt.Sprintf("active %d, inactive %d", c.Active, c.Inactive)})
 		case rules.AddService:
 			rows = append(rows, []string{string(c.Action), svc, "", "scheduler", c.Service.Scheduler})
@@ -235,7 +226,7 @@ func planRows(p *rules.Plan) [][]string {
 	return rows
 }
 
-func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry, held []runServer) error {
+func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry, held []record.Server) error {
 	for _, h := range held {
 		fmt.Fprintf(r.out, "held: %s -r %s is out of service by lvsctl run's check (%s, %s), not drift\n",
 			h.Service, h.Destination, h.Health.State, h.Health.Result)
@@ -254,20 +245,8 @@ func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry, held []run
 	for _, w := range p.Warnings {
 		fmt.Fprintf(r.out, "warning: %s\n", w)
 	}
-	_, err := fmt.Fprintf(r.out, "%s\n", summary(p))
+	_, err := fmt.Fprintf(r.out, "%s\n", cliutil.Summary(p))
 	return err
-}
-
-// summary counts a plan's changes in one line.
-func summary(p *rules.Plan) string {
-	n := p.Count()
-	var parts []string
-	for _, a := range []rules.Action{rules.AddService, rules.AddDest, rules.ReAddDest, rules.EditService, rules.EditDest, rules.DeleteDest, rules.DeleteService} {
-		if n[a] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[a], a))
-		}
-	}
-	return fmt.Sprintf("%s: %s", plural(len(p.Changes), "change", "changes"), strings.Join(parts, ", "))
 }
 
 // jsonPlan is the plan's JSON document.
@@ -361,7 +340,7 @@ func toJSONPlan(p *rules.Plan, pending []rules.DrainEntry) jsonPlan {
 	return doc
 }
 
-func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry, held []runServer) error {
+func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry, held []record.Server) error {
 	doc := toJSONPlan(p, pending)
 	for _, h := range held {
 		doc.Held = append(doc.Held, jsonHeld{h.Service, h.Destination, h.Health.State.String(), h.Health.Result})
@@ -437,7 +416,7 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	dir := r.journalPath()
 	j, err := r.journal(false)
 	switch {
-	case errors.Is(err, errNoJournal):
+	case errors.Is(err, record.ErrNoJournal):
 	case err != nil:
 		return StatusUnknown, err
 	default:
@@ -450,9 +429,9 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	if jr != nil {
 		drains = jr.Drains
 	}
-	var st *runState
+	var st *record.Run
 	if j != nil {
-		if st, err = j.loadRunState(); err != nil {
+		if st, err = j.LoadRun(); err != nil {
 			return StatusUnknown, err
 		}
 	}
@@ -468,7 +447,7 @@ func (r *runner) status(c *statusCmd) (int, error) {
 		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
 		fmt.Fprintf(r.out, "%s pending (journal %s, source %s, updated %s); 'lvsctl apply FILE' finishes or cancels them\n",
-			plural(len(drains), "drain", "drains"), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
+			cliutil.Plural(len(drains), "drain", "drains"), dir, jr.Source, jr.Updated.UTC().Format(time.RFC3339))
 		var rows [][]string
 		for _, e := range drains {
 			then := "drain, keep service"
@@ -490,13 +469,13 @@ func (r *runner) status(c *statusCmd) (int, error) {
 // real server is held out by its check or draining, a drain is pending,
 // the last reload was refused, probes fall behind, or the run that wrote
 // the record has stopped; ok otherwise.
-func statusVerdict(st *runState, drains int) (int, string) {
+func statusVerdict(st *record.Run, drains int) (int, string) {
 	if st != nil && len(st.AllDown) > 0 {
 		return StatusCritical, "critical"
 	}
 	warn := drains > 0
 	if st != nil {
-		warn = warn || st.Refused != "" || st.Late || !st.alive()
+		warn = warn || st.Refused != "" || st.Late || !st.Alive()
 		for i := range st.Servers {
 			warn = warn || !st.Servers[i].InService
 		}
@@ -550,11 +529,11 @@ type jsonServer struct {
 	Check        string        `json:"check"`
 }
 
-func toJSONRun(st *runState) *jsonRun {
+func toJSONRun(st *record.Run) *jsonRun {
 	if st == nil {
 		return nil
 	}
-	out := &jsonRun{PID: st.PID, Running: st.alive(), File: st.File, Checks: st.Checks, Started: st.Started, Updated: st.Updated,
+	out := &jsonRun{PID: st.PID, Running: st.Alive(), File: st.File, Checks: st.Checks, Started: st.Started, Updated: st.Updated,
 		AllDown: st.AllDown, Lateness: st.Lateness, Late: st.Late, ReloadRefused: st.Refused, ReloadRefusedAt: st.RefusedAt,
 		Servers: []jsonServer{}}
 	if out.AllDown == nil {
@@ -564,19 +543,19 @@ func toJSONRun(st *runState) *jsonRun {
 		h := s.Health
 		out.Servers = append(out.Servers, jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
 			State: h.State.String(), Result: h.Result, Passes: h.Passes, Fails: h.Fails, LastChange: h.LastChange,
-			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.checkType()})
+			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.CheckType()})
 	}
 	return out
 }
 
 // writeRunStatus prints lvsctl run's record: who runs, the checker's
 // lateness, and each checked real server's health.
-func (r *runner) writeRunStatus(st *runState) error {
+func (r *runner) writeRunStatus(st *record.Run) error {
 	if st == nil {
 		return nil
 	}
 	state := "running"
-	if !st.alive() {
+	if !st.Alive() {
 		state = "not running (its last record)"
 	}
 	timing := "on time"
@@ -602,7 +581,7 @@ func (r *runner) writeRunStatus(st *runState) error {
 		if !h.LastChange.IsZero() {
 			since = h.LastChange.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), s.checkType(),
+		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), s.CheckType(),
 			fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
 	}
 	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)

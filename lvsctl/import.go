@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
 	"github.com/lvskit/lvskit/rules/keepalived"
 )
 
@@ -25,7 +26,7 @@ func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 	res, err := keepalived.Import(c.File, keepalived.Options{Lossy: c.Lossy})
 	var refused keepalived.Errors
 	if err != nil && !errors.As(err, &refused) {
-		return ExitUsage, usageError{err: err}
+		return ExitUsage, cliutil.UsageError{Err: err}
 	}
 	for _, n := range res.Notices {
 		kind := "notice"
@@ -42,7 +43,7 @@ func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 		if len(refused) > 1 {
 			what = "refusals"
 		}
-		return ExitUsage, usageError{err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
+		return ExitUsage, cliutil.UsageError{Err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
 	}
 	if err := keepalived.WriteYAML(r.out, res); err != nil {
 		return ExitFailed, err

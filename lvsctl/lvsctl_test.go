@@ -15,6 +15,7 @@ import (
 
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/ipvs/ipvstest"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/rules"
 )
 
@@ -297,19 +298,19 @@ func TestJournalRefusesUntrustedState(t *testing.T) {
 	os.Chmod(dir, 0o700)
 	target := filepath.Join(t.TempDir(), "elsewhere")
 	os.WriteFile(target, []byte(`{"version":1}`), 0o600)
-	if err := os.Symlink(target, filepath.Join(dir, journalName)); err != nil {
+	if err := os.Symlink(target, filepath.Join(dir, record.JournalName)); err != nil {
 		t.Fatal(err)
 	}
 	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed || !strings.Contains(r.stderr, "journal") {
 		t.Errorf("journal that is a symbolic link: %+v", r)
 	}
-	os.Remove(filepath.Join(dir, journalName))
-	os.WriteFile(filepath.Join(dir, journalName), []byte(`{"version":1}`), 0o666)
-	os.Chmod(filepath.Join(dir, journalName), 0o666)
+	os.Remove(filepath.Join(dir, record.JournalName))
+	os.WriteFile(filepath.Join(dir, record.JournalName), []byte(`{"version":1}`), 0o666)
+	os.Chmod(filepath.Join(dir, record.JournalName), 0o666)
 	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed || !strings.Contains(r.stderr, "lets others in") {
 		t.Errorf("world-writable journal: %+v", r)
 	}
-	os.Remove(filepath.Join(dir, journalName))
+	os.Remove(filepath.Join(dir, record.JournalName))
 	linkDir := filepath.Join(t.TempDir(), "link")
 	os.Symlink(dir, linkDir)
 	env.JournalDir = linkDir

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/record"
 )
 
 // reloadWatching writes doc to h's file, reloads, and samples the table
@@ -248,8 +249,8 @@ func TestRunMetricsListenBeforeTheTable(t *testing.T) {
 
 // TestStatusVerdict: status's exit status, as monitoring plugins read it.
 func TestStatusVerdict(t *testing.T) {
-	live := func(mod func(*runState)) *runState {
-		st := &runState{PID: os.Getpid(), Servers: []runServer{{InService: true}, {InService: true}}}
+	live := func(mod func(*record.Run)) *record.Run {
+		st := &record.Run{PID: os.Getpid(), Servers: []record.Server{{InService: true}, {InService: true}}}
 		if mod != nil {
 			mod(st)
 		}
@@ -257,18 +258,18 @@ func TestStatusVerdict(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		st     *runState
+		st     *record.Run
 		drains int
 		want   int
 	}{
 		{"no run, no drain", nil, 0, StatusOK},
 		{"all in service", live(nil), 0, StatusOK},
 		{"a drain pending", nil, 1, StatusWarning},
-		{"one held out", live(func(st *runState) { st.Servers[1].InService = false }), 0, StatusWarning},
-		{"reload refused", live(func(st *runState) { st.Refused = "the plan takes out" }), 0, StatusWarning},
-		{"probes late", live(func(st *runState) { st.Late = true }), 0, StatusWarning},
-		{"run stopped", live(func(st *runState) { st.PID = 0 }), 0, StatusWarning},
-		{"all down", live(func(st *runState) { st.AllDown = []string{"-t 10.0.0.1:80"} }), 1, StatusCritical},
+		{"one held out", live(func(st *record.Run) { st.Servers[1].InService = false }), 0, StatusWarning},
+		{"reload refused", live(func(st *record.Run) { st.Refused = "the plan takes out" }), 0, StatusWarning},
+		{"probes late", live(func(st *record.Run) { st.Late = true }), 0, StatusWarning},
+		{"run stopped", live(func(st *record.Run) { st.PID = 0 }), 0, StatusWarning},
+		{"all down", live(func(st *record.Run) { st.AllDown = []string{"-t 10.0.0.1:80"} }), 1, StatusCritical},
 	} {
 		if got, _ := statusVerdict(tc.st, tc.drains); got != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)

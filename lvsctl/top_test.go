@@ -12,6 +12,7 @@ import (
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/lvsctl/top"
 	"github.com/lvskit/lvskit/rules"
 )
@@ -283,9 +284,9 @@ func TestTopReadsTheRunRecordWhenItChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer j.Close()
-		st := &runState{PID: os.Getpid(), Servers: []runServer{{Service: "-t 10.0.0.1:80", Destination: "192.168.1.1:80",
+		st := &record.Run{PID: os.Getpid(), Servers: []record.Server{{Service: "-t 10.0.0.1:80", Destination: "192.168.1.1:80",
 			Check: "tcp", Health: health.TargetState{State: health.Down, Result: result}}}}
-		if err := j.saveRunState(st); err != nil {
+		if err := j.SaveRun(st); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -356,13 +357,13 @@ func TestTopShowsTheRunRecordsAllDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	const reason = `Get "http://192.168.1.2:80/health/deep?probe=lvsctl-run": connect 192.168.1.2:80: connection refused`
-	st := &runState{PID: os.Getpid(), AllDown: []string{"-t 10.0.0.1:80"}, Servers: []runServer{
+	st := &record.Run{PID: os.Getpid(), AllDown: []string{"-t 10.0.0.1:80"}, Servers: []record.Server{
 		{Service: "-t 10.0.0.1:80", Destination: "192.168.1.1:80", InService: true, Weight: 3, Check: "http",
 			Health: health.TargetState{State: health.Down, Result: "connect 192.168.1.1:80: connection refused"}},
 		{Service: "-t 10.0.0.1:80", Destination: "192.168.1.2:80", Weight: 1, Check: "http",
 			Health: health.TargetState{State: health.Down, Result: reason}},
 	}}
-	if err := j.saveRunState(st); err != nil {
+	if err := j.SaveRun(st); err != nil {
 		t.Fatal(err)
 	}
 	j.Close()

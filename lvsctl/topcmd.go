@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/lvsctl/top"
 	"github.com/lvskit/lvskit/rules"
 )
@@ -151,7 +153,7 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		}
 		if err != nil {
 			last, cache = nil, nil // the next read is whole
-			return top.Input{}, readError(err)
+			return top.Input{}, cliutil.ReadError(err)
 		}
 		if set != last {
 			last = set
@@ -170,7 +172,7 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 			in.Drains = jr.Drains
 		}
 		if st := run.load(j); st != nil {
-			in.RunActive = st.alive()
+			in.RunActive = st.Alive()
 			in.Run, in.AllDown = run.health, st.AllDown
 		}
 		return in, nil
@@ -182,20 +184,20 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 // table), not every frame (3 MB of JSON for 10,000 checked servers).
 type recordCache struct {
 	stat   unix.Stat_t
-	st     *runState
+	st     *record.Run
 	health map[string]top.Health
 }
 
-func (c *recordCache) load(j *fileJournal) *runState {
+func (c *recordCache) load(j *record.Journal) *record.Run {
 	var now unix.Stat_t
-	if err := unix.Fstatat(j.fd, runStateName, &now, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := j.StatRun(&now); err != nil {
 		c.st, c.health = nil, nil
 		return nil
 	}
 	if c.st != nil && now.Ino == c.stat.Ino && now.Size == c.stat.Size && now.Mtim == c.stat.Mtim {
 		return c.st
 	}
-	st, err := j.loadRunState()
+	st, err := j.LoadRun()
 	if err != nil || st == nil {
 		c.st, c.health = nil, nil
 		return nil
@@ -286,7 +288,7 @@ func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rul
 func (r *runner) top(c *topCmd) (int, error) {
 	col, err := top.ParseColumn(c.Sort) // checked by Validate
 	if err != nil {
-		return ExitUsage, usageError{err: fmt.Errorf("--sort: %w", err), help: true}
+		return ExitUsage, cliutil.UsageError{Err: fmt.Errorf("--sort: %w", err), Help: true}
 	}
 	// A hang-up (the ssh session or the terminal gone) ends top as it
 	// ends top(1); lvsctl's main catches SIGHUP for run's reload.
@@ -307,7 +309,7 @@ func (r *runner) top(c *topCmd) (int, error) {
 	defer client.Close()
 	// top drops each read's table for the next: the default pace keeps
 	// its memory near two tables.
-	longRunning()
+	cliutil.LongRunning()
 	m := top.NewModel(time.Duration(c.Delay))
 	m.Sort, m.Reverse, m.Filter = col, c.Reverse, c.Filter
 	src := r.topSource(client)

@@ -30,8 +30,12 @@ var layers = [][]string{
 	// Debian's wrapper scripts; the rules text (and JSON) read as a desired
 	// rule set.
 	{"ipvsadm/wrappers", "rules/desired"},
-	// lvsctl top's model and screen; keepalived.conf read as a desired state.
-	{"lvsctl/top", "rules/keepalived", "lvsprep/birdconf"},
+	// lvsctl top's model and screen; keepalived.conf read as a desired
+	// state; what lvsctl leaves on disk (the journal, run's record) and
+	// what its commands and lvsctl run share.
+	{"lvsctl/top", "rules/keepalived", "lvsprep/birdconf", "lvsctl/record", "lvsctl/internal/cliutil"},
+	// lvsctl run, the health-checking daemon.
+	{"lvsctl/run"},
 	// The new commands.
 	{"lvsctl", "lvsprep"},
 	// The environment of the three ipvsadm programs.

@@ -1,4 +1,4 @@
-package lvsctl
+package record
 
 import (
 	"bytes"
@@ -18,29 +18,31 @@ import (
 	"github.com/lvskit/lvskit/rules"
 )
 
-// runStateName is lvsctl run's record in the journal directory: who runs,
+// RunName is lvsctl run's record in the journal directory: who runs,
 // on which file, each checked real server's health and whether it is in
 // service, and the probe services' marks. A restarted run starts from it;
 // plan, apply and status read it.
-const runStateName = "health.json"
+const RunName = "health.json"
 
-// runStateVersion is the record's format version.
-const runStateVersion = 1
+// runVersion is the record's format version.
+const runVersion = 1
 
-type runState struct {
+// Run is lvsctl run's record.
+type Run struct {
 	Version int       `json:"version"`
 	PID     int       `json:"pid"`
 	File    string    `json:"file"`
 	Checks  string    `json:"checks,omitempty"`
 	Started time.Time `json:"started"`
 	Updated time.Time `json:"updated"`
-	// Marks are the probe services' marks, by real server (refName).
+	// Marks are the probe services' marks, by real server as ipvsadm
+	// names it ("-t 10.0.0.1:80 -r 192.168.1.2:80").
 	Marks map[string]uint32 `json:"marks,omitempty"`
 	// Servers are the checked real servers, in the file's order. A
-	// record being written may hand them out one at a time by each
+	// record being written may hand them out one at a time by Each
 	// instead.
-	Servers []runServer `json:"servers"`
-	each    func(yield func(*runServer) bool)
+	Servers []Server                       `json:"servers"`
+	Each    func(yield func(*Server) bool) `json:"-"`
 	// AllDown are the services whose real servers all failed.
 	AllDown  []string        `json:"all_down,omitempty"`
 	Lateness health.Lateness `json:"lateness"`
@@ -55,8 +57,8 @@ type runState struct {
 	netnsid.Identity
 }
 
-// runServer is one checked real server as the record keeps it.
-type runServer struct {
+// Server is one checked real server as the record keeps it.
+type Server struct {
 	Service     string `json:"service"`
 	Destination string `json:"destination"`
 	InService   bool   `json:"in_service"`
@@ -68,15 +70,15 @@ type runServer struct {
 	Health health.TargetState `json:"health"`
 }
 
-// loadRunState reads the record of this boot and namespace; nil when
-// there is none.
-func (j *fileJournal) loadRunState() (*runState, error) {
-	var st runState
-	if ok, err := j.readFile(runStateName, &st); !ok || err != nil {
+// LoadRun reads the record of this boot and namespace; nil when there is
+// none.
+func (j *Journal) LoadRun() (*Run, error) {
+	var st Run
+	if ok, err := j.readFile(RunName, &st); !ok || err != nil {
 		return nil, err
 	}
-	if st.Version != runStateVersion {
-		return nil, fmt.Errorf("%s: version %d, this lvsctl knows %d", filepath.Join(j.dir, runStateName), st.Version, runStateVersion)
+	if st.Version != runVersion {
+		return nil, fmt.Errorf("%s: version %d, this lvsctl knows %d", filepath.Join(j.dir, RunName), st.Version, runVersion)
 	}
 	if !j.id.Same(st.Identity) {
 		return nil, nil
@@ -85,9 +87,9 @@ func (j *fileJournal) loadRunState() (*runState, error) {
 }
 
 // writeJSON writes st as json.Encoder would, its servers one at a time:
-// 10,000 of them marshalled at once kept an 8 MB buffer in the encoder's
-// pool.
-func (st *runState) writeJSON(w io.Writer) error {
+// marshalled at once, a large table's servers leave a buffer of their
+// size in the encoder's pool (figures: decision 0014).
+func (st *Run) writeJSON(w io.Writer) error {
 	head := *st
 	head.Servers = nil
 	b, err := json.Marshal(&head)
@@ -104,9 +106,9 @@ func (st *runState) writeJSON(w io.Writer) error {
 		return err
 	}
 	var buf []byte
-	each := st.each
+	each := st.Each
 	if each == nil {
-		each = func(yield func(*runServer) bool) {
+		each = func(yield func(*Server) bool) {
 			for k := range st.Servers {
 				if !yield(&st.Servers[k]) {
 					return
@@ -116,7 +118,7 @@ func (st *runState) writeJSON(w io.Writer) error {
 	}
 	first := true
 	var spec specJSON
-	each(func(s *runServer) bool {
+	each(func(s *Server) bool {
 		if !first {
 			_, err = io.WriteString(w, ",")
 		}
@@ -134,14 +136,14 @@ func (st *runState) writeJSON(w io.Writer) error {
 	return err
 }
 
-// appendJSON appends s as json.Marshal writes it, without reflection:
-// writing 10,000 servers through encoding/json was a tenth of run's CPU.
-// A record whose servers keep their whole target (never written now) goes
-// through Marshal.
+// appendJSON appends s as json.Marshal writes it, without reflection,
+// which is a large part of run's CPU on a large table (figures: decision
+// 0014). A record whose servers keep their whole target (never written
+// now) goes through Marshal.
 //
 // The servers of a service share their spec, whose JSON (escaped quotes
-// and all) was a third of the cost: c keeps the last one written.
-func (s *runServer) appendJSON(b []byte, c *specJSON) []byte {
+// and all) is much of the cost: c keeps the last one written.
+func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 	h := &s.Health
 	if !h.Target.IsZero() {
 		m, _ := json.Marshal(s)
@@ -216,24 +218,25 @@ func appendTime(b []byte, key string, t time.Time) []byte {
 	return append(b, '"')
 }
 
-// saveRunState replaces the record.
-func (j *fileJournal) saveRunState(st *runState) error {
-	st.Version, st.Identity = runStateVersion, j.id
-	return j.writeFile(runStateName, st)
+// SaveRun replaces the record.
+func (j *Journal) SaveRun(st *Run) error {
+	st.Version, st.Identity = runVersion, j.id
+	return j.writeFile(RunName, st)
 }
 
-// checkType is the type of s's check; a record written before Check
+// CheckType is the type of s's check; a record written before Check
 // existed has it in the health state's target.
-func (s *runServer) checkType() string {
+func (s *Server) CheckType() string {
 	if s.Check != "" {
 		return s.Check
 	}
 	return s.Health.Target.Spec.Type
 }
 
-// held lists the real servers a run keeps out of service, by refName.
-func (st *runState) held() map[string]runServer {
-	out := map[string]runServer{}
+// held lists the real servers a run keeps out of service, by their names
+// as ipvsadm writes them ("-t 10.0.0.1:80 -r 192.168.1.2:80").
+func (st *Run) held() map[string]Server {
+	out := map[string]Server{}
 	if st == nil {
 		return out
 	}
@@ -245,35 +248,19 @@ func (st *runState) held() map[string]runServer {
 	return out
 }
 
-// runState reads lvsctl run's record without locking, for plan, apply and
-// status; nil when no run left one in this boot and namespace.
-func (r *runner) runState() *runState {
-	j, err := r.journal(false)
-	if err != nil {
-		return nil
-	}
-	defer j.Close()
-	st, err := j.loadRunState()
-	if err != nil {
-		fmt.Fprintf(r.errOut, "lvsctl: warning: %v\n", err)
-		return nil
-	}
-	return st
-}
-
-// alive reports whether the run that wrote the record still runs.
-func (st *runState) alive() bool {
+// Alive reports whether the run that wrote the record still runs.
+func (st *Run) Alive() bool {
 	return st != nil && st.PID > 0 && unix.Kill(st.PID, 0) == nil
 }
 
-// holdOut puts the real servers a live run keeps out of service at weight
+// HoldOut puts the real servers a live run keeps out of service at weight
 // 0 in want, so that plan and apply never bring one back, and returns them.
-func (st *runState) holdOut(want *rules.Set) []runServer {
-	if !st.alive() {
+func (st *Run) HoldOut(want *rules.Set) []Server {
+	if !st.Alive() {
 		return nil
 	}
 	held := st.held()
-	var out []runServer
+	var out []Server
 	for i := range want.Services {
 		s := &want.Services[i]
 		name := rules.KeyOf(&s.Service).String() + " -r "
@@ -286,4 +273,23 @@ func (st *runState) holdOut(want *rules.Set) []runServer {
 		}
 	}
 	return out
+}
+
+// StatRun reads the record's inode, size and times without following a
+// link: a reader that keeps the record reads it again only when they
+// change.
+func (j *Journal) StatRun(st *unix.Stat_t) error {
+	return unix.Fstatat(j.fd, RunName, st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Abs is a file's name as the record and the journal keep it: absolute,
+// with "" and "-" (stdin) as they are.
+func Abs(p string) string {
+	if p == "" || p == "-" {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }

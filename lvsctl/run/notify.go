@@ -1,4 +1,4 @@
-package lvsctl
+package run
 
 import (
 	"net"
@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// notify tells the service manager about run's state (sd_notify: READY=1,
-// RELOADING=1, WATCHDOG=1, STATUS=...): through Env.Notify when set, else
-// to $NOTIFY_SOCKET when systemd gave one; otherwise it does nothing.
-func (r *runner) notify(state string) {
-	if r.env.Notify != nil {
-		r.env.Notify(state)
+// notify tells the service manager about run's state (sd_notify:
+// READY=1, RELOADING=1, WATCHDOG=1, STATUS=...): through Config.Notify
+// when set, else to $NOTIFY_SOCKET when systemd gave one; otherwise it
+// does nothing.
+func (cfg *Config) notify(state string) {
+	if cfg.Notify != nil {
+		cfg.Notify(state)
 		return
 	}
 	path := os.Getenv("NOTIFY_SOCKET")
@@ -31,10 +32,10 @@ func (r *runner) notify(state string) {
 }
 
 // watchdog ticks at half the service manager's watchdog interval
-// ($WATCHDOG_USEC for this process, or Env.Watchdog); nil when there is
+// ($WATCHDOG_USEC for this process, or Config.Watchdog); nil when there is
 // none.
-func (r *runner) watchdog() <-chan time.Time {
-	every := r.env.Watchdog
+func (cfg *Config) watchdog() <-chan time.Time {
+	every := cfg.Watchdog
 	if every == 0 && os.Getenv("WATCHDOG_PID") == strconv.Itoa(os.Getpid()) {
 		if us, err := strconv.ParseInt(os.Getenv("WATCHDOG_USEC"), 10, 64); err == nil && us > 0 {
 			every = time.Duration(us) * time.Microsecond

@@ -1,4 +1,4 @@
-package lvsctl
+package run
 
 import (
 	"net/netip"
@@ -15,8 +15,8 @@ type checked struct {
 	ref desired.DestRef
 	key health.TargetKey
 	// The probe's target (see health.Target) is kept in parts: its spec
-	// is shared by the real servers of a service, as 10,000 copies of it
-	// were a tenth of a large table's memory.
+	// is shared by the real servers of a service, not copied into each,
+	// which costs memory on a large table (figures: decision 0014).
 	addr, vip netip.AddrPort
 	through   netip.Addr
 	mark      uint32

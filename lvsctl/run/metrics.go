@@ -1,4 +1,4 @@
-package lvsctl
+package run
 
 import (
 	"context"

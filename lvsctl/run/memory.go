@@ -1,4 +1,4 @@
-package lvsctl
+package run
 
 import (
 	"os"
@@ -7,21 +7,11 @@ import (
 	rtmetrics "runtime/metrics"
 )
 
-// longRunning gives a command that runs for hours (run, top) the
-// collector's default pace, unless the environment sets GOGC: lvsctl's
-// one-shot commands collect less often (GOGC=400, decision 0013), which
-// would let a daemon's heap grow to five times what it holds.
-func longRunning() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(100)
-	}
-}
-
 // checkerProcs gives lvsctl run one P on a single CPU, where its main
 // gives every command two (sysenv.SpareProcessor): the checker's
 // goroutines (its scheduler, the shared poller, one per probe other than
-// TCP) then never wake a second thread to run them, 8 % less CPU per
-// probe when every probe had a goroutine, and a reload holds the probes
+// TCP) then never wake a second thread to run them, which costs CPU per
+// probe (figures: decision 0014), and a reload holds the probes
 // (health.Checker.Hold), so it has the P to itself (decision 0013).
 func checkerProcs() {
 	if os.Getenv("GOMAXPROCS") == "" && runtime.NumCPU() < 2 {

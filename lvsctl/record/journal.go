@@ -1,4 +1,7 @@
-package lvsctl
+// Package record keeps what lvsctl leaves on disk for the next command:
+// the drain journal and lvsctl run's record. Both live in one directory
+// per network namespace, which only its owner may use.
+package record
 
 import (
 	"bufio"
@@ -16,12 +19,13 @@ import (
 	"github.com/lvskit/lvskit/rules"
 )
 
-// DefaultJournalRoot holds one journal directory per network namespace.
-// /run is emptied at boot, as are the kernel's IPVS tables: a journal never
+// DefaultRoot holds one journal directory per network namespace. /run is
+// emptied at boot, as are the kernel's IPVS tables: a journal never
 // outlives the table it describes.
-const DefaultJournalRoot = "/run/lvsctl"
+const DefaultRoot = "/run/lvsctl"
 
-const journalName = "journal.json"
+// JournalName is the journal of drains in the journal directory.
+const JournalName = "journal.json"
 
 // journalFile is the journal as stored: the engine's record plus where it
 // belongs: the boot, the namespace's inode and its cookie (SO_NETNS_COOKIE,
@@ -31,32 +35,32 @@ type journalFile struct {
 	netnsid.Identity
 }
 
-// fileJournal is the journal of one namespace: a directory made and
+// Journal is the journal of one namespace: a directory made and
 // checked by lvsctl (owned by us, mode 0700, not a symbolic link), held
 // open and locked while an apply runs, and a file replaced atomically
 // (temporary file, fsync, rename, fsync of the directory).
-type fileJournal struct {
+type Journal struct {
 	dir string
 	fd  int // the directory, opened without following links
 	id  netnsid.Identity
 }
 
-// errLocked: another lvsctl apply or run holds the journal directory.
-var errLocked = errors.New("another lvsctl apply or run holds the journal directory")
+// ErrLocked: another lvsctl apply or run holds the journal directory.
+var ErrLocked = errors.New("another lvsctl apply or run holds the journal directory")
 
-// errNoJournal: the journal directory does not exist (nothing was ever
+// ErrNoJournal: the journal directory does not exist (nothing was ever
 // journaled in this namespace since boot); only readers see it.
-var errNoJournal = errors.New("no journal directory")
+var ErrNoJournal = errors.New("no journal directory")
 
-// openJournal opens the journal directory dir below root. An apply (lock)
+// Open opens the journal directory dir below root. An apply (lock)
 // creates it and its parent with mode 0700 when missing and takes the
 // directory's exclusive lock, so that two applies never drain at once;
-// readers (plan, status) change nothing and get errNoJournal when it is
+// readers (plan, status) change nothing and get ErrNoJournal when it is
 // missing.
-func openJournal(root, dir string, lock bool) (*fileJournal, error) {
+func Open(root, dir string, lock bool) (*Journal, error) {
 	if !lock {
 		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-			return nil, errNoJournal
+			return nil, ErrNoJournal
 		}
 	}
 	for _, d := range []string{root, dir} {
@@ -85,7 +89,7 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 		if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 			unix.Close(fd)
 			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, fmt.Errorf("%w: %s", errLocked, dir)
+				return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 			}
 			return nil, fmt.Errorf("locking %s: %w", dir, err)
 		}
@@ -93,7 +97,7 @@ func openJournal(root, dir string, lock bool) (*fileJournal, error) {
 	// What cannot be read stays zero (a cookie, on a kernel without
 	// one): the rest still tells namespaces apart.
 	id, _ := netnsid.Current()
-	return &fileJournal{dir: dir, fd: fd, id: id}, nil
+	return &Journal{dir: dir, fd: fd, id: id}, nil
 }
 
 func checkDir(path string) error {
@@ -129,17 +133,17 @@ func checkFd(fd int, path string, dir bool) error {
 	return nil
 }
 
-func (j *fileJournal) Close() error { return unix.Close(j.fd) }
+func (j *Journal) Close() error { return unix.Close(j.fd) }
 
 // Load reads the journal; nil when there is none, or when it was written in
 // another boot or namespace.
-func (j *fileJournal) Load() (*rules.Journal, error) {
+func (j *Journal) Load() (*rules.Journal, error) {
 	var jf journalFile
-	if ok, err := j.readFile(journalName, &jf); !ok || err != nil {
+	if ok, err := j.readFile(JournalName, &jf); !ok || err != nil {
 		return nil, err
 	}
 	if jf.Version != rules.JournalVersion {
-		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", filepath.Join(j.dir, journalName), jf.Version, rules.JournalVersion)
+		return nil, fmt.Errorf("journal %s: version %d, this lvsctl knows %d", filepath.Join(j.dir, JournalName), jf.Version, rules.JournalVersion)
 	}
 	if !j.id.Same(jf.Identity) {
 		return nil, nil // another boot's or namespace's: its table is gone
@@ -148,17 +152,17 @@ func (j *fileJournal) Load() (*rules.Journal, error) {
 }
 
 // Save replaces the journal atomically; nil removes it.
-func (j *fileJournal) Save(jr *rules.Journal) error {
+func (j *Journal) Save(jr *rules.Journal) error {
 	if jr == nil {
-		return j.writeFile(journalName, nil)
+		return j.writeFile(JournalName, nil)
 	}
-	return j.writeFile(journalName, journalFile{Journal: *jr, Identity: j.id})
+	return j.writeFile(JournalName, journalFile{Journal: *jr, Identity: j.id})
 }
 
 // readFile decodes the directory's file name into v; false when there is
 // no such file. The file must be ours and closed to others, and is opened
 // without following a link.
-func (j *fileJournal) readFile(name string, v any) (bool, error) {
+func (j *Journal) readFile(name string, v any) (bool, error) {
 	path := filepath.Join(j.dir, name)
 	fd, err := unix.Openat(j.fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.ENOENT) {
@@ -181,7 +185,7 @@ func (j *fileJournal) readFile(name string, v any) (bool, error) {
 // writeFile replaces the directory's file name atomically (temporary file,
 // fsync, rename, fsync of the directory) with v as JSON; nil removes it.
 // A v with a writeJSON method writes itself.
-func (j *fileJournal) writeFile(name string, v any) error {
+func (j *Journal) writeFile(name string, v any) error {
 	if v == nil {
 		err := unix.Unlinkat(j.fd, name, 0)
 		if err != nil && !errors.Is(err, unix.ENOENT) {

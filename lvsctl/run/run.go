@@ -1,4 +1,6 @@
-package lvsctl
+// Package run is lvsctl run: it applies a desired state with health
+// checks, then keeps the kernel's table as the file and the checks say.
+package run
 
 import (
 	"context"
@@ -7,24 +9,55 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
+	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
+	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
 )
 
-type runCmd struct {
-	File          string        `arg:"" name:"FILE" help:"Desired state with checks: YAML or JSON (version 2), or ipvsadm-save text with --checks."`
-	Checks        string        `name:"checks" placeholder:"FILE" help:"Checks for a rules-text FILE: YAML or JSON naming services as ipvsadm -Sn writes them."`
-	DrainTimeout  time.Duration `name:"drain-timeout" default:"${drain_timeout}" help:"Longest drain of a real server that leaves FILE on a reload; 0 deletes at once."`
-	MetricsListen string        `name:"metrics-listen" placeholder:"ADDR" help:"Serve Prometheus metrics on ADDR (host:port); nothing listens without it."`
-	guardFlags
-	journalFlag
+// Config is what lvsctl gives a run: its flags, how to read its files,
+// and the host. Read, Open, Now, Context and Log are required.
+type Config struct {
+	// File and Checks are FILE and --checks as given; the record and the
+	// journal keep them absolute.
+	File, Checks string
+	// DrainTimeout bounds the drain of a real server that leaves File on a
+	// reload.
+	DrainTimeout time.Duration
+	// MetricsListen is the address of the Prometheus metrics; "" serves
+	// none.
+	MetricsListen string
+	// Guard refuses a start or a reload that takes out too much of the
+	// table, as apply does.
+	Guard cliutil.GuardFlags
+	// Read reads and checks File and its checks, at the start and at each
+	// reload; its errors are usage errors (cliutil.UsageError).
+	Read func() (*rules.Set, *desired.Health, error)
+	// JournalRoot and JournalDir locate the journal directory (see
+	// record.Open); run holds it locked while it runs.
+	JournalRoot, JournalDir string
+	// Open connects to the kernel's IPVS; the metrics open a client of
+	// their own with it at each scrape.
+	Open func() (ipvs.Client, error)
+	Now  func() time.Time
+	// Context ends the run (the main ends it on SIGINT and SIGTERM).
+	Context context.Context
+	// Reload delivers SIGHUP: the run reads its files again.
+	Reload <-chan os.Signal
+	// Probe runs the health probes (nil: the checker's own).
+	Probe func(ctx context.Context, t health.Target) error
+	// Notify tells the service manager the run's state (nil: sd_notify
+	// when $NOTIFY_SOCKET is set); Watchdog overrides $WATCHDOG_USEC.
+	Notify   func(state string)
+	Watchdog time.Duration
+	// Log receives the run's log lines.
+	Log io.Writer
 }
 
 // Timing of lvsctl run.
@@ -40,7 +73,7 @@ const (
 	// resyncEvery is how often run puts back what someone else changed,
 	// and writes its record for status; resyncDuty keeps resyncs to at
 	// most a twentieth of the time where reading a large table takes
-	// seconds (10,000 real servers on a slow processor).
+	// seconds (figures: decision 0014).
 	resyncEvery = 30 * time.Second
 	resyncDuty  = 20
 	// drainPoll is how often leaving real servers' connections are read.
@@ -52,10 +85,9 @@ const (
 
 // runner state of one lvsctl run.
 type runLoop struct {
-	r       *runner
-	f       *runCmd
+	cfg     *Config
 	client  ipvs.Client
-	j       *fileJournal
+	j       *record.Journal
 	checker *health.Checker
 	metrics *metrics // nil without --metrics-listen
 	log     io.Writer
@@ -90,53 +122,54 @@ type runLoop struct {
 	started   time.Time
 }
 
-// run applies FILE with health, then keeps the table as FILE says until
-// SIGINT or SIGTERM, reloading FILE on SIGHUP (see docs/health.md).
-func (r *runner) run(f *runCmd) (int, error) {
-	longRunning()
+// Run applies cfg.File with health, then keeps the table as it says until
+// cfg.Context ends, reloading the files on cfg.Reload (see
+// docs/health.md). A mistake in the files or the flags, or a start the
+// guard refuses, is a cliutil.UsageError: nothing was changed.
+func Run(cfg Config) error {
+	cliutil.LongRunning()
 	checkerProcs()
 	fitMemoryLimit()
-	r.yamlCache = &desired.YAMLCache{}
-	want, h, err := r.readRunDesired(f)
+	want, h, err := cfg.Read()
 	if err != nil {
-		return ExitUsage, err
+		return usage(err)
 	}
-	client, err := r.open()
+	client, err := cfg.Open()
 	if err != nil {
-		return ExitFailed, err
+		return cliutil.KernelError(err)
 	}
 	defer client.Close()
-	j, err := r.journal(true)
+	j, err := record.Open(cfg.JournalRoot, cfg.JournalDir, true)
 	if err != nil {
-		return ExitFailed, err
+		return err
 	}
 	defer j.Close()
-	l := &runLoop{r: r, f: f, client: client, j: j, log: r.errOut, want: want, health: h,
+	l := &runLoop{cfg: &cfg, client: client, j: j, log: cfg.Log, want: want, health: h,
 		marks: map[string]uint32{}, drains: map[desired.DestRef]*draining{}, inSvc: map[desired.DestRef]bool{},
-		allDown: map[rules.ServiceKey]bool{}, started: r.env.Now()}
-	prior, err := j.loadRunState()
+		allDown: map[rules.ServiceKey]bool{}, started: cfg.Now()}
+	prior, err := j.LoadRun()
 	if err != nil {
-		return ExitFailed, fmt.Errorf("%w (remove it to start afresh; the kernel's weights are kept)", err)
+		return fmt.Errorf("%w (remove it to start afresh; the kernel's weights are kept)", err)
 	}
 	if err := l.resumeDrains(); err != nil {
-		return ExitFailed, err
+		return err
 	}
 	// Probe is nil but in tests: the checker's own probe reuses each
 	// target's compiled spec.
-	opts := health.Options{Probe: r.env.Probe}
-	if f.MetricsListen != "" {
-		l.metrics = newMetrics(r.env.Open)
+	opts := health.Options{Probe: cfg.Probe}
+	if cfg.MetricsListen != "" {
+		l.metrics = newMetrics(cfg.Open)
 		opts.Observe = l.metrics.observe
 	}
 	l.checker = health.New(opts)
-	ctx := r.env.Context
+	ctx := cfg.Context
 	if l.metrics != nil {
 		// Listening comes before the first change: an address run cannot
 		// take leaves the table as it was.
 		l.metrics.checker = l.checker
-		addr, err := l.metrics.serve(ctx, f.MetricsListen)
+		addr, err := l.metrics.serve(ctx, cfg.MetricsListen)
 		if err != nil {
-			return ExitUsage, usageError{err: err}
+			return cliutil.UsageError{Err: err}
 		}
 		fmt.Fprintf(l.log, "lvsctl run: metrics at http://%s/metrics\n", addr)
 	}
@@ -147,28 +180,24 @@ func (r *runner) run(f *runCmd) (int, error) {
 	}
 	l.probes = probeTargets(want, h, l.marks)
 	if err := l.seed(prior); err != nil {
-		return ExitFailed, err
+		return err
 	}
 	if err := l.setTargets(l.probes); err != nil {
-		return ExitUsage, err
+		return usage(err)
 	}
 	// The first start is an apply: the same guard before its first change.
-	l.guard = f.removalGuard
+	l.guard = cfg.Guard.RemovalGuard
 	err = l.reconcile("start", false)
 	l.guard = nil
 	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
-			return ExitUsage, err
-		}
-		return ExitFailed, err
+		return err
 	}
 	done := make(chan error, 1)
 	checkCtx, stopChecks := context.WithCancel(context.Background())
 	go func() { done <- l.checker.Run(checkCtx) }()
 	defer func() { stopChecks(); <-done }()
-	r.notify("READY=1\nSTATUS=" + l.status())
-	fmt.Fprintf(l.log, "lvsctl run: %s: %d real servers checked, %d probes\n", f.File, len(l.probes), countKeys(l.probes))
+	cfg.notify("READY=1\nSTATUS=" + l.status())
+	fmt.Fprintf(l.log, "lvsctl run: %s: %d real servers checked, %d probes\n", cfg.File, len(l.probes), countKeys(l.probes))
 
 	resync := time.NewTicker(resyncEvery)
 	defer resync.Stop()
@@ -176,7 +205,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 	defer drain.Stop()
 	lateTick := time.NewTicker(lateEvery)
 	defer lateTick.Stop()
-	watchdog := r.watchdog()
+	watchdog := cfg.watchdog()
 	var settleC <-chan time.Time
 	var nextHealth time.Time // the earliest next health change (healthDuty)
 	changes := l.checker.Changes()
@@ -185,7 +214,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 		case <-ctx.Done():
 			fmt.Fprintf(l.log, "lvsctl run: stopping; the table stays as it is\n")
 			l.save()
-			return ExitOK, nil
+			return nil
 		case c := <-changes:
 			l.logChange(c)
 			if settleC == nil {
@@ -198,14 +227,14 @@ func (r *runner) run(f *runCmd) (int, error) {
 				fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 			}
 			nextHealth = time.Now().Add((healthDuty - 1) * time.Since(start))
-		case <-r.env.Reload:
-			r.notify("RELOADING=1")
+		case <-cfg.Reload:
+			cfg.notify("RELOADING=1")
 			if err := l.reload(); err != nil {
-				l.refused, l.refusedAt = err.Error(), r.env.Now()
+				l.refused, l.refusedAt = err.Error(), cfg.Now()
 				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
 				l.save()
 			}
-			r.notify("READY=1\nSTATUS=" + l.status())
+			cfg.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
 			start := time.Now()
 			if err := l.reconcile("", false); err != nil {
@@ -220,7 +249,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 			l.noteLate()
 		case <-watchdog:
 			if l.checker.Healthy() {
-				r.notify("WATCHDOG=1")
+				cfg.notify("WATCHDOG=1")
 			} else {
 				lt := l.checker.Lateness()
 				fmt.Fprintf(l.log, "lvsctl run: probes fall behind (p99 lateness %s): the watchdog is not fed\n", lt.P99)
@@ -229,27 +258,13 @@ func (r *runner) run(f *runCmd) (int, error) {
 	}
 }
 
-// readRunDesired reads FILE and its checks: from FILE itself (version 2),
-// or from --checks for rules text.
-func (r *runner) readRunDesired(f *runCmd) (*rules.Set, *desired.Health, error) {
-	pf := &planFlags{File: f.File, guardFlags: f.guardFlags}
-	want, h, err := r.readDesiredHealth(pf)
-	if err != nil {
-		return nil, nil, err
+// usage is err as a usage error: a bad file or flag, nothing changed.
+func usage(err error) error {
+	var ue cliutil.UsageError
+	if errors.As(err, &ue) {
+		return err
 	}
-	if f.Checks != "" {
-		if h != nil {
-			return nil, nil, usageError{err: fmt.Errorf("%s has checks of its own; --checks is for rules text", f.File)}
-		}
-		data, err := os.ReadFile(f.Checks)
-		if err != nil {
-			return nil, nil, usageError{err: fmt.Errorf("reading %s: %w", f.Checks, err)}
-		}
-		if h, err = desired.ReadChecks(f.Checks, data, want); err != nil {
-			return nil, nil, usageError{err: err}
-		}
-	}
-	return want, h, nil
+	return cliutil.UsageError{Err: err}
 }
 
 // setTargets gives the checker the probes' targets, built one at a time.
@@ -272,7 +287,7 @@ func countKeys(cs []checked) int {
 // of the director's checker never takes a healthy server out), else
 // Unknown: a server new to the table serves only after its first passing
 // check.
-func (l *runLoop) seed(prior *runState) error {
+func (l *runLoop) seed(prior *record.Run) error {
 	var states []health.TargetState
 	known := map[health.TargetKey]bool{}
 	byRef := map[string]health.State{}
@@ -294,7 +309,7 @@ func (l *runLoop) seed(prior *runState) error {
 	}
 	current, err := rules.Read(l.client)
 	if err != nil {
-		return readError(err)
+		return cliutil.ReadError(err)
 	}
 	weights := map[desired.DestRef]uint32{}
 	for i := range current.Services {
@@ -365,15 +380,15 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	if l.metrics != nil {
 		l.metrics.publish(l)
 	}
-	var ue usageError
+	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
 		return ue // the guard's: nothing was changed
 	}
 	if err != nil {
-		return fmt.Errorf("changing the table: %w", readError(err))
+		return fmt.Errorf("changing the table: %w", cliutil.ReadError(err))
 	}
 	if why != "" && res.Plan != nil && !res.Plan.InSync() {
-		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, planLine(res.Plan))
+		fmt.Fprintf(l.log, "lvsctl run: %s: %s\n", why, cliutil.PlanLine(res.Plan))
 	}
 	if res.Stopped || !res.Converged() {
 		return &refusedError{failed: res.Failed}
@@ -386,16 +401,16 @@ type refusedError struct{ failed []rules.ChangeError }
 
 func (e *refusedError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the kernel refused %s", plural(len(e.failed), "change", "changes"))
+	fmt.Fprintf(&b, "the kernel refused %s", cliutil.Plural(len(e.failed), "change", "changes"))
 	for i := range e.failed {
 		fmt.Fprintf(&b, "; %v", &e.failed[i])
 	}
 	return b.String()
 }
 
-// state is the checker's state of a target, looked up one at a time:
-// 10,000 states in a snapshot and its index were a third of a reconcile's
-// garbage.
+// state is the checker's state of a target, looked up one at a time: a
+// snapshot of every state and its index is much of a reconcile's garbage
+// on a large table (figures: decision 0014).
 func (l *runLoop) state(k health.TargetKey) health.State {
 	s, ok := l.checker.State(k)
 	if !ok && l.carried != nil {
@@ -406,9 +421,9 @@ func (l *runLoop) state(k health.TargetKey) health.State {
 
 // applier changes the kernel's table, logging each change.
 func (l *runLoop) applier() *rules.Applier {
-	return &rules.Applier{Client: l.client, Now: l.r.env.Now, Events: func(e rules.Event) {
+	return &rules.Applier{Client: l.client, Now: l.cfg.Now, Events: func(e rules.Event) {
 		if e.Kind == rules.EventChange {
-			fmt.Fprintf(l.log, "lvsctl run: %s\n", eventLine(e))
+			fmt.Fprintf(l.log, "lvsctl run: %s\n", cliutil.EventLine(e))
 		}
 	}}
 }
@@ -459,7 +474,7 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 	o := rules.DiffOptions{OwnProbes: true, Only: func(k rules.ServiceKey) bool { return only[k] }}
 	res, err := l.applier().Converge(context.Background(), eff, o, nil)
 	if err == nil && res.Plan != nil && !res.Plan.InSync() {
-		fmt.Fprintf(l.log, "lvsctl run: reload: %s\n", planLine(res.Plan))
+		fmt.Fprintf(l.log, "lvsctl run: reload: %s\n", cliutil.PlanLine(res.Plan))
 	}
 }
 
@@ -467,15 +482,15 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 // right, and the next save may succeed. The servers are written one at a
 // time as the checker has them.
 func (l *runLoop) save() {
-	st := &runState{PID: os.Getpid(), File: abs(l.f.File), Checks: abs(l.f.Checks), Started: l.started.UTC(),
-		Updated: l.r.env.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness(), Late: !l.checker.Healthy(),
+	st := &record.Run{PID: os.Getpid(), File: record.Abs(l.cfg.File), Checks: record.Abs(l.cfg.Checks), Started: l.started.UTC(),
+		Updated: l.cfg.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness(), Late: !l.checker.Healthy(),
 		Refused: l.refused}
 	if !l.refusedAt.IsZero() {
 		st.RefusedAt = l.refusedAt.UTC()
 	}
-	st.each = func(yield func(*runServer) bool) {
-		var svc string  // the name of the service of the server before
-		var s runServer // one for all: yield's pointer would move each to the heap
+	st.Each = func(yield func(*record.Server) bool) {
+		var svc string      // the name of the service of the server before
+		var s record.Server // one for all: yield's pointer would move each to the heap
 		for i := range l.probes {
 			c := &l.probes[i]
 			ts, _ := l.checker.State(c.key)
@@ -484,9 +499,9 @@ func (l *runLoop) save() {
 				svc = c.ref.Service.String()
 			}
 			// The record keeps the check's type, not its whole target:
-			// the file has the rest, and 10,000 targets written at every
-			// reconcile were most of its cost.
-			s = runServer{Service: svc, Destination: c.ref.Dest.String(),
+			// the file has the rest, and the targets were most of the
+			// record's cost (figures: decision 0014).
+			s = record.Server{Service: svc, Destination: c.ref.Dest.String(),
 				InService: l.inSvc[c.ref], Weight: c.weight, Check: c.spec.Type, Health: ts}
 			if !yield(&s) {
 				return
@@ -497,19 +512,9 @@ func (l *runLoop) save() {
 		st.AllDown = append(st.AllDown, k.String())
 	}
 	slices.Sort(st.AllDown)
-	if err := l.j.saveRunState(st); err != nil {
+	if err := l.j.SaveRun(st); err != nil {
 		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
 	}
-}
-
-func abs(p string) string {
-	if p == "" || p == "-" {
-		return p
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }
 
 // logChange writes one line for a health transition.
@@ -573,11 +578,11 @@ func (l *runLoop) status() string {
 // that leave drain at weight 0.
 func (l *runLoop) reload() error {
 	start := time.Now()
-	// The reload takes the processor first: on a large table, probes
-	// sharing it made the read several times slower.
+	// The reload takes the processor first: probes sharing it slow the
+	// read of a large table (figures: decision 0014).
 	l.checker.Hold()
 	defer l.checker.Release()
-	want, h, err := l.r.readRunDesired(l.f)
+	want, h, err := l.cfg.Read()
 	if err != nil {
 		return err
 	}
@@ -589,7 +594,7 @@ func (l *runLoop) reload() error {
 	}
 	// What leaves the file counts as apply counts it: drained or not, a
 	// real server taken out. mh order is not the file's to judge here.
-	if err := l.f.removalGuard(rules.Diff(l.want, want, rules.DiffOptions{KeepMHOrder: true})); err != nil {
+	if err := l.cfg.Guard.RemovalGuard(rules.Diff(l.want, want, rules.DiffOptions{KeepMHOrder: true})); err != nil {
 		return err
 	}
 	stay := map[desired.DestRef]bool{}
@@ -600,7 +605,7 @@ func (l *runLoop) reload() error {
 		}
 	}
 	old := runFile{want: l.want, health: l.health, probes: l.probes, drains: maps.Clone(l.drains), marks: maps.Clone(l.marks)}
-	now := l.r.env.Now()
+	now := l.cfg.Now()
 	for i := range l.want.Services {
 		s := &l.want.Services[i]
 		sk := rules.KeyOf(&s.Service)
@@ -612,7 +617,7 @@ func (l *runLoop) reload() error {
 			dd := d.Destination
 			dd.Weight = 0
 			l.drains[ref] = &draining{svc: s.Service, dest: dd, entry: rules.DrainEntry{Service: sk, Dest: ref.Dest,
-				Weight: d.Weight, Started: now, Deadline: now.Add(l.f.DrainTimeout)}}
+				Weight: d.Weight, Started: now, Deadline: now.Add(l.cfg.DrainTimeout)}}
 		}
 	}
 	for ref := range l.drains {
@@ -667,7 +672,7 @@ func (l *runLoop) reload() error {
 	l.checker.Restore(seeds)
 	l.checker.Apply(targets)
 	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
-		l.f.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
+		l.cfg.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
 	if err != nil {
 		// The file took effect; the kernel's table did not follow (a
 		// read failed): the next change or resync puts it right.
@@ -748,7 +753,7 @@ func (l *runLoop) saveDrains() error {
 	if len(l.drains) == 0 {
 		return l.j.Save(nil)
 	}
-	jr := &rules.Journal{Version: rules.JournalVersion, Updated: l.r.env.Now().UTC(), Source: abs(l.f.File)}
+	jr := &rules.Journal{Version: rules.JournalVersion, Updated: l.cfg.Now().UTC(), Source: record.Abs(l.cfg.File)}
 	for _, d := range l.drains {
 		jr.Drains = append(jr.Drains, d.entry)
 	}
@@ -764,7 +769,7 @@ func (l *runLoop) saveDrains() error {
 // pollDrains ends the drains whose real servers have no connection left,
 // or whose deadline passed: they leave the table at the next reconcile.
 func (l *runLoop) pollDrains() {
-	now := l.r.env.Now()
+	now := l.cfg.Now()
 	ended := 0
 	for ref, d := range l.drains {
 		dests, err := l.client.Destinations(d.svc)
