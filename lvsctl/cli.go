@@ -29,6 +29,7 @@ import (
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lvsctl/internal/cliutil"
 	"github.com/lvskit/lvskit/lvsctl/record"
+	lvsrun "github.com/lvskit/lvskit/lvsctl/run"
 	"github.com/lvskit/lvskit/names"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
@@ -107,18 +108,26 @@ type Env struct {
 	// $NOTIFY_SOCKET is set); Watchdog overrides $WATCHDOG_USEC.
 	Notify   func(state string)
 	Watchdog time.Duration
+	// Announce opens the device a run announces its prefixes on (nil:
+	// package announce's).
+	Announce func(device string) (lvsrun.Announcer, error)
+	// Sleep waits between the reads of withdraw and announce (nil:
+	// time.Sleep).
+	Sleep func(time.Duration)
 }
 
 type cli struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	List   listCmd   `cmd:"" help:"List the kernel's services and real servers."`
-	Plan   planCmd   `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
-	Apply  applyCmd  `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
-	Status statusCmd `cmd:"" help:"${status_help}"`
-	Run    runCmd    `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
-	Top    topCmd    `cmd:"" help:"Live view of the table: rates, connections, weights and each real server's state (draining, held out by its check)."`
-	Import importCmd `cmd:"" help:"Convert another tool's configuration into a desired state with checks (YAML on stdout)."`
+	List     listCmd     `cmd:"" help:"List the kernel's services and real servers."`
+	Plan     planCmd     `cmd:"" help:"Show the changes that would turn the kernel's table into FILE (exit 0: in sync, 3: changes)."`
+	Apply    applyCmd    `cmd:"" help:"Make the kernel's table equal FILE: add, edit, then drain and delete what leaves."`
+	Status   statusCmd   `cmd:"" help:"${status_help}"`
+	Run      runCmd      `cmd:"" help:"Apply FILE, then keep the table as FILE says with health checks: failed real servers out, recovered ones back."`
+	Top      topCmd      `cmd:"" help:"Live view of the table: rates, connections, weights and each real server's state (draining, held out by its check)."`
+	Import   importCmd   `cmd:"" help:"Convert another tool's configuration into a desired state with checks (YAML on stdout)."`
+	Withdraw withdrawCmd `cmd:"" help:"Stop announcing this director's VIPs (all, or those named) for maintenance; the table keeps serving."`
+	Announce announceCmd `cmd:"" help:"Announce VIPs that lvsctl withdraw took back (all, or those named)."`
 }
 
 type listCmd struct {
@@ -188,6 +197,13 @@ var examples = map[string][]string{
 	"import keepalived": {
 		"lvsctl import keepalived /etc/keepalived/keepalived.conf > director.yaml",
 		"lvsctl import keepalived --lossy keepalived.conf > director.yaml 2> changes.txt",
+	},
+	"withdraw": {
+		"lvsctl withdraw --wait 5m              # every VIP; wait until the router moved new connections away",
+		"lvsctl withdraw 203.0.113.10           # one VIP",
+	},
+	"announce": {
+		"lvsctl announce                        # end the withdrawal",
 	},
 	"top": {
 		"lvsctl top                              # full screen; ? lists the keys",
@@ -291,6 +307,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	case strings.HasPrefix(cmd, "run"):
 		r.journalDir = c.Run.JournalDir
 		status, err = r.run(&c.Run)
+	case strings.HasPrefix(cmd, "withdraw"):
+		r.journalDir = c.Withdraw.JournalDir
+		status, err = r.withdraw(&c.Withdraw)
+	case strings.HasPrefix(cmd, "announce"):
+		r.journalDir = c.Announce.JournalDir
+		status, err = r.announce(&c.Announce)
 	case strings.HasPrefix(cmd, "import keepalived"):
 		status, err = r.importKeepalived(&c.Import.Keepalived)
 	default:

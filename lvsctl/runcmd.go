@@ -54,7 +54,7 @@ func (r *runner) run(f *runCmd) (int, error) {
 		Read:        func() (*rules.Set, *desired.Health, error) { return r.readRunDesired(f) },
 		JournalRoot: root, JournalDir: dir,
 		Open: r.env.Open, Now: r.env.Now, Context: r.env.Context, Reload: r.env.Reload,
-		Probe: r.env.Probe, Notify: r.env.Notify, Watchdog: r.env.Watchdog,
+		Probe: r.env.Probe, Notify: r.env.Notify, Watchdog: r.env.Watchdog, Announce: r.env.Announce,
 		Log: r.errOut,
 	})
 	var ue cliutil.UsageError

@@ -53,6 +53,9 @@ type Run struct {
 	// stayed), and RefusedAt when; empty once a reload took effect.
 	Refused   string    `json:"reload_refused,omitempty"`
 	RefusedAt time.Time `json:"reload_refused_at,omitzero"`
+	// Announce is each prefix the file announces and whether run
+	// announces it now (none when the file announces nothing).
+	Announce []Announcement `json:"announce,omitempty"`
 	// Where it belongs: a record of another boot or namespace is stale.
 	netnsid.Identity
 }

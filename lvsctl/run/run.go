@@ -58,6 +58,9 @@ type Config struct {
 	Watchdog time.Duration
 	// Log receives the run's log lines.
 	Log io.Writer
+	// Announce opens the device the run announces its prefixes on (nil:
+	// package announce's, which dies with the process).
+	Announce func(device string) (Announcer, error)
 }
 
 // Timing of lvsctl run.
@@ -120,6 +123,10 @@ type runLoop struct {
 	refusedAt time.Time
 	late      bool // probes were last seen falling behind
 	started   time.Time
+	ann       *announcer
+	// unplaced are the services the last reconcile left unlike the
+	// effective table: their prefixes are not announced.
+	unplaced map[rules.ServiceKey]bool
 }
 
 // Run applies cfg.File with health, then keeps the table as it says until
@@ -146,7 +153,13 @@ func Run(cfg Config) error {
 	defer j.Close()
 	l := &runLoop{cfg: &cfg, client: client, j: j, log: cfg.Log, want: want, health: h,
 		marks: map[string]uint32{}, drains: map[desired.DestRef]*draining{}, inSvc: map[desired.DestRef]bool{},
-		allDown: map[rules.ServiceKey]bool{}, started: cfg.Now()}
+		allDown: map[rules.ServiceKey]bool{}, started: cfg.Now(),
+		ann: &announcer{open: cfg.Announce, started: time.Now()}}
+	if l.ann.open == nil {
+		l.ann.open = openDevice
+	}
+	defer l.stopAnnouncing()
+	l.readWithdrawal()
 	prior, err := j.LoadRun()
 	if err != nil {
 		return fmt.Errorf("%w (remove it to start afresh; the kernel's weights are kept)", err)
@@ -244,6 +257,10 @@ func Run(cfg Config) error {
 		case <-drain.C:
 			if len(l.drains) > 0 {
 				l.pollDrains()
+			}
+			if l.readWithdrawal() || !l.ann.checked && l.announcing() {
+				l.announceNow(l.unplaced)
+				l.save()
 			}
 		case <-lateTick.C:
 			l.noteLate()
@@ -375,6 +392,12 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 	if err == nil && !res.Stopped && res.Converged() {
 		l.applied = eff
 	}
+	if err == nil {
+		l.unplaced = unplacedBy(res)
+	}
+	if l.announcing() {
+		l.announceNow(l.unplaced)
+	}
 	l.save()
 	fitMemoryLimit()
 	if l.metrics != nil {
@@ -394,6 +417,30 @@ func (l *runLoop) reconcile(why string, scoped bool) error {
 		return &refusedError{failed: res.Failed}
 	}
 	return nil
+}
+
+// unplacedBy lists the services a reconcile left unlike the effective
+// table: refused, held back or still different.
+func unplacedBy(res *rules.ConvergeResult) map[rules.ServiceKey]bool {
+	out := map[rules.ServiceKey]bool{}
+	for i := range res.Failed {
+		out[rules.KeyOf(&res.Failed[i].Change.Service)] = true
+	}
+	for i := range res.Held {
+		out[rules.KeyOf(&res.Held[i].Service)] = true
+	}
+	if res.Remaining != nil {
+		for i := range res.Remaining.Changes {
+			out[rules.KeyOf(&res.Remaining.Changes[i].Service)] = true
+		}
+	}
+	return out
+}
+
+// announcing reports whether the file announces, or the device still
+// holds prefixes of a file that did.
+func (l *runLoop) announcing() bool {
+	return l.health != nil && l.health.Announce != nil || l.ann.dev != nil
 }
 
 // refusedError is a reconcile the kernel did not let converge.
@@ -484,7 +531,7 @@ func (l *runLoop) reconcileFirst(changed map[rules.ServiceKey]bool) {
 func (l *runLoop) save() {
 	st := &record.Run{PID: os.Getpid(), File: record.Abs(l.cfg.File), Checks: record.Abs(l.cfg.Checks), Started: l.started.UTC(),
 		Updated: l.cfg.Now().UTC(), Marks: l.marks, Lateness: l.checker.Lateness(), Late: !l.checker.Healthy(),
-		Refused: l.refused}
+		Refused: l.refused, Announce: l.ann.state}
 	if !l.refusedAt.IsZero() {
 		st.RefusedAt = l.refusedAt.UTC()
 	}

@@ -1,0 +1,231 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lvskit/lvskit/announce"
+	"github.com/lvskit/lvskit/lvsctl/record"
+	"github.com/lvskit/lvskit/rules"
+	"github.com/lvskit/lvskit/rules/desired"
+)
+
+// Announcer holds the prefixes a director announces; announce.Device is
+// the real one.
+type Announcer interface {
+	Set(prefixes []netip.Prefix) error
+	Close() error
+}
+
+// Why a prefix is not announced, as the record and the log say it.
+const (
+	whyWithdrawn = "withdrawn by lvsctl withdraw"
+	whyNoServer  = "no real server in service"
+	whyNotPlaced = "table not in place"
+	whyWaiting   = "waiting for the first checks"
+)
+
+// announcer decides, at each reconcile, the prefixes this director
+// announces: a prefix while run runs, its services' table is in place,
+// the checks have all run once since the start, and one of its services
+// has a real server in service (or, with when_all_down keep, all of them
+// failed). Nothing is announced before the first decision, and the
+// device dies with the process.
+type announcer struct {
+	open    func(device string) (Announcer, error)
+	dev     Announcer
+	name    string // the device's
+	started time.Time
+	checked bool // every target was probed since the start
+	state   []record.Announcement
+	// withdrawal is lvsctl withdraw's file as last read; stat tells when
+	// to read it again.
+	withdrawal *record.Withdrawal
+	stat       unix.Stat_t
+}
+
+func openDevice(name string) (Announcer, error) { return announce.Open(name) }
+
+// decide works out the announcement from the run's state and puts it on
+// the device. unplaced are the services the last reconcile left unlike
+// the effective table.
+func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
+	a := l.ann
+	var cfg *desired.Announce
+	if l.health != nil {
+		cfg = l.health.Announce
+	}
+	if cfg == nil {
+		if a.dev != nil {
+			l.setAnnounced(nil, nil)
+		}
+		return
+	}
+	if !a.checked {
+		a.checked = l.probedSinceStart()
+	}
+	byPrefix := map[netip.Prefix]*record.Announcement{}
+	var order []netip.Prefix
+	serving := map[netip.Prefix]bool{}
+	allFailed := map[netip.Prefix]bool{}
+	for i := range l.want.Services {
+		s := &l.want.Services[i]
+		sk := rules.KeyOf(&s.Service)
+		p, ok := cfg.Prefixes[sk]
+		if !ok {
+			continue
+		}
+		an := byPrefix[p]
+		if an == nil {
+			an = &record.Announcement{Prefix: p}
+			byPrefix[p] = an
+			order = append(order, p)
+		}
+		an.Services = append(an.Services, sk.String())
+		if unplaced[sk] {
+			an.Why = whyNotPlaced
+		}
+		if l.allDown[sk] {
+			allFailed[p] = true
+			continue
+		}
+		for j := range s.Dests {
+			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(&s.Dests[j].Destination)}
+			in, checkedRef := l.inSvc[ref]
+			if checkedRef && in || !checkedRef && s.Dests[j].Weight > 0 {
+				serving[p] = true
+			}
+		}
+	}
+	var up []netip.Prefix
+	for _, p := range order {
+		an := byPrefix[p]
+		switch {
+		case an.Why != "":
+		case a.withdrawal.Withdraws(p):
+			an.Why = whyWithdrawn
+		case !a.checked:
+			an.Why = whyWaiting
+		case serving[p], allFailed[p] && cfg.WhenAllDown == desired.KeepAnnouncing:
+			an.Announced = true
+			up = append(up, p)
+		default:
+			an.Why = whyNoServer
+		}
+	}
+	state := make([]record.Announcement, 0, len(order))
+	for _, p := range order {
+		state = append(state, *byPrefix[p])
+	}
+	l.setAnnounced(up, state)
+}
+
+// setAnnounced puts up on the device, opening it at the first prefix,
+// and logs what changed.
+func (l *runLoop) setAnnounced(up []netip.Prefix, state []record.Announcement) {
+	a := l.ann
+	for _, n := range state {
+		if i := slices.IndexFunc(a.state, func(o record.Announcement) bool { return o.Prefix == n.Prefix }); i < 0 || a.state[i].Announced != n.Announced {
+			if n.Announced {
+				fmt.Fprintf(l.log, "lvsctl run: announcing %s\n", n.Prefix)
+			} else if i >= 0 || a.dev != nil {
+				fmt.Fprintf(l.log, "lvsctl run: not announcing %s: %s\n", n.Prefix, n.Why)
+			}
+		}
+	}
+	for _, o := range a.state {
+		if o.Announced && !slices.ContainsFunc(state, func(n record.Announcement) bool { return n.Prefix == o.Prefix }) {
+			fmt.Fprintf(l.log, "lvsctl run: not announcing %s: no longer in the file\n", o.Prefix)
+		}
+	}
+	a.state = state
+	if a.dev == nil && len(up) == 0 {
+		return
+	}
+	name := desired.DefaultAnnounceDevice
+	if l.health != nil && l.health.Announce != nil {
+		name = l.health.Announce.Device
+	}
+	if a.dev != nil && a.name != name {
+		a.dev.Close() // the file names another device: withdraw from this one
+		a.dev = nil
+	}
+	if a.dev == nil {
+		d, err := a.open(name)
+		if err != nil {
+			fmt.Fprintf(l.log, "lvsctl run: cannot announce: %v\n", err)
+			for i := range a.state {
+				a.state[i].Announced, a.state[i].Why = false, "no device: "+err.Error()
+			}
+			return
+		}
+		a.dev, a.name = d, name
+	}
+	if err := a.dev.Set(up); err != nil {
+		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+	}
+}
+
+// probedSinceStart reports whether every checked target has had a probe
+// since the run started: until then, a restarted run's states are the
+// record's, not its own.
+func (l *runLoop) probedSinceStart() bool {
+	for i := range l.probes {
+		s, ok := l.checker.State(l.probes[i].key)
+		if !ok || s.LastProbe.Before(l.ann.started) {
+			return false
+		}
+	}
+	return true
+}
+
+// readWithdrawal reads lvsctl withdraw's file again when it changed, and
+// reports whether it did.
+func (l *runLoop) readWithdrawal() bool {
+	a := l.ann
+	var st unix.Stat_t
+	err := l.j.StatWithdrawal(&st)
+	if errors.Is(err, unix.ENOENT) {
+		if a.withdrawal == nil {
+			return false
+		}
+		a.withdrawal, a.stat = nil, unix.Stat_t{}
+		fmt.Fprintf(l.log, "lvsctl run: the withdrawal ended\n")
+		return true
+	}
+	if err != nil || st.Ino == a.stat.Ino && st.Mtim == a.stat.Mtim && st.Size == a.stat.Size {
+		return false
+	}
+	w, err := l.j.LoadWithdrawal()
+	if err != nil {
+		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+		return false
+	}
+	a.withdrawal, a.stat = w, st
+	if w != nil {
+		what := "every prefix"
+		if !w.All {
+			var ps []string
+			for _, p := range w.Prefixes {
+				ps = append(ps, p.String())
+			}
+			what = strings.Join(ps, ", ")
+		}
+		fmt.Fprintf(l.log, "lvsctl run: withdrawn by lvsctl withdraw: %s\n", what)
+	}
+	return true
+}
+
+// stopAnnouncing withdraws everything at once (run stops).
+func (l *runLoop) stopAnnouncing() {
+	if l.ann.dev != nil {
+		l.ann.dev.Close()
+		l.ann.dev = nil
+	}
+}
