@@ -1,0 +1,155 @@
+package lvsctl
+
+import (
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/lvsctl/record"
+	lvsrun "github.com/lvskit/lvskit/lvsctl/run"
+)
+
+// fakeDevice is an announcing device in memory.
+type fakeDevice struct {
+	mu     sync.Mutex
+	name   string
+	have   []netip.Prefix
+	opened int
+	closed bool
+}
+
+func (d *fakeDevice) Set(ps []netip.Prefix) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.have = slices.Clone(ps)
+	return nil
+}
+
+func (d *fakeDevice) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed, d.have = true, nil
+	return nil
+}
+
+func (d *fakeDevice) announced() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, p := range d.have {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// waitAnnounced waits until the device holds exactly want (10 s at most).
+func (d *fakeDevice) waitAnnounced(t *testing.T, what string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Equal(d.announced(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the device holds %v, want %v", what, d.announced(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRunAnnounces: with the file's announce, run announces the VIP only
+// once its checks have run, withdraws it when every real server failed
+// (when_all_down withdraw, the default) and announces it again when one
+// is back; a withdrawal file takes it out; stopping run closes the device.
+func TestRunAnnounces(t *testing.T) {
+	f, env, file := runFixture(t)
+	doc := strings.Replace(runYAML, "services:\n", "announce: {}\nservices:\n", 1)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	env.Announce = func(name string) (lvsrun.Announcer, error) {
+		dev.mu.Lock()
+		defer dev.mu.Unlock()
+		dev.name = name
+		dev.opened++
+		return dev, nil
+	}
+	h := startRun(t, f, file, env)
+	dev.waitAnnounced(t, "after the first checks", "10.0.0.1/32")
+	if dev.name != "lvs-announce" {
+		t.Errorf("device %q", dev.name)
+	}
+
+	h.probes.set("192.168.1.1:80", true)
+	h.probes.set("192.168.1.2:80", true)
+	dev.waitAnnounced(t, "every real server failed")
+	h.probes.set("192.168.1.2:80", false)
+	dev.waitAnnounced(t, "rs2 back", "10.0.0.1/32")
+
+	// A maintenance withdrawal, as lvsctl withdraw writes it.
+	j, err := record.Open(env.JournalDir, env.JournalDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.SaveWithdrawal(&record.Withdrawal{All: true, Since: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	dev.waitAnnounced(t, "withdrawn")
+	st, err := j.LoadRun()
+	if err != nil || len(st.Announce) != 1 || st.Announce[0].Announced || st.Announce[0].Why != "withdrawn by lvsctl withdraw" {
+		t.Errorf("the record while withdrawn: %v, %+v", err, st)
+	}
+	if err := j.SaveWithdrawal(nil); err != nil {
+		t.Fatal(err)
+	}
+	dev.waitAnnounced(t, "the withdrawal ended", "10.0.0.1/32")
+
+	r := h.stop(t)
+	if !dev.closed || dev.opened != 1 {
+		t.Errorf("after the stop: closed %v, opened %d times", dev.closed, dev.opened)
+	}
+	for _, line := range []string{"announcing 10.0.0.1/32", "not announcing 10.0.0.1/32: no real server in service",
+		"not announcing 10.0.0.1/32: withdrawn by lvsctl withdraw", "the withdrawal ended"} {
+		if !strings.Contains(r.stderr, "lvsctl run: "+line) {
+			t.Errorf("the log lacks %q:\n%s", line, r.stderr)
+		}
+	}
+}
+
+// TestRunAnnouncesAfterItsOwnChecks: a restarted run whose record says
+// every server is up announces only after its own checks ran.
+func TestRunAnnouncesAfterItsOwnChecks(t *testing.T) {
+	f, env, file := runFixture(t)
+	doc := strings.Replace(runYAML, "services:\n", "announce: {when_all_down: keep}\nservices:\n", 1)
+	doc = strings.ReplaceAll(doc, "interval: 200ms", "interval: 2s")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	env.Announce = func(string) (lvsrun.Announcer, error) { return dev, nil }
+	h := startRun(t, f, file, env)
+	dev.waitAnnounced(t, "first start", "10.0.0.1/32")
+	h.stop(t)
+	dev2 := &fakeDevice{}
+	env.Announce = func(string) (lvsrun.Announcer, error) { return dev2, nil }
+	started := time.Now()
+	h2 := startRun(t, f, file, env)
+	defer h2.stop(t)
+	// Both servers in service from the record at once, but the first
+	// probes come within the 2 s interval, not before.
+	if got := dev2.announced(); len(got) != 0 && time.Since(started) < 100*time.Millisecond {
+		t.Errorf("announced %v before any check of this run", got)
+	}
+	dev2.waitAnnounced(t, "after the restart's checks", "10.0.0.1/32")
+	// keep: every server failed, still announced.
+	h2.probes.set("192.168.1.1:80", true)
+	h2.probes.set("192.168.1.2:80", true)
+	h2.waitLog(t, "ALL REAL SERVERS OF -t 10.0.0.1:80 FAILED")
+	time.Sleep(100 * time.Millisecond)
+	if got := dev2.announced(); !slices.Equal(got, []string{"10.0.0.1/32"}) {
+		t.Errorf("when_all_down keep: announced %v", got)
+	}
+}
