@@ -102,6 +102,9 @@ func TestRunReloadsKeepServing(t *testing.T) {
 	for _, bad := range []struct{ name, doc, want string }{
 		{"no real servers", noDests, "more than --max-delete 50%"},
 		{"a repeated key", repeated, `"port"`},
+		{"a repeated key in JSON", `{"version": 2, "services": [{"protocol": "tcp", "address": "` + seedVIP + `", "port": 80, "port": 81,
+  "scheduler": "wrr", "destinations": [{"address": "172.16.0.2", "port": 80, "method": "masq", "weight": 1}]}]}
+`, `"port" repeated: first on line 1`},
 	} {
 		before := len(run.text())
 		reloadRun(t, run, file, bad.doc)
