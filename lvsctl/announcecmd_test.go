@@ -248,3 +248,26 @@ func TestWithdrawWait(t *testing.T) {
 		t.Errorf("withdraw --wait gave up after %s", took)
 	}
 }
+
+// TestTopShowsTheAnnouncement: top's batch and JSON frames say what run's
+// record announces.
+func TestTopShowsTheAnnouncement(t *testing.T) {
+	_, env, _ := announceFixture(t)
+	env.Now = time.Now
+	a := newFakeAnnouncer(t, env, os.Getpid())
+	a.run.Announce[1].Announced, a.run.Announce[1].Why = false, "withdrawn by lvsctl withdraw"
+	a.save()
+	r := run(t, env, "", "top", "-b", "-n", "1")
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if r.code != ExitOK || !strings.Contains(first, "  announced 1/2 (10.3.0.2/32 withdrawn by lvsctl withdraw)  ") {
+		t.Errorf("top -b: %+v", r)
+	}
+	r = run(t, env, "", "top", "--json", "-n", "1")
+	var f struct {
+		Announce []record.Announcement `json:"announce"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &f); err != nil || len(f.Announce) != 2 || !f.Announce[0].Announced ||
+		f.Announce[1].Why != "withdrawn by lvsctl withdraw" || strings.Join(f.Announce[0].Services, ", ") != "-t 10.3.0.1:80, -u 10.3.0.1:53" {
+		t.Errorf("top --json (%v): %+v", err, r)
+	}
+}
