@@ -55,8 +55,8 @@ func lvsctlModel(t *testing.T) map[string][]string {
 		}
 		model[name] = join(flags)
 	}
-	if len(model) != 7 {
-		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status, run, top and import keepalived: %q", len(model), slices.Sorted(mapKeys(model)))
+	if len(model) != 9 {
+		t.Fatalf("lvsctl --help lists %d commands, this test knows list, plan, apply, status, run, top, withdraw, announce and import keepalived: %q", len(model), slices.Sorted(mapKeys(model)))
 	}
 	return model
 }

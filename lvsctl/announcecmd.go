@@ -74,6 +74,9 @@ func (r *runner) withdraw(c *withdrawCmd) (int, error) {
 	if err != nil {
 		return ExitFailed, err
 	}
+	if err := unknownPrefixes(j, ps, nil); err != nil {
+		return ExitUsage, err
+	}
 	if w == nil {
 		w = &record.Withdrawal{Since: r.env.Now().UTC()}
 	}
@@ -121,6 +124,13 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 	if err != nil {
 		return ExitFailed, err
 	}
+	var withdrawn []netip.Prefix
+	if w != nil {
+		withdrawn = w.Prefixes
+	}
+	if err := unknownPrefixes(j, ps, withdrawn); err != nil {
+		return ExitUsage, err
+	}
 	if w != nil && len(ps) > 0 && w.All {
 		return ExitUsage, cliutil.UsageError{Err: errors.New("every prefix is withdrawn: 'lvsctl announce' with no prefix ends the withdrawal")}
 	}
@@ -148,6 +158,27 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 		}
 	}
 	return ExitOK, nil
+}
+
+// unknownPrefixes refuses a prefix that the running run's file does not
+// announce, nor the withdrawal names (a prefix is matched exactly: a
+// covering one would change nothing). Without a running run that
+// announces, any prefix is taken, for the next one.
+func unknownPrefixes(j *record.Journal, ps, withdrawn []netip.Prefix) error {
+	st, err := j.LoadRun()
+	if err != nil || !st.Alive() || len(st.Announce) == 0 {
+		return nil
+	}
+	var known []string
+	for _, a := range st.Announce {
+		known = append(known, a.Prefix.String())
+	}
+	for _, p := range ps {
+		if !slices.Contains(known, p.String()) && !slices.Contains(withdrawn, p) {
+			return cliutil.UsageError{Err: fmt.Errorf("lvsctl run (pid %d) announces no %s: its prefixes are %s", st.PID, p, strings.Join(known, ", "))}
+		}
+	}
+	return nil
 }
 
 // awaitRun waits until the running run's record shows done for every

@@ -467,8 +467,9 @@ func (r *runner) status(c *statusCmd) (int, error) {
 // statusVerdict is status's exit status and its word for it: critical
 // when a service's real servers all failed their checks; warning when a
 // real server is held out by its check or draining, a drain is pending,
-// the last reload was refused, probes fall behind, or the run that wrote
-// the record has stopped; ok otherwise.
+// the last reload was refused, probes fall behind, the run that wrote
+// the record has stopped, or a prefix the file announces is not announced;
+// ok otherwise.
 func statusVerdict(st *record.Run, drains int) (int, string) {
 	if st != nil && len(st.AllDown) > 0 {
 		return StatusCritical, "critical"
@@ -478,6 +479,9 @@ func statusVerdict(st *record.Run, drains int) (int, string) {
 		warn = warn || st.Refused != "" || st.Late || !st.Alive()
 		for i := range st.Servers {
 			warn = warn || !st.Servers[i].InService
+		}
+		for i := range st.Announce {
+			warn = warn || !st.Announce[i].Announced
 		}
 	}
 	if warn {
@@ -512,6 +516,9 @@ type jsonRun struct {
 	ReloadRefused   string       `json:"reload_refused,omitempty"`
 	ReloadRefusedAt time.Time    `json:"reload_refused_at,omitzero"`
 	Servers         []jsonServer `json:"servers"`
+	// Announce is each prefix the file announces, as the record has it;
+	// absent when the file announces nothing.
+	Announce []record.Announcement `json:"announce,omitempty"`
 }
 
 // jsonServer is one checked real server's health.
@@ -535,7 +542,7 @@ func toJSONRun(st *record.Run) *jsonRun {
 	}
 	out := &jsonRun{PID: st.PID, Running: st.Alive(), File: st.File, Checks: st.Checks, Started: st.Started, Updated: st.Updated,
 		AllDown: st.AllDown, Lateness: st.Lateness, Late: st.Late, ReloadRefused: st.Refused, ReloadRefusedAt: st.RefusedAt,
-		Servers: []jsonServer{}}
+		Servers: []jsonServer{}, Announce: st.Announce}
 	if out.AllDown == nil {
 		out.AllDown = []string{}
 	}
@@ -549,7 +556,8 @@ func toJSONRun(st *record.Run) *jsonRun {
 }
 
 // writeRunStatus prints lvsctl run's record: who runs, the checker's
-// lateness, and each checked real server's health.
+// lateness, each prefix the file announces (and why one is not), and each
+// checked real server's health.
 func (r *runner) writeRunStatus(st *record.Run) error {
 	if st == nil {
 		return nil
@@ -569,6 +577,13 @@ func (r *runner) writeRunStatus(st *record.Run) error {
 	}
 	for _, s := range st.AllDown {
 		fmt.Fprintf(r.out, "ALL REAL SERVERS OF %s FAILED THEIR CHECKS\n", s)
+	}
+	for _, a := range st.Announce {
+		if a.Announced {
+			fmt.Fprintf(r.out, "announced %s (%s)\n", a.Prefix, strings.Join(a.Services, ", "))
+		} else {
+			fmt.Fprintf(r.out, "NOT announced %s: %s\n", a.Prefix, a.Why)
+		}
 	}
 	var rows [][]string
 	for _, s := range st.Servers {

@@ -263,6 +263,13 @@ func TestStatusVerdict(t *testing.T) {
 		want   int
 	}{
 		{"no run, no drain", nil, 0, StatusOK},
+		{"all announced", live(func(st *record.Run) { st.Announce = []record.Announcement{{Announced: true}} }), 0, StatusOK},
+		{"a prefix not announced", live(func(st *record.Run) {
+			st.Announce = []record.Announcement{{Announced: true}, {Why: "withdrawn by lvsctl withdraw"}}
+		}), 0, StatusWarning},
+		{"all down and not announced", live(func(st *record.Run) {
+			st.AllDown, st.Announce = []string{"-t 10.0.0.1:80"}, []record.Announcement{{Why: "no real server in service"}}
+		}), 0, StatusCritical},
 		{"all in service", live(nil), 0, StatusOK},
 		{"a drain pending", nil, 1, StatusWarning},
 		{"one held out", live(func(st *record.Run) { st.Servers[1].InService = false }), 0, StatusWarning},

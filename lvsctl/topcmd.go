@@ -174,6 +174,9 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 		if st := run.load(j); st != nil {
 			in.RunActive = st.Alive()
 			in.Run, in.AllDown = run.health, st.AllDown
+			for _, a := range st.Announce {
+				in.Announce = append(in.Announce, top.Announcement(a))
+			}
 		}
 		return in, nil
 	}

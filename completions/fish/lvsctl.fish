@@ -1,9 +1,10 @@
 # fish completion for lvsctl (lvskit)
 #
 # lvsctl <command> [flags] [FILE]: the commands are list, plan, apply,
-# status, run, top and import keepalived; plan, apply and run take a rules file
-# (ipvsadm-save text or lvsctl JSON), import keepalived a keepalived.conf. The
-# flags may appear anywhere after the command.
+# status, run, top, withdraw, announce and import keepalived; plan, apply and
+# run take a rules file (ipvsadm-save text or lvsctl JSON), import keepalived a
+# keepalived.conf; withdraw and announce take VIP prefixes. The flags may
+# appear anywhere after the command.
 
 # Prints the command word typed so far (flag values skipped).
 function __fish_lvsctl_command
@@ -15,7 +16,7 @@ function __fish_lvsctl_command
             continue
         end
         switch $t
-            case --journal-dir --drain-timeout --max-delete --checks --metrics-listen
+            case --journal-dir --drain-timeout --max-delete --checks --metrics-listen --wait --quiet
                 set skip 1
             case '-*'
             case '*'
@@ -61,6 +62,8 @@ complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a apply -d 'Make the
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a status -d "Show run's health record and pending drains"
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a run -d 'Keep the table as FILE says, with health checks'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a top -d 'Live view of rates, connections and states'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a withdraw -d 'Stop announcing VIP prefixes, for maintenance'
+complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a announce -d 'Announce withdrawn VIP prefixes again'
 complete -c lvsctl -n 'test -z "$(__fish_lvsctl_command)"' -a import -d "Convert another tool's configuration"
 complete -c lvsctl -n '__fish_lvsctl_command_is import; and test -z "$(__fish_lvsctl_second)"' -a keepalived -d 'keepalived.conf as a desired state'
 
@@ -72,7 +75,7 @@ complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l drain-timeout
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply' -l keep-mh-order -d "Leave mh services' real servers in the kernel's order"
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l allow-empty -d 'Accept a file without any service'
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -l max-delete -x -a '10 25 50 100' -d 'Most real servers a plan may take out, in percent'
-complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run top' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
+complete -c lvsctl -n '__fish_lvsctl_command_is plan apply status run top withdraw announce' -l journal-dir -x -a '(__fish_complete_directories)' -d 'Journal directory'
 complete -c lvsctl -n '__fish_lvsctl_command_is apply' -s n -l dry-run -d 'Print the plan and change nothing'
 complete -c lvsctl -n '__fish_lvsctl_command_is run' -l checks -r -F -d 'Checks for a rules-text file'
 complete -c lvsctl -n '__fish_lvsctl_command_is run' -l metrics-listen -x -a '127.0.0.1:9117 :9117' -d 'Serve Prometheus metrics on an address'
@@ -82,6 +85,8 @@ complete -c lvsctl -n '__fish_lvsctl_command_is top' -s d -l delay -x -a '0.5 1 
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l filter -x -d 'Show addresses holding a text'
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l sort -x -a 'service server state cps inpps outpps inbps outbps active inact weight fwd' -d 'Sort column'
 complete -c lvsctl -n '__fish_lvsctl_command_is top' -l reverse -d 'Reverse the sort order'
+complete -c lvsctl -n '__fish_lvsctl_command_is withdraw' -l wait -x -a '0 1m 5m 10m' -d 'Then wait at most this long until the traffic moved'
+complete -c lvsctl -n '__fish_lvsctl_command_is withdraw' -l quiet -x -a '10s 30s 1m' -d 'Time without a new connection that counts as moved'
 complete -c lvsctl -n '__fish_lvsctl_import_is keepalived' -l lossy -d 'Convert what cannot be said exactly, with a warning each'
 
 # The rules file.

@@ -68,9 +68,13 @@ type JSONFrame struct {
 	// AllDown are the services whose real servers all failed their
 	// checks, by lvsctl run's record (as lvsctl status --json has them),
 	// filtered or not; absent when none did or no run runs.
-	AllDown     []string      `json:"all_down,omitempty"`
-	Services    []JSONService `json:"services"`
-	RealServers int           `json:"real_servers"`
+	AllDown []string `json:"all_down,omitempty"`
+	// Announce is each prefix lvsctl run's file announces (as lvsctl
+	// status --json has them, none announced once the run stopped);
+	// absent when it announces nothing.
+	Announce    []Announcement `json:"announce,omitempty"`
+	Services    []JSONService  `json:"services"`
+	RealServers int            `json:"real_servers"`
 }
 
 // JSONService is a service of list --json --rate with its real servers'
@@ -94,7 +98,7 @@ type JSONDest struct {
 // not apply: every matching real server is in it).
 func (m *Model) Frame() JSONFrame {
 	f := JSONFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), AllDown: m.AllDown(),
-		Services: []JSONService{}}
+		Announce: m.Announce(), Services: []JSONService{}}
 	if !m.ratesChanged.IsZero() {
 		t := m.ratesChanged.UTC()
 		f.RatesChanged = &t

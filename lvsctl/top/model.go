@@ -15,6 +15,7 @@ import (
 	"container/heap"
 	"fmt"
 	"hash/maphash"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -74,8 +75,25 @@ type Input struct {
 	// AllDown are the services (keys as ipvsadm -Sn writes them) whose
 	// real servers all failed their checks, by lvsctl run's record.
 	AllDown []string
-	Now     time.Time
+	// Announce is each prefix lvsctl run's file announces, as its record
+	// has them; none when the file announces nothing.
+	Announce []Announcement
+	Now      time.Time
 }
+
+// Announcement is one prefix as lvsctl run's record has it: whether run
+// announces it and, when not, why.
+type Announcement struct {
+	Prefix    netip.Prefix `json:"prefix"`
+	Announced bool         `json:"announced"`
+	Why       string       `json:"why,omitempty"`
+	// Services are those that count for it, as ipvsadm names them.
+	Services []string `json:"services"`
+}
+
+// notRunning is why nothing is announced once the run stopped: its
+// device died with it.
+const notRunning = "lvsctl run not running"
 
 // Column is a column of the view.
 type Column int
@@ -175,6 +193,7 @@ type Model struct {
 	in           Input
 	drains       map[string]rules.DrainEntry
 	allDown      map[string]bool // in.AllDown while the run runs
+	announce     []Announcement  // in.Announce, none announced once the run stopped
 }
 
 // NewModel returns an empty model refreshed every period.
@@ -197,6 +216,14 @@ func (m *Model) Update(in Input) {
 		m.allDown = make(map[string]bool, len(in.AllDown))
 		for _, k := range in.AllDown {
 			m.allDown[k] = true
+		}
+	}
+	m.announce = in.Announce
+	if !in.RunActive && len(in.Announce) > 0 {
+		m.announce = make([]Announcement, len(in.Announce))
+		for i, a := range in.Announce {
+			a.Announced, a.Why = false, notRunning
+			m.announce[i] = a
 		}
 	}
 	var h maphash.Hash
@@ -378,21 +405,49 @@ func (m *Model) Size() (services, servers int) { return m.services, m.servers }
 func (m *Model) RatesChanged() time.Time { return m.ratesChanged }
 
 // Header is the view's first line: the time, the table's size with how
-// many services are ALL DOWN, the refresh period and, once a change was
-// seen, when the rates last changed. It starts with "lvsctl top" on every
-// frame.
+// many services are ALL DOWN, how many prefixes are announced of those
+// lvsctl run's file announces (and why each other one is not), the
+// refresh period and, once a change was seen, when the rates last
+// changed. It starts with "lvsctl top" on every frame.
 func (m *Model) Header() string {
 	services := plural(m.services, "service", "services")
 	if len(m.allDown) > 0 {
 		services += " (" + strconv.Itoa(len(m.allDown)) + " " + AllDownMark + ")"
 	}
 	h := fmt.Sprintf("lvsctl top - %s  %s, %s  every %s", m.now.Format("15:04:05"),
-		services, plural(m.servers, "real server", "real servers"), shortDuration(m.Period))
+		services, plural(m.servers, "real server", "real servers")+m.announced(), shortDuration(m.Period))
 	if !m.ratesChanged.IsZero() {
 		h += "  rates changed " + m.now.Sub(m.ratesChanged).Round(100*time.Millisecond).String() + " ago"
 	}
 	return h
 }
+
+// announced is the header's part on announcement, with its leading
+// spaces: "  announced 1/2 (10.3.0.2/32 withdrawn by lvsctl withdraw)";
+// empty when the file announces nothing.
+func (m *Model) announced() string {
+	if len(m.announce) == 0 {
+		return ""
+	}
+	n := 0
+	var not []string
+	for _, a := range m.announce {
+		if a.Announced {
+			n++
+		} else {
+			not = append(not, a.Prefix.String()+" "+a.Why)
+		}
+	}
+	s := fmt.Sprintf("  announced %d/%d", n, len(m.announce))
+	if len(not) > 0 {
+		s += " (" + strings.Join(not, "; ") + ")"
+	}
+	return s
+}
+
+// Announce is each prefix lvsctl run's file announces and whether it is
+// announced: none is once the run stopped.
+func (m *Model) Announce() []Announcement { return m.announce }
 
 // AllDown lists the services whose real servers all failed their checks,
 // as lvsctl run's record has them; none when the run is not running.

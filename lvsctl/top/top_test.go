@@ -705,3 +705,64 @@ func TestHeldOutReasonWhole(t *testing.T) {
 		t.Errorf("help lacks i:\n%s", strings.Join(text(sim), "\n"))
 	}
 }
+
+// The first line says how many prefixes lvsctl run announces and why each
+// other one is not, on the screen, in text frames and in JSON frames;
+// nothing when the file announces nothing, and none announced once the
+// run stopped (its device died with it).
+func TestAnnounced(t *testing.T) {
+	in := fixture(t0)
+	in.Announce = []Announcement{
+		{Prefix: netip.MustParsePrefix("10.0.0.1/32"), Announced: true, Services: []string{"-t 10.0.0.1:80"}},
+		{Prefix: netip.MustParsePrefix("10.0.0.2/32"), Why: "withdrawn by lvsctl withdraw", Services: []string{"-t 10.0.0.2:443"}},
+	}
+	m := NewModel(time.Second)
+	m.Update(in)
+	const want = "lvsctl top - 10:00:00  3 services, 7 real servers  announced 1/2 (10.0.0.2/32 withdrawn by lvsctl withdraw)  every 1s"
+	if h := m.Header(); h != want {
+		t.Errorf("header %q", h)
+	}
+	var b bytes.Buffer
+	if err := m.WriteText(&b); err != nil || !strings.HasPrefix(b.String(), want+"\n") {
+		t.Errorf("text frame (%v):\n%s", err, b.String())
+	}
+	b.Reset()
+	if err := m.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Announce []Announcement `json:"announce"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &f); err != nil || !slices.EqualFunc(f.Announce, in.Announce, func(a, b Announcement) bool {
+		return a.Prefix == b.Prefix && a.Announced == b.Announced && a.Why == b.Why && slices.Equal(a.Services, b.Services)
+	}) {
+		t.Errorf("JSON frame (%v): %s", err, b.String())
+	}
+
+	sim := tcell.NewSimulationScreen("UTF-8")
+	if err := sim.Init(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Fini()
+	sim.SetSize(130, 24)
+	NewScreen(sim, m, false).Draw()
+	if l := text(sim)[0]; l != want {
+		t.Errorf("screen's first line %q", l)
+	}
+
+	in.RunActive = false
+	m.Update(in)
+	if h := m.Header(); !strings.Contains(h, "  announced 0/2 (10.0.0.1/32 lvsctl run not running; 10.0.0.2/32 lvsctl run not running)  ") {
+		t.Errorf("header without a live run %q", h)
+	}
+	if a := m.Frame().Announce; len(a) != 2 || a[0].Announced || !in.Announce[0].Announced {
+		t.Errorf("frame without a live run: %+v (input %+v)", a, in.Announce)
+	}
+
+	in = fixture(t0)
+	m.Update(in)
+	b.Reset()
+	if err := m.WriteJSON(&b); err != nil || strings.Contains(m.Header(), "announced") || strings.Contains(b.String(), `"announce"`) {
+		t.Errorf("without announcements: %q %s", m.Header(), b.String())
+	}
+}
