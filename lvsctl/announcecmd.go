@@ -58,22 +58,33 @@ func (r *runner) withdrawalJournal() (*record.Journal, error) {
 	return j, err
 }
 
-// withdraw records the withdrawal for run, waits until run withdrew, and
-// with --wait until the traffic moved.
-func (r *runner) withdraw(c *withdrawCmd) (int, error) {
-	ps, err := parsePrefixes(c.Prefixes)
+// openWithdrawal reads the command's prefixes, opens the journal and
+// reads the withdrawal (nil: none); on error, the exit status.
+func (r *runner) openWithdrawal(args []string) ([]netip.Prefix, *record.Journal, *record.Withdrawal, int, error) {
+	ps, err := parsePrefixes(args)
 	if err != nil {
-		return ExitUsage, err
+		return nil, nil, nil, ExitUsage, err
 	}
 	j, err := r.withdrawalJournal()
 	if err != nil {
-		return ExitFailed, err
+		return nil, nil, nil, ExitFailed, err
 	}
-	defer j.Close()
 	w, err := j.LoadWithdrawal()
 	if err != nil {
-		return ExitFailed, err
+		j.Close()
+		return nil, nil, nil, ExitFailed, err
 	}
+	return ps, j, w, ExitOK, nil
+}
+
+// withdraw records the withdrawal for run, waits until run withdrew, and
+// with --wait until the traffic moved.
+func (r *runner) withdraw(c *withdrawCmd) (int, error) {
+	ps, j, w, status, err := r.openWithdrawal(c.Prefixes)
+	if err != nil {
+		return status, err
+	}
+	defer j.Close()
 	if err := unknownPrefixes(j, ps, nil); err != nil {
 		return ExitUsage, err
 	}
@@ -111,19 +122,11 @@ func (r *runner) withdraw(c *withdrawCmd) (int, error) {
 // announce takes prefixes (or every one) out of the withdrawal and waits
 // until run announces them again.
 func (r *runner) announce(c *announceCmd) (int, error) {
-	ps, err := parsePrefixes(c.Prefixes)
+	ps, j, w, status, err := r.openWithdrawal(c.Prefixes)
 	if err != nil {
-		return ExitUsage, err
-	}
-	j, err := r.withdrawalJournal()
-	if err != nil {
-		return ExitFailed, err
+		return status, err
 	}
 	defer j.Close()
-	w, err := j.LoadWithdrawal()
-	if err != nil {
-		return ExitFailed, err
-	}
 	var withdrawn []netip.Prefix
 	if w != nil {
 		withdrawn = w.Prefixes
@@ -143,7 +146,7 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 		return ExitFailed, err
 	}
 	asked := func(p netip.Prefix) bool { return len(ps) == 0 || slices.Contains(ps, p) }
-	st, err := r.awaitRun(j, func(a record.Announcement) bool { return a.Why != "withdrawn by lvsctl withdraw" }, asked)
+	st, err := r.awaitRun(j, func(a record.Announcement) bool { return a.Why != record.WhyWithdrawn }, asked)
 	if err != nil || st == nil {
 		return ExitFailed, err
 	}

@@ -57,6 +57,10 @@ func (j *Journal) StatWithdrawal(st *unix.Stat_t) error {
 	return unix.Fstatat(j.fd, WithdrawalName, st, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+// WhyWithdrawn is an Announcement's Why while lvsctl withdraw holds its
+// prefix back.
+const WhyWithdrawn = "withdrawn by lvsctl withdraw"
+
 // Announcement is one prefix as run last decided it.
 type Announcement struct {
 	Prefix    netip.Prefix `json:"prefix"`

@@ -25,7 +25,7 @@ type Announcer interface {
 
 // Why a prefix is not announced, as the record and the log say it.
 const (
-	whyWithdrawn = "withdrawn by lvsctl withdraw"
+	whyWithdrawn = record.WhyWithdrawn
 	whyNoServer  = "no real server in service"
 	whyNotPlaced = "table not in place"
 	whyWaiting   = "waiting for the first checks"
