@@ -59,8 +59,11 @@ done
 # shellcheck disable=SC2086 # one word per package
 plan=$(apt-get install -s -o DPkg::Lock::Timeout=600 --no-install-recommends $missing 2>>"$log")
 count=$(printf '%s\n' "$plan" | grep -c '^Inst ' || true)
-echo "deps: installing $(echo "$missing" | wc -w) Debian packages, $count with their dependencies: $missing"
-echo "deps: a first install downloads up to a few hundred MB and takes a few minutes"
+# What apt downloads: the sizes of the files it has not cached yet.
+# shellcheck disable=SC2086
+mb=$(apt-get install --print-uris -qq -o DPkg::Lock::Timeout=600 --no-install-recommends $missing 2>>"$log" |
+	awk '{ n += $3 } END { printf "%.0f", n / 1e6 }')
+echo "deps: installing $(echo "$missing" | wc -w) Debian packages, $count with their dependencies ($mb MB to download): $missing"
 start=$(date +%s)
 # shellcheck disable=SC2086 # one word per package
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends $missing >>"$log" 2>&1; then
