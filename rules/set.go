@@ -1,10 +1,11 @@
-// Package rules is lvsctl's engine: the desired rule set (Set), how it
-// differs from the kernel's (Diff, DiffKernel: a plan of the fewest
-// changes), and applying a plan to a live director (Applier: adds and
-// edits pipelined, drains of leaving real servers recorded in a journal,
-// Converge re-planning when the table changes meanwhile). The kernel is
-// reached only through ipvs.Client. Package rules/desired reads a Set from
-// a rules file.
+// Package rules is lvsctl's engine: desired set, diff, plan and apply.
+//
+// It holds the desired rule set (Set), how it differs from the kernel's
+// (Diff, DiffKernel: a plan of the fewest changes), and applying a plan to a
+// live director. The Applier pipelines adds and edits, records drains of
+// leaving real servers in a journal, and re-plans (Converge) when the table
+// changes meanwhile. The kernel is reached only through ipvs.Client. Package
+// rules/desired reads a Set from a rules file.
 package rules
 
 // This file holds the desired rule set, the model lvsctl's plan and apply

@@ -1,7 +1,9 @@
-// Package notation is how ipvsadm writes what the kernel holds: protocol,
-// forwarding-method, tunnel and scheduler-flag names, options and columns,
-// numeric addresses, persistence masks, fwmark designators. Listings, the
-// rules text, lvsctl and lvsprep share it, so each name is written once.
+// Package notation is how ipvsadm writes what the kernel holds.
+//
+// It names protocols, forwarding methods, tunnels and scheduler flags, and
+// writes options and columns, numeric addresses, persistence masks and
+// fwmark designators. Listings, the rules text, lvsctl and lvsprep share it,
+// so each name is written once.
 package notation
 
 import (

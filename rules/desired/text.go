@@ -1,7 +1,9 @@
-// Package desired reads a desired IPVS rule set (a rules.Set) from the two
-// formats lvsctl accepts: the rules text ipvsadm -S and ipvsadm-save write,
-// as admins keep it in /etc/ipvsadm.rules, and the JSON document
-// `lvsctl list --json` prints, which it also writes (WriteJSON).
+// Package desired reads a desired IPVS rule set from lvsctl's two formats.
+//
+// The result is a rules.Set. One format is the rules text ipvsadm -S and
+// ipvsadm-save write, as admins keep it in /etc/ipvsadm.rules. The other is
+// the JSON document `lvsctl list --json` prints, which the package also
+// writes (WriteJSON).
 //
 // Both formats go through ipvsadm's own parser (cmdline.Parser.Parse): a
 // JSON service becomes the -A line it stands for. So a rule means the same
