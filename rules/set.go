@@ -167,7 +167,7 @@ func compareKeys(fa, fb ipvs.Family, a, b *netip.Addr, pa, pb uint16) int {
 		return int(fa) - int(fb)
 	}
 	if a.Is4() && b.Is4() {
-		// As netip.Addr.Compare orders them, in a quarter of the time.
+		// As netip.Addr.Compare orders them, faster (figures: decision 0013).
 		x, y := a.As4(), b.As4()
 		if u, v := binary.BigEndian.Uint32(x[:]), binary.BigEndian.Uint32(y[:]); u != v {
 			if u < v {
