@@ -1,5 +1,7 @@
-// Package announce holds the addresses a director announces on a device
-// that lives only as long as the process that made it.
+// Package announce holds the addresses a director announces.
+//
+// They live on a device that lives only as long as the process that made
+// it.
 //
 // The device is one end of a veth pair whose other end is in a network
 // namespace no file and no other process holds: when the process ends, by

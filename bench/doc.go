@@ -1,13 +1,14 @@
-// Package bench measures our ipvsadm against Debian's ipvsadm 1.31 and
-// against the floor, the bare netlink requests of the same work, in the
+// Package bench measures our ipvsadm against Debian's and the kernel floor.
+//
+// The floor is the bare netlink requests of the same work. All run in the
 // lab, in one VM boot: restore (-R), list (-Ln), save (-Sn), zero (-Z) and
-// flush (-C) of tables in several layouts (services spread over the
-// kernel's hash buckets or sharing one, many ports on one address, fwmark,
-// IPv6) and sizes (100 to 50,000 services, 1 to 100 destinations each),
-// the start-up on an empty table and the peak memory of -Ln and -R.
+// flush (-C) of tables in several layouts (services spread over the kernel's
+// hash buckets or sharing one, many ports on one address, fwmark, IPv6) and
+// sizes (100 to 50,000 services, 1 to 100 destinations each). It also
+// measures the start-up on an empty table and the peak memory of -Ln and -R.
 // The three run alternately, each first in turn, and medians are compared
-// (TestBenchmarks). TestGrowth measures how ours and the floor grow from
-// one size to ten times it, both sizes back to back in every round.
+// (TestBenchmarks). TestGrowth measures how ours and the floor grow from one
+// size to ten times it, both sizes back to back in every round.
 //
 // It holds the lab tests (files with the build tag lab) and two helpers:
 // package benchdata (the results, their tables and their JSON) and the

@@ -1,7 +1,8 @@
-// Package e2e holds lvskit's end-to-end tests: real traffic from a client
-// through IPVS directors to real servers, all set up with our ipvsadm and
-// lvsprep inside the QEMU lab (files with the "lab" build tag), plus the
-// demo that make demo runs.
+// Package e2e holds lvskit's end-to-end tests.
+//
+// Real traffic goes from a client through IPVS directors to real servers,
+// all set up with our ipvsadm and lvsprep inside the QEMU lab (files with
+// the "lab" build tag). It also holds the demo that make demo runs.
 //
 // The programs the tests need on the simulated hosts are here too, as
 // plain Go so host unit tests cover them: an HTTP server that answers with

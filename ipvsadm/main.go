@@ -1,6 +1,7 @@
-// Package ipvsadm is a drop-in reimplementation of the ipvsadm 1.31 command
-// (as Debian 12 ships it): the same command line, the same output on stdout
-// and stderr byte for byte, the same exit statuses.
+// Package ipvsadm is a drop-in reimplementation of ipvsadm 1.31.
+//
+// It behaves as Debian 12 ships it: the same command line, the same output
+// on stdout and stderr byte for byte, the same exit statuses.
 //
 // Package ipvsadm/cmdline parses the command line (with the help and
 // version text, and the Kind that decides exit statuses). Here: execution

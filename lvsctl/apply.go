@@ -163,9 +163,9 @@ type lineReporter struct {
 }
 
 // flushEvery bounds how late a change's line reaches a log. Changes come
-// in bursts of thousands, and a write per line cost more than the changes
-// themselves (a system call each: a second for 1,500 lines in the lab VM);
-// drain events come seldom and are written at once.
+// in bursts of thousands, and a write per line (a system call each) costs
+// more than the changes themselves (figures: decision 0013); drain events
+// come seldom and are written at once.
 const flushEvery = 100 * time.Millisecond
 
 func (l *lineReporter) event(e rules.Event) {

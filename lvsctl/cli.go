@@ -1,13 +1,15 @@
-// Package lvsctl is the lvsctl command: it lists a director's IPVS table
-// for people and programs, plans the changes that turn it into a desired
-// rule set (ipvsadm-save text, or lvsctl's JSON or YAML), and applies them
-// without a flush: new services and servers first, then edits, then a
-// drain of each leaving server (weight 0, deleted when its connections are
-// gone or at a deadline), recorded in a journal so an interrupted drain is
-// finished by the next apply and shown by status. The engine is package
-// rules; lvsctl run is package run, and the journal and run's record are
-// package record. This package is the command line, the output and the
-// host (the journal directory, the connection table, signals).
+// Package lvsctl is the lvsctl command.
+//
+// It lists a director's IPVS table for people and programs, and plans the
+// changes that turn it into a desired rule set (ipvsadm-save text, or
+// lvsctl's JSON or YAML). It applies them without a flush: new services and
+// servers first, then edits, then a drain of each leaving server. A drained
+// server has weight 0 and is deleted when its connections are gone or at a
+// deadline. Drains are recorded in a journal, so the next apply finishes an
+// interrupted drain and status shows it. The engine is package rules; lvsctl
+// run is package run, and the journal and run's record are package record.
+// This package is the command line, the output and the host (the journal
+// directory, the connection table, signals).
 package lvsctl
 
 import (

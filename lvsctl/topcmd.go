@@ -184,7 +184,8 @@ func (r *runner) topSource(client ipvs.Client) top.Source {
 
 // recordCache keeps lvsctl run's record between frames: it is read again
 // only when the file changed (run rewrites it at each change of the
-// table), not every frame (3 MB of JSON for 10,000 checked servers).
+// table), not every frame: on a large table the record is megabytes of
+// JSON (figures: decision 0015).
 type recordCache struct {
 	stat   unix.Stat_t
 	st     *record.Run

@@ -1,11 +1,12 @@
-// Package lvsprep is the companion tool that prepares hosts for IPVS: a
-// director for VS/NAT or full-NAT, and real servers for VS/DR, VS/TUN and
-// VS/NAT. Each profile is a list of steps (modules, sysctls, links,
-// addresses, routes, iptables rules) that are checked, applied idempotently
-// with a journal in a state file, rolled back on failure, reverted exactly
-// by --undo, printed as equivalent commands by --dry-run, and audited by the
-// check subcommand. The bird subcommand prints the BIRD 2 configuration of
-// a BGP ECMP group and changes nothing (bird.go).
+// Package lvsprep is the companion tool that prepares hosts for IPVS.
+//
+// It prepares a director for VS/NAT or full-NAT, and real servers for VS/DR,
+// VS/TUN and VS/NAT. Each profile is a list of steps (modules, sysctls,
+// links, addresses, routes, iptables rules) that are checked, applied
+// idempotently with a journal in a state file, rolled back on failure,
+// reverted exactly by --undo, printed as equivalent commands by --dry-run,
+// and audited by the check subcommand. The bird subcommand prints the BIRD 2
+// configuration of a BGP ECMP group and changes nothing (bird.go).
 package lvsprep
 
 import (

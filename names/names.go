@@ -1,7 +1,7 @@
-// Package names answers the name questions ipvsadm asks the C library, with
-// the C library's answers: gethostbyname (IPv4 only), gethostbyaddr
-// (canonical name), getservbyname and getservbyport, plus inet_aton-style
-// address parsing.
+// Package names answers ipvsadm's name questions as the C library does.
+//
+// It answers gethostbyname (IPv4 only), gethostbyaddr (canonical name),
+// getservbyname and getservbyport, plus inet_aton-style address parsing.
 //
 // Go's own resolver differs in ways that show up in ipvsadm's output (it
 // returns absolute names with a trailing dot and every alias, and has no

@@ -1,6 +1,7 @@
-// Package netfilter is lvsprep's window onto the host settings it changes:
-// iptables rules, sysctls under /proc/sys, network links, addresses and
-// default routes, and loaded kernel modules.
+// Package netfilter is lvsprep's window onto the host settings it changes.
+//
+// Those are iptables rules, sysctls under /proc/sys, network links,
+// addresses and default routes, and loaded kernel modules.
 //
 // Each facility is a small interface with a real implementation and an
 // in-memory fake, so the companion tool's logic is tested on any machine

@@ -1,7 +1,8 @@
-// Package packaging holds the Debian packaging of lvskit: the nfpm
-// configuration (nfpm.yaml) that `make deb` feeds to the nfpm Go tool, the
-// systemd units and the script they run (ipvsadm-service), the
-// /etc/default/ipvsadm and /etc/ipvsadm.rules conffiles, the maintainer
+// Package packaging holds lvskit's Debian and RPM packaging and its tests.
+//
+// It holds the nfpm configuration (nfpm.yaml) that `make deb` feeds to the
+// nfpm Go tool, the systemd units and the script they run (ipvsadm-service),
+// the /etc/default/ipvsadm and /etc/ipvsadm.rules conffiles, the maintainer
 // scripts, the copyright file, the changelog and the lintian overrides.
 //
 // Its tests build the .deb from a fresh clone of the tree, check it with

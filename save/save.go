@@ -1,6 +1,7 @@
-// Package save writes the IPVS table as ipvsadm rules, byte for byte like
-// ipvsadm 1.31's -S (--save), which is also what the ipvsadm-save wrapper
-// prints.
+// Package save writes the IPVS table as ipvsadm rules.
+//
+// It writes byte for byte what ipvsadm 1.31's -S (--save) writes, which is
+// also what the ipvsadm-save wrapper prints.
 //
 // The rules come in listing order (see package ipvsadm/list), with names
 // unless Numeric, no title and no column cuts; only the 59-character limit

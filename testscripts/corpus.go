@@ -1,5 +1,6 @@
-// Package testscripts holds the data-driven command-line tests of lvskit and
-// the code that runs them.
+// Package testscripts holds lvskit's data-driven command-line tests.
+//
+// It also holds the code that runs them.
 //
 // The differential corpus (differential/*.txt) is the main proof that our
 // ipvsadm, ipvsadm-save and ipvsadm-restore behave like Debian's ipvsadm

@@ -1,9 +1,10 @@
-// Package benchdata holds the results of the lab benchmark (package bench):
-// what one run measured, how it is written to and read back from the
-// run's log, and the tables docs/benchmarks.md shows (times, multiples of
-// the kernel floor, growth from one size to the next). The lab test
-// writes the results; the development tool bench/benchplot reads them,
-// draws the plot and prints the tables.
+// Package benchdata holds the results of the lab benchmark (package bench).
+//
+// It holds what one run measured, how it is written to and read back from
+// the run's log, and the tables docs/benchmarks.md shows (times, multiples
+// of the kernel floor, growth from one size to the next). The lab test
+// writes the results; the development tool bench/benchplot reads them, draws
+// the plot and prints the tables.
 package benchdata
 
 import (

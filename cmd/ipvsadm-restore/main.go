@@ -1,11 +1,13 @@
 // Command ipvsadm-restore replaces the IPVS table with rules read from
-// stdin, like Debian's ipvsadm-restore script: lines starting with "#"
-// are dropped, the table is flushed, then the rest is restored with the
-// pipelined engine. Input that would make the script destroy rules (a
-// line that does not parse, or that the kernel refuses when the input is
-// first restored in a scratch network namespace) is refused before the
-// flush, and SIGINT or SIGTERM ends the restore after the lines already
-// sent, with a report. See wrappers.RestoreMain.
+// stdin.
+//
+// It works like Debian's ipvsadm-restore script: lines starting with "#" are
+// dropped, the table is flushed, then the rest is restored with the
+// pipelined engine. Input that would make the script destroy rules (a line
+// that does not parse, or that the kernel refuses when the input is first
+// restored in a scratch network namespace) is refused before the flush, and
+// SIGINT or SIGTERM ends the restore after the lines already sent, with a
+// report. See wrappers.RestoreMain.
 package main
 
 import (

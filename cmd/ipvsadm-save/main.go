@@ -1,6 +1,7 @@
-// Command ipvsadm-save prints the IPVS table as ipvsadm rules, like
-// Debian's ipvsadm-save script: "-n" for numeric output, any other option
-// prints a usage note and exits 1. See wrappers.SaveMain.
+// Command ipvsadm-save prints the IPVS table as ipvsadm rules.
+//
+// It works like Debian's ipvsadm-save script: "-n" for numeric output, any
+// other option prints a usage note and exits 1. See wrappers.SaveMain.
 package main
 
 import (

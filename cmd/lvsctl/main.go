@@ -1,5 +1,7 @@
-// Command lvsctl plans and applies a desired IPVS rule set on a live
-// director without dropping connections. See docs/lvsctl.md.
+// Command lvsctl plans and applies IPVS rule sets without dropping
+// connections.
+//
+// See docs/lvsctl.md.
 package main
 
 import (

@@ -1,7 +1,9 @@
-// Command lvsprep prepares hosts for Linux IPVS: directors (VS/NAT,
-// full-NAT, ECMP) and real servers (VS/DR, VS/TUN, VS/NAT). See
-// docs/lvsprep.md. The host it prepares is this one, in the current
-// network namespace, loading modules with modprobe(8) (modprobe.go).
+// Command lvsprep prepares hosts for Linux IPVS.
+//
+// It prepares directors (VS/NAT, full-NAT, ECMP) and real servers (VS/DR,
+// VS/TUN, VS/NAT). See docs/lvsprep.md. The host it prepares is this one, in
+// the current network namespace, loading modules with modprobe(8)
+// (modprobe.go).
 package main
 
 import (

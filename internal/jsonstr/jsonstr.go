@@ -1,5 +1,6 @@
-// Package jsonstr appends strings as encoding/json writes them, at the
-// cost of a copy for the plain ones, so that a hand-written encoder (the
+// Package jsonstr appends strings as encoding/json writes them.
+//
+// It costs a copy for the plain ones, so that a hand-written encoder (the
 // YAML reader's JSON, lvsctl run's record) writes byte for byte what
 // json.Marshal would.
 package jsonstr

@@ -1,6 +1,7 @@
-// Package kmod tells whether the running kernel has a module: loaded or
-// built in (Loaded), or also loadable from modules.dep (Has). It never
-// loads anything.
+// Package kmod tells whether the running kernel has a module.
+//
+// A module is loaded or built in (Loaded), or also loadable from modules.dep
+// (Has). It never loads anything.
 package kmod
 
 import (

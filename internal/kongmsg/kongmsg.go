@@ -1,5 +1,7 @@
-// Package kongmsg words kong's parse errors for the user where kong speaks
-// of its scanner: a flag given last without its value.
+// Package kongmsg words kong's parse errors for the user.
+//
+// It rewords those where kong speaks of its scanner: a flag given last
+// without its value.
 package kongmsg
 
 import (

@@ -99,7 +99,7 @@ func TestImportsRunDownward(t *testing.T) {
 		seen[rel] = true
 		from, ok := layer[rel]
 		if !ok {
-			t.Errorf("package %s has no layer: add it to layers (and to README.md's Layout)", rel)
+			t.Errorf("package %s has no layer: add it to layers (and to the Layout table of docs/hacking.md)", rel)
 			return nil
 		}
 		for _, imp := range pkg.Imports {

@@ -1,7 +1,9 @@
-// Package netnsid tells network namespaces apart for tools that keep
-// state per namespace (lvsctl's journal, lvsprep's state): the directory
-// each one's state lives in, its inode, and its cookie, which unlike an
-// inode number is never reused while the system runs.
+// Package netnsid tells network namespaces apart.
+//
+// Tools that keep state per namespace (lvsctl's journal, lvsprep's state)
+// use it: it gives the directory each one's state lives in, its inode, and
+// its cookie, which unlike an inode number is never reused while the system
+// runs.
 package netnsid
 
 import (

@@ -1,8 +1,9 @@
-// Package svchash infers which of the kernel's IPVS service hash chains
-// an IPv4 service is filed in, and which chains are long enough for the
-// ipvs client to read their services in batches with counts in bulk.
-// It sends no request; the client (ipvs) and the benchmark's floor
-// (bench), which sends the same requests raw, share it so that they
+// Package svchash infers the kernel's IPVS service hash chains.
+//
+// It tells which chain an IPv4 service is filed in, and which chains are
+// long enough for the ipvs client to read their services in batches with
+// counts in bulk. It sends no request; the client (ipvs) and the benchmark's
+// floor (bench), which sends the same requests raw, share it so that they
 // agree on the rule.
 package svchash
 

@@ -12,7 +12,7 @@ import (
 // each 2 MiB-aligned region of the Go heap that the program touches is
 // faulted in as one huge page, so a listing with a few MiB of heap was
 // charged 2 MiB per region touched. The programs run for seconds and gain
-// nothing from huge pages. Pages faulted before the call stay as they
+// nothing from huge pages (decision 0011). Pages faulted before the call stay as they
 // are; children (modprobe) inherit the setting, which changes nothing
 // for them but their memory use.
 func SmallPages() {

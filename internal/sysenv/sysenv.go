@@ -1,8 +1,9 @@
-// Package sysenv is the running system as the mains use it: the kernel's
-// IPVS (OpenIPVS, OpenScratch), ipvsadm's modprobe (ModprobeIPVS), popt's
-// POSIX switches, the process's memory and CPU settings, and ipvsadm's
-// crash (DieOfSegfault). It imports no command, so that every binary
-// links only what its own command needs.
+// Package sysenv is the running system as the mains use it.
+//
+// It holds the kernel's IPVS (OpenIPVS, OpenScratch), ipvsadm's modprobe
+// (ModprobeIPVS), popt's POSIX switches, the process's memory and CPU
+// settings, and ipvsadm's crash (DieOfSegfault). It imports no command, so
+// that every binary links only what its own command needs.
 package sysenv
 
 import (

@@ -1,6 +1,7 @@
-// Package term answers whether an output is a terminal, which decides
-// buffering (the C library line-buffers a terminal) and layout in the
-// mains of ipvsadm and lvsctl.
+// Package term answers whether an output is a terminal.
+//
+// That decides buffering (the C library line-buffers a terminal) and layout
+// in the mains of ipvsadm and lvsctl.
 package term
 
 import "os"

@@ -1,8 +1,10 @@
-// Package conformance is the one suite of IPVS behaviours that every
-// ipvs.Client must show: the in-memory fake (package ipvs/ipvstest, on the
-// host) and the netlink client against the real kernel (in the lab). Each
-// case asserts exact stored values and exact errnos, so passing on both
-// proves the fake answers like the kernel for everything the suite covers.
+// Package conformance is the suite of IPVS behaviours every ipvs.Client must
+// show.
+//
+// It runs on the in-memory fake (package ipvs/ipvstest, on the host) and on
+// the netlink client against the real kernel (in the lab). Each case asserts
+// exact stored values and exact errnos, so passing on both proves the fake
+// answers like the kernel for everything the suite covers.
 //
 // The kernel lists services in hash order, which mixes in a kernel pointer
 // and so cannot be reproduced; services are compared as a set. Destinations

@@ -1,8 +1,10 @@
 // Package ipvstest provides Fake, an in-memory ipvs.Client that behaves like
-// the kernel's IPVS control plane of one fresh network namespace (Linux 6.1,
-// net/netfilter/ipvs/ip_vs_ctl.c and ip_vs_sync.c): the same stored values,
-// the same errnos, checked in the kernel's order, and the same dump order
-// where the kernel's order is reproducible.
+// the kernel.
+//
+// Fake is the kernel's IPVS control plane of one fresh network namespace
+// (Linux 6.1, net/netfilter/ipvs/ip_vs_ctl.c and ip_vs_sync.c): the same
+// stored values, the same errnos, checked in the kernel's order, and the
+// same dump order where the kernel's order is reproducible.
 //
 // It lets everything above package ipvs be tested on a host without IPVS.
 // Package ipvs/conformance runs one suite against Fake and, in the lab,

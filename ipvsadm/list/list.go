@@ -1,6 +1,8 @@
-// Package list writes ipvsadm 1.31's listings byte for byte: the service
-// table (-L in every format, -L <service>), the connection table (-L -c),
-// the timeouts (--timeout) and the sync daemons (--daemon).
+// Package list writes ipvsadm 1.31's listings byte for byte.
+//
+// It writes the service table (-L in every format, -L <service>), the
+// connection table (-L -c), the timeouts (--timeout) and the sync daemons
+// (--daemon).
 //
 // It also holds what the -S writer (package save) shares with the listings:
 // the address:port names, the scheduler-flag and forwarding texts, and the

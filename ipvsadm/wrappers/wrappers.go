@@ -1,10 +1,11 @@
-// Package wrappers is Debian's ipvsadm-save and ipvsadm-restore scripts,
-// which the ipvsadm package ships beside the binary: SaveMain and
-// RestoreMain behave like the bash scripts, running ipvsadm in-process,
-// except where a script would lose a rule set (docs/compatibility.md lists
-// those differences). Check reads a restore's whole input with ipvsadm's
-// parser, and RestoreMain tries it in a scratch table, before the real
-// table is flushed.
+// Package wrappers is Debian's ipvsadm-save and ipvsadm-restore scripts.
+//
+// The ipvsadm package ships them beside the binary. SaveMain and RestoreMain
+// behave like the bash scripts, running ipvsadm in-process, except where a
+// script would lose a rule set (docs/compatibility.md lists those
+// differences). Check reads a restore's whole input with ipvsadm's parser,
+// and RestoreMain tries it in a scratch table, before the real table is
+// flushed.
 package wrappers
 
 import (

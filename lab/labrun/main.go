@@ -1,5 +1,7 @@
-// Command labrun runs things inside the lab, a QEMU VM booting Debian 12's
-// cloud kernel (with IPVS) from an initramfs built from Debian packages.
+// Command labrun runs things inside the lab.
+//
+// The lab is a QEMU VM booting Debian 12's cloud kernel (with IPVS) from an
+// initramfs built from Debian packages.
 //
 //	go run ./lab/labrun -tests [-run REGEX] [-count N] [packages]
 //	go run ./lab/labrun -- 'shell command'

@@ -1,9 +1,11 @@
 //go:build linux
 
-// Package labtest holds the helpers that lab tests (files built with the
-// `lab` build tag) use inside the QEMU lab: a check that the test really runs
-// in the lab, a fresh network namespace per test, and runners for the
-// reference ipvsadm, our binaries and shell snippets in that namespace.
+// Package labtest holds the helpers lab tests use inside the QEMU lab.
+//
+// Lab tests are files built with the `lab` build tag. The helpers are a
+// check that the test really runs in the lab, a fresh network namespace per
+// test, and runners for the reference ipvsadm, our binaries and shell
+// snippets in that namespace.
 //
 // IPVS state (services, destinations, sync daemons, timeouts) is per network
 // namespace, so giving every test its own namespace keeps tests from seeing

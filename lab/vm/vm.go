@@ -1,10 +1,11 @@
-// Package vm is the host side of the lab: it checks that the Debian packages
-// the lab is made of are installed, builds (and caches) the base initramfs
-// from them, adds a per-run overlay with the plan and the files of the run,
-// boots Debian 12's cloud kernel in QEMU (TCG, no network device) and
-// streams back what the guest reports. The guest is amd64 (the host's own
-// packages) or arm64 (Debian's arm64 packages unpacked beside the tree):
-// Arch holds what differs.
+// Package vm is the host side of the lab.
+//
+// It checks that the Debian packages the lab is made of are installed,
+// builds (and caches) the base initramfs from them, and adds a per-run
+// overlay with the plan and the files of the run. It boots Debian 12's cloud
+// kernel in QEMU (TCG, no network device) and streams back what the guest
+// reports. The guest is amd64 (the host's own packages) or arm64 (Debian's
+// arm64 packages unpacked beside the tree): Arch holds what differs.
 //
 // One boot runs a whole plan: the guest's /init (lab/guestinit) runs the
 // steps in order and reports each step's output and exit status over a

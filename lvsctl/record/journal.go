@@ -1,6 +1,7 @@
-// Package record keeps what lvsctl leaves on disk for the next command:
-// the drain journal and lvsctl run's record. Both live in one directory
-// per network namespace, which only its owner may use.
+// Package record keeps what lvsctl leaves on disk for the next command.
+//
+// That is the drain journal and lvsctl run's record. Both live in one
+// directory per network namespace, which only its owner may use.
 package record
 
 import (

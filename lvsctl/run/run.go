@@ -1,5 +1,7 @@
-// Package run is lvsctl run: it applies a desired state with health
-// checks, then keeps the kernel's table as the file and the checks say.
+// Package run is lvsctl run, the health-checking daemon.
+//
+// It applies a desired state with health checks, then keeps the kernel's
+// table as the file and the checks say.
 package run
 
 import (

@@ -1,14 +1,15 @@
-// Package top is the model and the screen of lvsctl top, the live view
-// of a director's IPVS table: from one read of the table (rules.Read: the
-// counters and the kernel's rate estimates), lvsctl's drain journal and
-// lvsctl run's health record, it builds one row per service (its totals)
-// and per real server, with the rates, connections, weights and a state
-// (in service, draining, held out by its check, kept in service though
-// every check of its service failed, sorry server, unknown), and marks the
-// services whose checks all failed ALL DOWN. The model sorts,
-// filters and folds rows and formats only the rows a screen shows; Batch
-// writes plain-text or JSON frames, and Run drives a full-screen view
-// (tcell) by keys.
+// Package top is the model and the screen of lvsctl top.
+//
+// lvsctl top is the live view of a director's IPVS table. From one read of
+// the table (rules.Read: the counters and the kernel's rate estimates),
+// lvsctl's drain journal and lvsctl run's health record, the model builds
+// one row per service (its totals) and per real server. A row has the rates,
+// connections, weights and a state: in service, draining, held out by its
+// check, kept in service though every check of its service failed, sorry
+// server, or unknown. Services whose checks all failed are marked ALL DOWN.
+// The model sorts, filters and folds rows and formats only the rows a screen
+// shows; Batch writes plain-text or JSON frames, and Run drives a
+// full-screen view (tcell) by keys.
 package top
 
 import (

@@ -1,5 +1,7 @@
-// Package hosttool finds the host programs that the documentation and
-// packaging tests drive (shells, groff, man, dpkg, lintian, ...). Tests never
+// Package hosttool finds the host programs that docs and packaging tests
+// drive.
+//
+// They are shells, groff, man, dpkg, lintian and the like. Tests never
 // install anything: `make deps` installs every Debian package the suite
 // needs, once, before any test runs. A missing program fails the test with
 // the command that installs it; the tests never skip.

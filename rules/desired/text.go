@@ -1,7 +1,9 @@
-// Package desired reads a desired IPVS rule set (a rules.Set) from the two
-// formats lvsctl accepts: the rules text ipvsadm -S and ipvsadm-save write,
-// as admins keep it in /etc/ipvsadm.rules, and the JSON document
-// `lvsctl list --json` prints, which it also writes (WriteJSON).
+// Package desired reads a desired IPVS rule set from lvsctl's two formats.
+//
+// The result is a rules.Set. One format is the rules text ipvsadm -S and
+// ipvsadm-save write, as admins keep it in /etc/ipvsadm.rules. The other is
+// the JSON document `lvsctl list --json` prints, which the package also
+// writes (WriteJSON).
 //
 // Both formats go through ipvsadm's own parser (cmdline.Parser.Parse): a
 // JSON service becomes the -A line it stands for. So a rule means the same
@@ -69,9 +71,9 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 // first non-blank byte is '{', YAML when its first line that is not blank
 // or a comment opens a mapping ("version: 2"), rules text otherwise. The
 // resolver answers host and service names in rules text (nil means the
-// system's files). Rules text is read a line
-// at a time, so the file is never held whole: at 10,000 services × 10 that
-// is 5 MB less, and no buffer regrown while reading a pipe.
+// system's files). Rules text is read a line at a time, so the file is
+// never held whole and no buffer is regrown while reading a pipe (figures:
+// decision 0013).
 func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error) {
 	set, _, err := Read(name, rd, res)
 	return set, err
@@ -122,7 +124,7 @@ func ReadCached(name string, rd io.Reader, res *names.Resolver, cache *YAMLCache
 
 // readAll is io.ReadAll(br) into a buffer of the size rd has left when it
 // tells it (a file, a bytes or strings reader), not one regrown from 512
-// bytes: a 1 MB document cost 2.3 MB that way.
+// bytes, which costs twice the document (figures: decision 0013).
 func readAll(br *bufio.Reader, rd io.Reader) ([]byte, error) {
 	size := 0
 	switch r := rd.(type) {

@@ -6,8 +6,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// A YAML document of 10,000 real servers is a tree of half a million
-// nodes when parsed at once: 26 MB for a 0.8 MB file. Its services are a
+// A large YAML document parsed at once is a tree of many times its size
+// (figures: decision 0013). Its services are a
 // block sequence at the top level whose entries stand alone, so
 // yamlToJSON parses them one at a time, each at its own indentation, and
 // the rest of the document (its "skeleton") on its own. With a YAMLCache,

@@ -1,7 +1,8 @@
-// Package keepalived reads a keepalived.conf the way keepalived 2.2.7
-// reads it and turns its virtual servers into lvsctl's desired state with
-// health checks (a rules/desired Document of version 2), with notices for
-// what the conversion leaves out or changes.
+// Package keepalived reads a keepalived.conf as keepalived 2.2.7 does.
+//
+// It turns the virtual servers into lvsctl's desired state with health
+// checks (a rules/desired Document of version 2), with notices for what the
+// conversion leaves out or changes.
 package keepalived
 
 import (

@@ -1,7 +1,8 @@
-// Package ipvsadmenv builds the environment of ipvsadm, ipvsadm-save and
-// ipvsadm-restore on the running system, from package sysenv: the three
-// mains share it, and it imports no other command, so their binaries stay
-// small.
+// Package ipvsadmenv builds the environment of the three ipvsadm programs.
+//
+// ipvsadm, ipvsadm-save and ipvsadm-restore get it on the running system
+// from package sysenv: the three mains share it, and it imports no other
+// command, so their binaries stay small.
 package ipvsadmenv
 
 import (

@@ -1,6 +1,8 @@
-// Package listtest holds what listing tests need beside the fake kernel
-// (ipvs/ipvstest): a Table read back from ipvsadm's own numeric listings
-// (any format), and read-only doubles serving tables as written down.
+// Package listtest holds what listing tests need beside the fake kernel.
+//
+// Beside ipvs/ipvstest, it has a Table read back from ipvsadm's own numeric
+// listings (any format), and read-only doubles serving tables as written
+// down.
 //
 // The transcript replays use the Table for what a recording VM had and the
 // fake cannot produce: the counters and rates traffic left, and the order

@@ -1,6 +1,8 @@
-// Package wire is the contract between the lab's host side (package lab/vm)
-// and its guest side (lab/guestinit): the plan the guest executes and the
-// records it sends back over the results serial port.
+// Package wire is the contract between the lab's host and guest sides.
+//
+// The host side is package lab/vm, the guest side lab/guestinit: it holds
+// the plan the guest executes and the records it sends back over the results
+// serial port.
 //
 // The results channel is the VM's second serial port (ttyS1), set to raw
 // mode in the guest and connected to QEMU's stdout on the host, so it carries

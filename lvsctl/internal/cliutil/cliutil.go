@@ -1,6 +1,7 @@
-// Package cliutil holds what lvsctl's commands and lvsctl run share: the
-// usage error, the guards of a plan, and the lines that tell the user
-// what happened.
+// Package cliutil holds what lvsctl's commands and lvsctl run share.
+//
+// That is the usage error, the guards of a plan, and the lines that tell the
+// user what happened.
 package cliutil
 
 import (
