@@ -325,6 +325,18 @@ func TestRunReloadOfAFewServices(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The server that leaves has a connection: its drain lasts until the
+	// deadline, not only until the next poll of its connections, which a
+	// loaded host could let pass before the table is looked at.
+	s3 := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: netip.MustParseAddr("10.0.0.3"), Port: 80}
+	d3 := ipvs.Destination{Family: ipvs.AFInet, Addr: netip.MustParseAddr("192.168.3.2"), Port: 80}
+	h.c.mu.Lock()
+	err := f.SetDestinationCounters(s3, d3, ipvs.DestCounters{ActiveConns: 1})
+	h.c.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	before := len(h.stderr.String())
 	if err := os.WriteFile(file, []byte(doc(true)), 0o600); err != nil {
 		t.Fatal(err)
