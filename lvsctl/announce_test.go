@@ -98,9 +98,16 @@ func TestRunAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev.waitAnnounced(t, "withdrawn")
-	st, err := j.LoadRun()
-	if err != nil || len(st.Announce) != 1 || st.Announce[0].Announced || st.Announce[0].Why != "withdrawn by lvsctl withdraw" {
-		t.Errorf("the record while withdrawn: %v, %+v", err, st)
+	// run changes the device first and saves its record after: the
+	// record says withdrawn once the device is, not at the same instant.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := j.LoadRun()
+		if err == nil && len(st.Announce) == 1 && !st.Announce[0].Announced && st.Announce[0].Why == "withdrawn by lvsctl withdraw" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record while withdrawn: %v, %+v", err, st)
+		}
 	}
 	if err := j.SaveWithdrawal(nil); err != nil {
 		t.Fatal(err)
