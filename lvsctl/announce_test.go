@@ -1,6 +1,7 @@
 package lvsctl
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"slices"
@@ -159,4 +160,32 @@ func TestRunAnnouncesAfterItsOwnChecks(t *testing.T) {
 	if got := dev2.announced(); !slices.Equal(got, []string{"10.0.0.1/32"}) {
 		t.Errorf("when_all_down keep: announced %v", got)
 	}
+}
+
+// TestRunRetriesTheDevice: a device that cannot be made at the first
+// announcement (its name still held: the device of a killed run goes
+// with its network namespace, which the kernel frees a moment later) is
+// tried again within seconds, not at the next resync.
+func TestRunRetriesTheDevice(t *testing.T) {
+	f, env, file := runFixture(t)
+	doc := strings.Replace(runYAML, "services:\n", "announce: {}\nservices:\n", 1)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	var mu sync.Mutex
+	tries := 0
+	env.Announce = func(string) (lvsrun.Announcer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tries++; tries == 1 {
+			return nil, errors.New("announce device lvs-announce: exists: another process announces through it")
+		}
+		return dev, nil
+	}
+	h := startRun(t, f, file, env)
+	defer h.stop(t)
+	h.waitLog(t, "cannot announce")
+	dev.waitAnnounced(t, "after the device could not be made once", "10.0.0.1/32")
+	h.waitLog(t, "announce device lvs-announce made")
 }

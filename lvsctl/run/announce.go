@@ -48,6 +48,11 @@ type announcer struct {
 	// to read it again.
 	withdrawal *record.Withdrawal
 	stat       unix.Stat_t
+	// openErr is why the device could not be made, while it could not:
+	// run tries again every drainPoll, since the name may be held only
+	// a moment longer (a killed run's device goes with its network
+	// namespace, which the kernel frees after the process).
+	openErr string
 }
 
 func openDevice(name string) (Announcer, error) { return announce.Open(name) }
@@ -146,6 +151,7 @@ func (l *runLoop) setAnnounced(up []netip.Prefix, state []record.Announcement) {
 	}
 	a.state = state
 	if a.dev == nil && len(up) == 0 {
+		a.openErr = "" // nothing to announce: no device to make
 		return
 	}
 	name := desired.DefaultAnnounceDevice
@@ -159,13 +165,19 @@ func (l *runLoop) setAnnounced(up []netip.Prefix, state []record.Announcement) {
 	if a.dev == nil {
 		d, err := a.open(name)
 		if err != nil {
-			fmt.Fprintf(l.log, "lvsctl run: cannot announce: %v\n", err)
+			if err.Error() != a.openErr {
+				fmt.Fprintf(l.log, "lvsctl run: cannot announce: %v; trying again every %s\n", err, drainPoll)
+			}
+			a.openErr = err.Error()
 			for i := range a.state {
 				a.state[i].Announced, a.state[i].Why = false, "no device: "+err.Error()
 			}
 			return
 		}
-		a.dev, a.name = d, name
+		if a.openErr != "" {
+			fmt.Fprintf(l.log, "lvsctl run: announce device %s made\n", name)
+		}
+		a.dev, a.name, a.openErr = d, name, ""
 	}
 	if err := a.dev.Set(up); err != nil {
 		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
