@@ -13,18 +13,18 @@ import (
 	"time"
 )
 
-// The churn client: new connections opened one after another by a few
-// workers, each carrying one line to a flow server (ServeFlows) and closed,
-// as clients that keep arriving. What a router's or a director's change
-// does to them is whether a new connection opens and is answered in time.
+// The churn client: new connections started at a steady rate, each
+// carrying one line to a flow server (ServeFlows) and closed, as clients
+// that keep arriving whatever happened to the ones before them (a client
+// waiting on a failing connection does not hold the next one back). What
+// a router's or a director's change does to them is whether a new
+// connection opens and is answered in time.
 
 // ChurnConfig is what the churn client opens.
 type ChurnConfig struct {
-	Addr    string // VIP:port
-	Workers int    // connections in flight at most
-	// Pause is each worker's wait between the end of one connection and
-	// the start of the next.
-	Pause time.Duration
+	Addr string // VIP:port
+	// Rate is how many connections start per second.
+	Rate int
 	// Timeout bounds opening a connection and the answer to its line: a
 	// connection that takes longer failed, as for a client that gives up.
 	Timeout time.Duration
@@ -43,12 +43,22 @@ type ChurnReport struct {
 	// FailedAtMS are the start times of the failed ones, in milliseconds
 	// after the mark, in order (at most churnFailCap).
 	FailedAtMS []int64 `json:"failed_at_ms,omitempty"`
-	FirstError string  `json:"first_error,omitempty"`
+	// BySecond counts the attempts and the failures by the second after
+	// the mark they started in ([i][0] attempts, [i][1] failures).
+	BySecond   [][2]int `json:"by_second,omitempty"`
+	FirstError string   `json:"first_error,omitempty"`
+	// Skipped counts starts left out for churnMaxInFlight.
+	Skipped int `json:"skipped,omitempty"`
 	// SpanMS is the time from the mark to the report.
 	SpanMS int64 `json:"span_ms"`
 }
 
-// churnClient runs the workers; one mutex guards the tally.
+// churnMaxInFlight bounds the connections under way: past it a start is
+// skipped, and counted (Skipped), rather than let the client grow
+// without end when nothing answers.
+const churnMaxInFlight = 2000
+
+// churnClient starts the connections; one mutex guards the tally.
 type churnClient struct {
 	cfg  ChurnConfig
 	mu   sync.Mutex
@@ -58,43 +68,57 @@ type churnClient struct {
 	wg   sync.WaitGroup
 }
 
-// StartChurn starts the workers; they run until Stop.
+// StartChurn starts the connections; they go on until Stop.
 func StartChurn(cfg ChurnConfig) *churnClient {
 	cc := &churnClient{cfg: cfg, stop: make(chan struct{})}
 	cc.Mark()
-	for range cfg.Workers {
-		cc.wg.Add(1)
-		go func() {
-			defer cc.wg.Done()
-			cc.work()
-		}()
-	}
+	cc.wg.Add(1)
+	go func() {
+		defer cc.wg.Done()
+		inFlight := make(chan struct{}, churnMaxInFlight)
+		tick := time.NewTicker(time.Second / time.Duration(cfg.Rate))
+		defer tick.Stop()
+		for {
+			select {
+			case <-cc.stop:
+				return
+			case <-tick.C:
+			}
+			select {
+			case inFlight <- struct{}{}:
+			default:
+				cc.mu.Lock()
+				cc.rep.Skipped++
+				cc.mu.Unlock()
+				continue
+			}
+			cc.wg.Add(1)
+			go func() {
+				defer cc.wg.Done()
+				defer func() { <-inFlight }()
+				cc.one()
+			}()
+		}
+	}()
 	return cc
 }
 
-func (cc *churnClient) work() {
-	var buf []byte
-	for {
-		start := time.Now()
-		var server string
-		c, err := dialFrom(cc.cfg.Addr, 0, cc.cfg.Timeout)
-		if err == nil {
-			c.SetDeadline(start.Add(cc.cfg.Timeout))
-			server, buf, err = exchange(c, bufio.NewReader(c), 1, buf)
-			closeReset(c)
-		}
-		select {
-		case <-cc.stop:
-			return // an attempt cut short by Stop counts for nothing
-		default:
-		}
-		cc.record(start, server, err)
-		select {
-		case <-cc.stop:
-			return
-		case <-time.After(cc.cfg.Pause):
-		}
+// one opens a connection, sends a line, reads the answer and closes.
+func (cc *churnClient) one() {
+	start := time.Now()
+	var server string
+	c, err := dialFrom(cc.cfg.Addr, 0, cc.cfg.Timeout)
+	if err == nil {
+		c.SetDeadline(start.Add(cc.cfg.Timeout))
+		server, _, err = exchange(c, bufio.NewReader(c), 1, nil)
+		closeReset(c)
 	}
+	select {
+	case <-cc.stop:
+		return // cut short by Stop: counts for nothing
+	default:
+	}
+	cc.record(start, server, err)
 }
 
 // record adds one ended attempt to the tally when it started after the
@@ -107,11 +131,17 @@ func (cc *churnClient) record(start time.Time, server string, err error) {
 	}
 	r := &cc.rep
 	r.Attempts++
+	sec := int(start.Sub(cc.mark) / time.Second)
+	for len(r.BySecond) <= sec {
+		r.BySecond = append(r.BySecond, [2]int{})
+	}
+	r.BySecond[sec][0]++
 	if err == nil {
 		r.ByServer[server]++
 		return
 	}
 	r.Failed++
+	r.BySecond[sec][1]++
 	r.Reasons[errorReason(err)]++
 	if r.FirstError == "" {
 		r.FirstError = err.Error()
@@ -121,6 +151,16 @@ func (cc *churnClient) record(start time.Time, server string, err error) {
 		i, _ := slices.BinarySearch(r.FailedAtMS, at)
 		r.FailedAtMS = slices.Insert(r.FailedAtMS, i, at)
 	}
+}
+
+// Window counts the attempts and failures that started from from to to
+// after the mark, in whole seconds.
+func (r ChurnReport) Window(from, to int) (attempts, failed int) {
+	for i := from; i < to && i < len(r.BySecond); i++ {
+		attempts += r.BySecond[i][0]
+		failed += r.BySecond[i][1]
+	}
+	return attempts, failed
 }
 
 // Mark starts a new tally now.
@@ -138,6 +178,7 @@ func (cc *churnClient) Report() ChurnReport {
 	r := cc.rep
 	r.Reasons, r.ByServer = maps.Clone(r.Reasons), maps.Clone(r.ByServer)
 	r.FailedAtMS = slices.Clone(r.FailedAtMS)
+	r.BySecond = slices.Clone(r.BySecond)
 	r.SpanMS = time.Since(cc.mark).Milliseconds()
 	return r
 }
@@ -177,21 +218,20 @@ func churnLoop(cfg ChurnConfig, in *bufio.Scanner, out *json.Encoder) error {
 	return in.Err()
 }
 
-// churnConfigFromArgs reads the churn role's arguments: ADDR WORKERS
-// PAUSE TIMEOUT (durations as Go writes them).
+// churnConfigFromArgs reads the churn role's arguments: ADDR RATE
+// TIMEOUT (a duration as Go writes it).
 func churnConfigFromArgs(args []string) (ChurnConfig, error) {
-	if len(args) != 4 {
-		return ChurnConfig{}, fmt.Errorf("churn: want ADDR WORKERS PAUSE TIMEOUT, got %q", args)
+	if len(args) != 3 {
+		return ChurnConfig{}, fmt.Errorf("churn: want ADDR RATE TIMEOUT, got %q", args)
 	}
 	cfg := ChurnConfig{Addr: args[0]}
-	var err1, err2, err3 error
-	cfg.Workers, err1 = strconv.Atoi(args[1])
-	cfg.Pause, err2 = time.ParseDuration(args[2])
-	cfg.Timeout, err3 = time.ParseDuration(args[3])
-	if err := errors.Join(err1, err2, err3); err != nil {
+	var err1, err2 error
+	cfg.Rate, err1 = strconv.Atoi(args[1])
+	cfg.Timeout, err2 = time.ParseDuration(args[2])
+	if err := errors.Join(err1, err2); err != nil {
 		return cfg, err
 	}
-	if cfg.Workers < 1 || cfg.Pause < 0 || cfg.Timeout <= 0 {
+	if cfg.Rate < 1 || cfg.Rate > 1000 || cfg.Timeout <= 0 {
 		return cfg, fmt.Errorf("churn: bad arguments %q", args)
 	}
 	return cfg, nil

@@ -10,7 +10,7 @@ import (
 // mark.
 func TestChurnCountsFailuresByStart(t *testing.T) {
 	addr, stop := flowServer(t, "rs1")
-	cc := StartChurn(ChurnConfig{Addr: addr, Workers: 2, Pause: 5 * time.Millisecond, Timeout: time.Second})
+	cc := StartChurn(ChurnConfig{Addr: addr, Rate: 100, Timeout: time.Second})
 	defer cc.Stop()
 	time.Sleep(200 * time.Millisecond)
 	r := cc.Report()
@@ -27,6 +27,9 @@ func TestChurnCountsFailuresByStart(t *testing.T) {
 	if last := r.FailedAtMS[len(r.FailedAtMS)-1]; r.FailedAtMS[0] < 0 || last > r.SpanMS {
 		t.Errorf("failure times %v outside 0..%d ms", r.FailedAtMS, r.SpanMS)
 	}
+	if a, f := r.Window(0, 1); a != r.Attempts || f != r.Failed || len(r.BySecond) != 1 {
+		t.Errorf("the first second: %d attempts, %d failed; by second %v", a, f, r.BySecond)
+	}
 }
 
 // TestChurnTimeout: a server that accepts but never answers fails each
@@ -42,11 +45,13 @@ func TestChurnTimeout(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	cc := StartChurn(ChurnConfig{Addr: ln.Addr().String(), Workers: 1, Timeout: 100 * time.Millisecond})
+	cc := StartChurn(ChurnConfig{Addr: ln.Addr().String(), Rate: 20, Timeout: 100 * time.Millisecond})
 	defer cc.Stop()
 	time.Sleep(350 * time.Millisecond)
 	r := cc.Report()
-	if r.Attempts < 2 || r.Reasons["timeout"] != r.Attempts {
+	// One started every 50 ms whatever became of the ones before: about
+	// 7, of which those older than 100 ms have ended.
+	if r.Attempts < 3 || r.Reasons["timeout"] != r.Attempts {
 		t.Fatalf("a silent server: %+v", r)
 	}
 }

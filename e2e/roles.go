@@ -38,8 +38,7 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	probe ADDR N BASEPORT TIMEOUT
 //	                         one line on each of N new connections from fixed
 //	                         ports; prints a ProbeResult as JSON
-//	churn ADDR WORKERS PAUSE TIMEOUT
-//	                         new connections one after another, one line each
+//	churn ADDR RATE TIMEOUT  RATE new connections a second, one line each
 //	                         (see ChurnConfig); prints {"ready":true}, then
 //	                         answers mark, report, quit on stdin
 //	uprobe ADDR N BASEPORT TIMEOUT
