@@ -184,8 +184,13 @@ func TestRunRetriesTheDevice(t *testing.T) {
 		return dev, nil
 	}
 	h := startRun(t, f, file, env)
-	defer h.stop(t)
 	h.waitLog(t, "cannot announce")
 	dev.waitAnnounced(t, "after the device could not be made once", "10.0.0.1/32")
 	h.waitLog(t, "announce device lvs-announce made")
+	// The log says announcing once, when the device has the prefix.
+	log := h.stop(t).stderr
+	failed, announcing := strings.Index(log, "cannot announce"), strings.Index(log, "lvsctl run: announcing 10.0.0.1/32")
+	if strings.Count(log, "lvsctl run: announcing 10.0.0.1/32") != 1 || announcing < failed {
+		t.Errorf("run's log says announcing before the device could be made, or more than once:\n%s", log)
+	}
 }
