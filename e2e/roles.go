@@ -38,6 +38,9 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	probe ADDR N BASEPORT TIMEOUT
 //	                         one line on each of N new connections from fixed
 //	                         ports; prints a ProbeResult as JSON
+//	churn ADDR RATE TIMEOUT  RATE new connections a second, one line each
+//	                         (see ChurnConfig); prints {"ready":true}, then
+//	                         answers mark, report, quit on stdin
 //	uprobe ADDR N BASEPORT TIMEOUT
 //	                         one datagram on each of N UDP flows from fixed
 //	                         ports (three tries); prints a ProbeResult as JSON
@@ -120,6 +123,12 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		return flowsLoop(cfg, bufio.NewScanner(stdin), enc)
+	case role == "churn":
+		cfg, err := churnConfigFromArgs(args)
+		if err != nil {
+			return err
+		}
+		return churnLoop(cfg, bufio.NewScanner(stdin), enc)
 	case (role == "probe" || role == "uprobe") && len(args) == 4:
 		n, err1 := strconv.Atoi(args[1])
 		base, err2 := strconv.Atoi(args[2])

@@ -1,6 +1,7 @@
 package lvsctl
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"slices"
@@ -98,9 +99,16 @@ func TestRunAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	dev.waitAnnounced(t, "withdrawn")
-	st, err := j.LoadRun()
-	if err != nil || len(st.Announce) != 1 || st.Announce[0].Announced || st.Announce[0].Why != "withdrawn by lvsctl withdraw" {
-		t.Errorf("the record while withdrawn: %v, %+v", err, st)
+	// run changes the device first and saves its record after: the
+	// record says withdrawn once the device is, not at the same instant.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := j.LoadRun()
+		if err == nil && len(st.Announce) == 1 && !st.Announce[0].Announced && st.Announce[0].Why == "withdrawn by lvsctl withdraw" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record while withdrawn: %v, %+v", err, st)
+		}
 	}
 	if err := j.SaveWithdrawal(nil); err != nil {
 		t.Fatal(err)
@@ -151,5 +159,38 @@ func TestRunAnnouncesAfterItsOwnChecks(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := dev2.announced(); !slices.Equal(got, []string{"10.0.0.1/32"}) {
 		t.Errorf("when_all_down keep: announced %v", got)
+	}
+}
+
+// TestRunRetriesTheDevice: a device that cannot be made at the first
+// announcement (its name still held: the device of a killed run goes
+// with its network namespace, which the kernel frees a moment later) is
+// tried again within seconds, not at the next resync.
+func TestRunRetriesTheDevice(t *testing.T) {
+	f, env, file := runFixture(t)
+	doc := strings.Replace(runYAML, "services:\n", "announce: {}\nservices:\n", 1)
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	var mu sync.Mutex
+	tries := 0
+	env.Announce = func(string) (lvsrun.Announcer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if tries++; tries == 1 {
+			return nil, errors.New("announce device lvs-announce: exists: another process announces through it")
+		}
+		return dev, nil
+	}
+	h := startRun(t, f, file, env)
+	h.waitLog(t, "cannot announce")
+	dev.waitAnnounced(t, "after the device could not be made once", "10.0.0.1/32")
+	h.waitLog(t, "announce device lvs-announce made")
+	// The log says announcing once, when the device has the prefix.
+	log := h.stop(t).stderr
+	failed, announcing := strings.Index(log, "cannot announce"), strings.Index(log, "lvsctl run: announcing 10.0.0.1/32")
+	if strings.Count(log, "lvsctl run: announcing 10.0.0.1/32") != 1 || announcing < failed {
+		t.Errorf("run's log says announcing before the device could be made, or more than once:\n%s", log)
 	}
 }

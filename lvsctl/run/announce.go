@@ -48,6 +48,11 @@ type announcer struct {
 	// to read it again.
 	withdrawal *record.Withdrawal
 	stat       unix.Stat_t
+	// openErr is why the device could not be made, while it could not:
+	// run tries again every drainPoll, since the name may be held only
+	// a moment longer (a killed run's device goes with its network
+	// namespace, which the kernel frees after the process).
+	openErr string
 }
 
 func openDevice(name string) (Announcer, error) { return announce.Open(name) }
@@ -127,25 +132,15 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 }
 
 // setAnnounced puts up on the device, opening it at the first prefix,
-// and logs what changed.
+// and logs what changed once the device has it: a prefix the device could
+// not take (no device) is not logged as announced.
 func (l *runLoop) setAnnounced(up []netip.Prefix, state []record.Announcement) {
 	a := l.ann
-	for _, n := range state {
-		if i := slices.IndexFunc(a.state, func(o record.Announcement) bool { return o.Prefix == n.Prefix }); i < 0 || a.state[i].Announced != n.Announced {
-			if n.Announced {
-				fmt.Fprintf(l.log, "lvsctl run: announcing %s\n", n.Prefix)
-			} else if i >= 0 || a.dev != nil {
-				fmt.Fprintf(l.log, "lvsctl run: not announcing %s: %s\n", n.Prefix, n.Why)
-			}
-		}
-	}
-	for _, o := range a.state {
-		if o.Announced && !slices.ContainsFunc(state, func(n record.Announcement) bool { return n.Prefix == o.Prefix }) {
-			fmt.Fprintf(l.log, "lvsctl run: not announcing %s: no longer in the file\n", o.Prefix)
-		}
-	}
+	prev, hadDev := a.state, a.dev != nil
 	a.state = state
+	defer func() { l.logAnnounced(prev, a.state, hadDev) }()
 	if a.dev == nil && len(up) == 0 {
+		a.openErr = "" // nothing to announce: no device to make
 		return
 	}
 	name := desired.DefaultAnnounceDevice
@@ -159,16 +154,41 @@ func (l *runLoop) setAnnounced(up []netip.Prefix, state []record.Announcement) {
 	if a.dev == nil {
 		d, err := a.open(name)
 		if err != nil {
-			fmt.Fprintf(l.log, "lvsctl run: cannot announce: %v\n", err)
+			if err.Error() != a.openErr {
+				fmt.Fprintf(l.log, "lvsctl run: cannot announce: %v; trying again every %s\n", err, drainPoll)
+			}
+			a.openErr = err.Error()
 			for i := range a.state {
 				a.state[i].Announced, a.state[i].Why = false, "no device: "+err.Error()
 			}
 			return
 		}
-		a.dev, a.name = d, name
+		if a.openErr != "" {
+			fmt.Fprintf(l.log, "lvsctl run: announce device %s made\n", name)
+		}
+		a.dev, a.name, a.openErr = d, name, ""
 	}
 	if err := a.dev.Set(up); err != nil {
 		fmt.Fprintf(l.log, "lvsctl run: %v\n", err)
+	}
+}
+
+// logAnnounced logs the changes from prev to now; a prefix new to the
+// file and not announced is logged only when a device was open.
+func (l *runLoop) logAnnounced(prev, now []record.Announcement, hadDev bool) {
+	for _, n := range now {
+		if i := slices.IndexFunc(prev, func(o record.Announcement) bool { return o.Prefix == n.Prefix }); i < 0 || prev[i].Announced != n.Announced {
+			if n.Announced {
+				fmt.Fprintf(l.log, "lvsctl run: announcing %s\n", n.Prefix)
+			} else if i >= 0 || hadDev {
+				fmt.Fprintf(l.log, "lvsctl run: not announcing %s: %s\n", n.Prefix, n.Why)
+			}
+		}
+	}
+	for _, o := range prev {
+		if o.Announced && !slices.ContainsFunc(now, func(n record.Announcement) bool { return n.Prefix == o.Prefix }) {
+			fmt.Fprintf(l.log, "lvsctl run: not announcing %s: no longer in the file\n", o.Prefix)
+		}
 	}
 }
 
