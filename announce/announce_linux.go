@@ -55,7 +55,7 @@ func Open(name string) (*Device, error) {
 	if d.link, err = netlink.LinkByName(name); err != nil {
 		return fail(err)
 	}
-	h, err := netlink.NewHandleAt(ns, netlinkRoute)
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		return fail(err)
 	}
