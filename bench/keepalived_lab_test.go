@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -616,8 +617,11 @@ func TestKeepalivedSideBySide(t *testing.T) {
 	run := &checker{side: "run", cmd: l.command("run", labtest.Ours("lvsctl"), "run", "--journal-dir", journal, runFile)}
 	run.pids = func() []int { return []int{run.cmd.Process.Pid} }
 	run.lateness = func([]time.Duration) time.Duration {
+		// Exit 1 or 2 says servers are held out (the failing ones) or a
+		// service is all down: the document is whole all the same.
 		out, err := l.command("run", labtest.Ours("lvsctl"), "status", "--json", "--journal-dir", journal).Output()
-		if err != nil {
+		var ee *exec.ExitError
+		if err != nil && !(errors.As(err, &ee) && ee.ExitCode() <= 2) {
 			t.Fatalf("lvsctl status: %v\n%s", err, out)
 		}
 		var st struct {

@@ -67,7 +67,7 @@ func TestLvsctlKilledMidDrain(t *testing.T) {
 				Weight      uint32 `json:"weight_before"`
 			} `json:"pending_drains"`
 		}
-		if err := json.Unmarshal([]byte(js.Stdout), &doc); err != nil || js.Code != 3 || len(doc.Pending) != 1 ||
+		if err := json.Unmarshal([]byte(js.Stdout), &doc); err != nil || js.Code != 1 || len(doc.Pending) != 1 ||
 			doc.Pending[0].Destination != seedRS2 || doc.Pending[0].Weight != 2 {
 			t.Errorf("%s: status --json must record rs2's weight before the drain (2): %v %+v", name, err, js)
 		}
