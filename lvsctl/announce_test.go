@@ -194,3 +194,59 @@ func TestRunRetriesTheDevice(t *testing.T) {
 		t.Errorf("run's log says announcing before the device could be made, or more than once:\n%s", log)
 	}
 }
+
+// TestRunAnnounceWaitsForReturningServers: a VIP that had no real server
+// in service is announced again only when every real server is back, or
+// once the others had the time of their rise checks: before, this
+// director's mh table would differ from the others'.
+func TestRunAnnounceWaitsForReturningServers(t *testing.T) {
+	f, env, file := runFixture(t)
+	doc := strings.Replace(runYAML, "services:\n", "announce: {}\nservices:\n", 1)
+	doc = strings.ReplaceAll(doc, "interval: 200ms", "interval: 500ms")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dev := &fakeDevice{}
+	env.Announce = func(string) (lvsrun.Announcer, error) { return dev, nil }
+	h := startRun(t, f, file, env)
+	defer h.stop(t)
+	dev.waitAnnounced(t, "after the first checks", "10.0.0.1/32")
+	h.probes.set("192.168.1.1:80", true)
+	h.probes.set("192.168.1.2:80", true)
+	dev.waitAnnounced(t, "every real server failed")
+
+	// rs1 alone comes back: the VIP waits (rise 2 × 500 ms, and an
+	// interval), then is announced with rs2 still out.
+	h.probes.set("192.168.1.1:80", false)
+	h.waitLog(t, rs1+" down -> up")
+	back := time.Now()
+	if got := dev.announced(); len(got) != 0 {
+		t.Errorf("announced %v as soon as one real server was back", got)
+	}
+	j, err := record.Open(env.JournalDir, env.JournalDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+		st, err := j.LoadRun()
+		if err == nil && st != nil && len(st.Announce) == 1 && st.Announce[0].Why == "back from no real server: waiting for the others' rise checks" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the record does not say the VIP waits: %v %+v", err, st)
+		}
+	}
+	dev.waitAnnounced(t, "the rise period passed", "10.0.0.1/32")
+	if waited := time.Since(back); waited < 500*time.Millisecond {
+		t.Errorf("announced %v after the first server was back; want the others' rise period", waited)
+	}
+
+	// Both back together: announced as soon as both are in service.
+	h.probes.set("192.168.1.1:80", true)
+	dev.waitAnnounced(t, "rs1 failed too")
+	h.probes.set("192.168.1.1:80", false)
+	h.probes.set("192.168.1.2:80", false)
+	h.waitFor(t, "both back", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
+	dev.waitAnnounced(t, "both back", "10.0.0.1/32")
+}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lvskit/lvskit/announce"
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/lvsctl/record"
 	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/desired"
@@ -29,6 +30,7 @@ const (
 	whyNoServer  = "no real server in service"
 	whyNotPlaced = "table not in place"
 	whyWaiting   = "waiting for the first checks"
+	whyReturning = "back from no real server: waiting for the others' rise checks"
 )
 
 // announcer decides, at each reconcile, the prefixes this director
@@ -53,6 +55,12 @@ type announcer struct {
 	// a moment longer (a killed run's device goes with its network
 	// namespace, which the kernel frees after the process).
 	openErr string
+	// back holds the prefixes that serve again after a time with no real
+	// server in service, and since when: their other real servers may be
+	// passing their rise checks too, and a director announced before they
+	// do hashes flows unlike the other directors, so the prefix waits
+	// until every real server is in service or a rise period has passed.
+	back map[netip.Prefix]time.Time
 }
 
 func openDevice(name string) (Announcer, error) { return announce.Open(name) }
@@ -78,7 +86,9 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 	byPrefix := map[netip.Prefix]*record.Announcement{}
 	var order []netip.Prefix
 	serving := map[netip.Prefix]bool{}
+	allServing := map[netip.Prefix]bool{}
 	allFailed := map[netip.Prefix]bool{}
+	hold := map[netip.Prefix]time.Duration{}
 	for i := range l.want.Services {
 		s := &l.want.Services[i]
 		sk := rules.KeyOf(&s.Service)
@@ -92,12 +102,15 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 			byPrefix[p] = an
 			order = append(order, p)
 		}
+		if len(an.Services) == 0 {
+			allServing[p] = true
+		}
 		an.Services = append(an.Services, sk.String())
 		if unplaced[sk] {
 			an.Why = whyNotPlaced
 		}
 		if l.allDown[sk] {
-			allFailed[p] = true
+			allFailed[p], allServing[p] = true, false
 			continue
 		}
 		for j := range s.Dests {
@@ -105,9 +118,15 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 			in, checkedRef := l.inSvc[ref]
 			if checkedRef && in || !checkedRef && s.Dests[j].Weight > 0 {
 				serving[p] = true
+			} else if checkedRef {
+				allServing[p] = false
 			}
 		}
 	}
+	if len(a.back) > 0 || slices.ContainsFunc(a.state, func(o record.Announcement) bool { return o.Why == whyNoServer }) {
+		hold = l.riseHolds(cfg)
+	}
+	now := time.Now()
 	var up []netip.Prefix
 	for _, p := range order {
 		an := byPrefix[p]
@@ -117,11 +136,15 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 			an.Why = whyWithdrawn
 		case !a.checked:
 			an.Why = whyWaiting
+		case serving[p] && !allServing[p] && a.returning(p, now) && now.Before(a.back[p].Add(hold[p])):
+			an.Why = whyReturning
 		case serving[p], allFailed[p] && cfg.WhenAllDown == desired.KeepAnnouncing:
 			an.Announced = true
 			up = append(up, p)
+			delete(a.back, p)
 		default:
 			an.Why = whyNoServer
+			delete(a.back, p)
 		}
 	}
 	state := make([]record.Announcement, 0, len(order))
@@ -129,6 +152,45 @@ func (l *runLoop) announceNow(unplaced map[rules.ServiceKey]bool) {
 		state = append(state, *byPrefix[p])
 	}
 	l.setAnnounced(up, state)
+}
+
+// returning reports whether p serves again after a time with no real
+// server in service, noting since when at the first call.
+func (a *announcer) returning(p netip.Prefix, now time.Time) bool {
+	if _, ok := a.back[p]; ok {
+		return true
+	}
+	i := slices.IndexFunc(a.state, func(o record.Announcement) bool { return o.Prefix == p })
+	if i < 0 || a.state[i].Why != whyNoServer {
+		return false
+	}
+	if a.back == nil {
+		a.back = map[netip.Prefix]time.Time{}
+	}
+	a.back[p] = now
+	return true
+}
+
+// riseHolds is, for each prefix, the longest time a real server of its
+// services takes to come back: rise passes an interval apart, and one
+// interval more for the probes' phases.
+func (l *runLoop) riseHolds(cfg *desired.Announce) map[netip.Prefix]time.Duration {
+	out := map[netip.Prefix]time.Duration{}
+	for i := range l.probes {
+		c := &l.probes[i]
+		p, ok := cfg.Prefixes[c.ref.Service]
+		if !ok {
+			continue
+		}
+		ivl, err := time.ParseDuration(c.spec.Interval)
+		if err != nil {
+			ivl = health.DefaultInterval
+		}
+		if d := time.Duration(max(c.spec.Rise, 1)+1) * ivl; d > out[p] {
+			out[p] = d
+		}
+	}
+	return out
 }
 
 // setAnnounced puts up on the device, opening it at the first prefix,

@@ -260,7 +260,7 @@ func Run(cfg Config) error {
 			if len(l.drains) > 0 {
 				l.pollDrains()
 			}
-			if l.readWithdrawal() || (!l.ann.checked || l.ann.openErr != "") && l.announcing() {
+			if l.readWithdrawal() || (!l.ann.checked || l.ann.openErr != "" || len(l.ann.back) > 0) && l.announcing() {
 				l.announceNow(l.unplaced)
 				l.save()
 			}
