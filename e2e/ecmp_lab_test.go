@@ -376,36 +376,10 @@ func (l *ecmpLab) flows(lifetime time.Duration) *flowsProc {
 // interval/2 to 3×interval/2.
 func (l *ecmpLab) flowsEvery(lifetime, interval time.Duration) *flowsProc {
 	l.t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		l.t.Fatal(err)
-	}
 	f := &flowsProc{t: l.t, lines: make(chan string, 16), openErrors: l.openErrors}
 	base := ecmpBase + 1000*(l.runs%12) // 20000-31999: below the ephemeral ports
 	l.runs++
-	f.cmd = exec.Command(self, ecmpVIPPort, itoa(ecmpFlows), itoa(base), interval.String(), lifetime.String(), ecmpOpenTimeout.String())
-	f.cmd.Env = append(os.Environ(), RoleEnv+"=flows")
-	f.cmd.Stderr = l.diag.writer("client flows: ")
-	if f.in, err = f.cmd.StdinPipe(); err != nil {
-		l.t.Fatal(err)
-	}
-	out, err := f.cmd.StdoutPipe()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.in("router", func() { err = f.cmd.Start() })
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.procs = append(l.procs, f.cmd) // killed with the network if the test stops early
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			f.lines <- sc.Text()
-		}
-		close(f.lines)
-	}()
+	f.cmd, f.in = l.client("flows", f.lines, ecmpVIPPort, itoa(ecmpFlows), itoa(base), interval.String(), lifetime.String(), ecmpOpenTimeout.String())
 	start := time.Now()
 	f.read(&f.Ready, 180*time.Second)
 	if f.Ready.Ready != ecmpFlows {
@@ -413,6 +387,42 @@ func (l *ecmpLab) flowsEvery(lifetime, interval time.Duration) *flowsProc {
 	}
 	l.t.Logf("%d connections open in %.1f s: %s; failed attempts (retried): %s %s", ecmpFlows, time.Since(start).Seconds(), sortedCounts(f.Ready.ByServer), sortedCounts(f.Ready.OpenErrors), f.Ready.FirstOpenError)
 	return f
+}
+
+// client starts this test binary as role on the router (where the
+// clients are) with args: its stdin a pipe, its stdout's lines sent to
+// lines (closed at its end); the network kills it if the test stops early.
+func (l *ecmpLab) client(role string, lines chan<- string, args ...string) (*exec.Cmd, io.WriteCloser) {
+	l.t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), RoleEnv+"="+role)
+	cmd.Stderr = l.diag.writer("client " + role + ": ")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.in("router", func() { err = cmd.Start() })
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.procs = append(l.procs, cmd)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, in
 }
 
 func (f *flowsProc) read(v any, timeout time.Duration) {

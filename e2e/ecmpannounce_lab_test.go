@@ -425,34 +425,8 @@ type churnProc struct {
 
 func (l *annLab) churn() *churnProc {
 	l.t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		l.t.Fatal(err)
-	}
 	c := &churnProc{t: l.t, lines: make(chan string, 16)}
-	c.cmd = exec.Command(self, ecmpVIPPort, itoa(annRate), annOpen.String())
-	c.cmd.Env = append(os.Environ(), RoleEnv+"=churn")
-	c.cmd.Stderr = l.diag.writer("client churn: ")
-	if c.in, err = c.cmd.StdinPipe(); err != nil {
-		l.t.Fatal(err)
-	}
-	out, err := c.cmd.StdoutPipe()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.in("router", func() { err = c.cmd.Start() })
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	l.procs = append(l.procs, c.cmd)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-		close(c.lines)
-	}()
+	c.cmd, c.in = l.client("churn", c.lines, ecmpVIPPort, itoa(annRate), annOpen.String())
 	var ready map[string]bool
 	c.read(&ready)
 	return c
