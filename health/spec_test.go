@@ -359,7 +359,14 @@ func setField(t *testing.T, v reflect.Value) {
 	case reflect.Bool:
 		v.SetBool(!v.Bool())
 	case reflect.Slice:
-		v.Set(reflect.Append(v, reflect.ValueOf("x")))
+		switch v.Type().Elem().Kind() {
+		case reflect.String:
+			v.Set(reflect.Append(v, reflect.ValueOf("x")))
+		case reflect.Struct:
+			v.Set(reflect.Append(v, reflect.ValueOf(URL{Path: "/x"})))
+		default:
+			t.Fatalf("slice of %s: teach setField and Spec.equal", v.Type().Elem())
+		}
 	default:
 		t.Fatalf("field of kind %s: teach setField and Spec.equal", v.Kind())
 	}

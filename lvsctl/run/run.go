@@ -455,15 +455,16 @@ func (e *refusedError) Error() string {
 	return b.String()
 }
 
-// state is the checker's state of a target, looked up one at a time: a
-// snapshot of every state and its index is much of a reconcile's garbage
-// on a large table (figures: decision 0014).
-func (l *runLoop) state(k health.TargetKey) health.State {
+// state is the checker's state of a target and the weight its check
+// gives (nil: the file's), looked up one at a time: a snapshot of every
+// state and its index is much of a reconcile's garbage on a large table
+// (figures: decision 0014).
+func (l *runLoop) state(k health.TargetKey) (health.State, *uint32) {
 	s, ok := l.checker.State(k)
 	if !ok && l.carried != nil {
-		return l.carried[k]
+		return l.carried[k], nil
 	}
-	return s.State
+	return s.State, s.Weight
 }
 
 // applier changes the kernel's table, logging each change.
@@ -752,7 +753,7 @@ func (l *runLoop) restore(f runFile) {
 func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
 	was := make(map[desired.DestRef]health.State, len(l.probes))
 	for i := range l.probes {
-		if st := l.state(l.probes[i].key); st == health.Up || st == health.Down {
+		if st, _ := l.state(l.probes[i].key); st == health.Up || st == health.Down {
 			was[l.probes[i].ref] = st
 		}
 	}
