@@ -59,7 +59,7 @@ type Checker struct {
 	released time.Time // when the last hold ended
 
 	pending      map[TargetKey]*pendingChange // changes not yet received
-	pendingOrder []TargetKey           // their order; keys may repeat or be gone
+	pendingOrder []TargetKey                  // their order; keys may repeat or be gone
 
 	wake    chan struct{} // tells the scheduler to look again
 	notify  chan struct{} // tells the sender there are changes

@@ -197,9 +197,10 @@ func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *confi
 	}
 	for i := range c.urls {
 		u := &c.urls[i]
-		// The first URL's failures read as a single URL's: "http: status 503".
+		// A failure names the URL when the check has several forms of one:
+		// "http /healthz: status 503".
 		prefix := s.Type
-		if i > 0 {
+		if len(s.URLs) > 0 {
 			prefix = s.Type + " " + u.path
 		}
 		if err := getURL(ctx, tr, scheme, addr, s.Host, prefix, u); err != nil {

@@ -378,7 +378,7 @@ func compile(s Spec) (*config, error) {
 type urlConfig struct {
 	path    string
 	expect  statusSet
-	text    string     // expect as written, for messages
+	text    string           // expect as written, for messages
 	digests [][md5.Size]byte // none: the body is not checked
 }
 

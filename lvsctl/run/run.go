@@ -586,7 +586,16 @@ func (l *runLoop) logChange(c health.Change) {
 			names = append(names, refName(l.probes[i].ref))
 		}
 	}
-	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
+	// A weight from the check is said; a change from up to up is one of
+	// weight only.
+	result := c.Result
+	switch {
+	case c.New == health.Up && c.Weight != nil:
+		result += fmt.Sprintf(", weight %d", *c.Weight)
+	case c.Old == health.Up && c.New == health.Up:
+		result += ", the file's weight"
+	}
+	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, result)
 }
 
 // noteLate logs when probes fall behind their schedule and when they
