@@ -30,8 +30,8 @@ type Options struct {
 	// DefaultMaxInFlight). Probes due beyond it wait, and start late.
 	MaxInFlight int
 	// Observe, when set, is told of each probe that ran to its end: its
-	// target, how long it took and its result (see Passed). It runs on the probe's
-	// goroutine and must be quick.
+	// target, how long it took and its result (see Passed). It runs on
+	// the probe's goroutine and must be quick.
 	Observe func(t Target, took time.Duration, err error)
 }
 

@@ -197,8 +197,8 @@ func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *confi
 	}
 	for i := range c.urls {
 		u := &c.urls[i]
-		// A failure names the URL when the check has several forms of one:
-		// "http /healthz: status 503".
+		// A check given urls names the one that failed: "http /healthz:
+		// status 503".
 		prefix := s.Type
 		if len(s.URLs) > 0 {
 			prefix = s.Type + " " + u.path

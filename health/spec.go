@@ -184,6 +184,7 @@ func (s Spec) Key() string {
 		}
 	}
 	s.Record = strings.ToUpper(s.Record)
+	s.URLs = slices.Clone(s.URLs) // the caller's stay as given
 	for i := range s.URLs {
 		if len(s.URLs[i].Digest) > 0 {
 			d := slices.Clone(s.URLs[i].Digest)
