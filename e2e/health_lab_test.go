@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -184,6 +186,34 @@ services:
 	if !strings.Contains(run.text(), "-> down") || !strings.Contains(run.text(), "-> up") {
 		t.Errorf("the log lacks the transitions:\n%s", run.text())
 	}
+
+	// An http check with a digest of the body: each server answers /name
+	// with its name. rs1's body has the digest and stays in; rs2's differs
+	// and is taken out, though its status passes.
+	sum := md5.Sum([]byte("rs1\n"))
+	check := `{type: http, urls: [{path: /name, digest: [` + hex.EncodeToString(sum[:]) + `]}, {path: /}], interval: 500ms, timeout: 300ms, rise: 2, fall: 2}`
+	doc = `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: ` + check + `
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
+      - {address: 172.16.0.3, port: 8000, method: masq, weight: 2}
+`
+	run = n.lvsctlRun("dir", writeFile(t, "digest.yaml", doc))
+	took := n.waitWeight("dir", svc, seedRS2, "0", down)
+	time.Sleep(2 * time.Second) // rs1 has had four probes
+	if w := n.weightOf("dir", svc, seedRS1); w != "1" {
+		t.Errorf("rs1, whose body has the digest: weight %q, want 1", w)
+	}
+	run.stop(t)
+	if !strings.Contains(run.text(), "http /name: body digest "+fmt.Sprintf("%x", md5.Sum([]byte("rs2\n")))) {
+		t.Errorf("the log lacks rs2's failed digest:\n%s", run.text())
+	}
+	t.Logf("http check with a digest: rs2 out %v after the start", took.Round(time.Millisecond))
 }
 
 // TestRunViaVIP: a direct-routing real server whose loopback lost the
@@ -316,6 +346,7 @@ func TestRunChecksUDPAndExec(t *testing.T) {
 	n := natNetwork(t, "hcudp")
 	n.start("rs1", "udpecho", "rs1", "172.16.0.2:5353")
 	marker := filepath.Join(t.TempDir(), "fail")
+	weight := filepath.Join(t.TempDir(), "weight")
 	doc := `version: 2
 services:
   - protocol: udp
@@ -326,7 +357,8 @@ services:
       - {address: 172.16.0.2, port: 5353, method: masq, weight: 1,
          check: {type: udp, send: ping, expect_bytes: rs1 ping, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
       - {address: 172.16.0.3, port: 5353, method: masq, weight: 1,
-         check: {type: exec, command: [/bin/sh, -c, 'test ! -e ` + marker + `'], user: root, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
+         check: {type: exec, command: [/bin/sh, -c, 'test -e ` + marker + ` && exit 1; test -e ` + weight + ` && exit $(cat ` + weight + `); exit 0'],
+                 dynamic: true, user: root, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}}
 `
 	run := n.lvsctlRun("dir", writeFile(t, "udp.yaml", doc))
 	svc := seedVIP + ":53"
@@ -348,6 +380,15 @@ services:
 	os.Remove(marker)
 	back = n.waitWeight("dir", svc, "172.16.0.3:5353", "1", up)
 	t.Logf("exec check: out %v after the failure, back %v after the recovery", took.Round(time.Millisecond), back.Round(time.Millisecond))
+
+	// dynamic: exit status 7 is weight 5; status 0 is the file's weight.
+	if err := os.WriteFile(weight, []byte("7"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	took = n.waitWeight("dir", svc, "172.16.0.3:5353", "5", up)
+	os.Remove(weight)
+	back = n.waitWeight("dir", svc, "172.16.0.3:5353", "1", up)
+	t.Logf("dynamic exec check: weight 5 %v after the status changed, back to the file's %v after", took.Round(time.Millisecond), back.Round(time.Millisecond))
 	run.stop(t)
 }
 

@@ -25,9 +25,15 @@ type Answer struct {
 	ClientRemote string `json:"client_remote,omitempty"` // whom the client talked to: the VIP
 }
 
-// echoHandler answers every request with "NAME local=ADDR remote=ADDR".
+// echoHandler answers every request with "NAME local=ADDR remote=ADDR",
+// but /name, which it answers with "NAME" and a newline: a body the same
+// at each request, for checks that digest it.
 func echoHandler(name string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/name" {
+			fmt.Fprintf(w, "%s\n", name)
+			return
+		}
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 		l := ""
 		if local != nil {

@@ -20,7 +20,8 @@ const DefaultMaxInFlight = 8192
 // Options configures a Checker.
 type Options struct {
 	// Probe runs one probe (nil: the package's Probe). The context it gets
-	// carries the spec's timeout.
+	// carries the spec's timeout. A *WeightResult is a pass with a weight,
+	// as Probe returns it.
 	Probe func(ctx context.Context, t Target) error
 	// Rand draws the first probe times and the jitter (nil: randomly
 	// seeded). The checker serialises its use.
@@ -29,8 +30,8 @@ type Options struct {
 	// DefaultMaxInFlight). Probes due beyond it wait, and start late.
 	MaxInFlight int
 	// Observe, when set, is told of each probe that ran to its end: its
-	// target, how long it took and its result. It runs on the probe's
-	// goroutine and must be quick.
+	// target, how long it took and its result (see Passed). It runs on
+	// the probe's goroutine and must be quick.
 	Observe func(t Target, took time.Duration, err error)
 }
 
@@ -57,8 +58,8 @@ type Checker struct {
 	holdEnd  time.Time // no probe starts before it (Hold); zero: none
 	released time.Time // when the last hold ended
 
-	pending      map[TargetKey]*Change // changes not yet received
-	pendingOrder []TargetKey           // their order; keys may repeat or be gone
+	pending      map[TargetKey]*pendingChange // changes not yet received
+	pendingOrder []TargetKey                  // their order; keys may repeat or be gone
 
 	wake    chan struct{} // tells the scheduler to look again
 	notify  chan struct{} // tells the sender there are changes
@@ -85,6 +86,7 @@ type entry struct {
 	lastDuration time.Duration
 	lastLate     time.Duration
 	lastChange   time.Time
+	weight       *uint32 // see TargetState.Weight
 }
 
 // New returns a checker with no targets.
@@ -97,7 +99,7 @@ func New(opts Options) *Checker {
 		entries: map[TargetKey]*entry{},
 		gone:    map[TargetKey]*entry{},
 		slow:    map[*tcpProbe]struct{}{},
-		pending: map[TargetKey]*Change{},
+		pending: map[TargetKey]*pendingChange{},
 		wake:    make(chan struct{}, 1),
 		notify:  make(chan struct{}, 1),
 		changes: make(chan Change),
@@ -267,12 +269,19 @@ func (e *entry) reset() {
 	e.removed = false
 	e.state, e.passes, e.fails, e.result = Unknown, 0, 0, ""
 	e.lastProbe, e.lastDuration, e.lastLate, e.lastChange = time.Time{}, 0, 0, time.Time{}
+	e.weight = nil
 }
 
+// seed gives e a state as a journal kept it; an Up one keeps its weight.
 func (e *entry) seed(s TargetState) {
 	e.state = s.State
 	e.passes, e.fails = 0, 0
 	e.lastChange = s.LastChange
+	e.weight = nil
+	if s.State == Up && s.Weight != nil {
+		w := *s.Weight
+		e.weight = &w
+	}
 }
 
 // Changes delivers state transitions (see Change). It is closed when Run
@@ -416,14 +425,25 @@ func (c *Checker) finish(ctx context.Context, e *entry, start, end time.Time, er
 		return
 	}
 	e.lastProbe, e.lastDuration, e.lastLate = start, end.Sub(start), late
-	old := e.state
+	old, oldWeight := e.state, e.weight
+	pass := Passed(err)
 	e.result = ResultOK
-	if err != nil {
+	if !pass {
 		e.result = err.Error()
 	}
-	if e.record(err == nil) {
+	changed := e.record(pass)
+	// A pass sets the weight; failures keep it while the target stays up
+	// (keepalived's misc_check_child_thread), and a target down has none.
+	if pass {
+		e.weight = weightOf(err)
+	} else if e.state == Down {
+		e.weight = nil
+	}
+	if changed {
 		e.lastChange = end
-		c.queueChange(e, old, end)
+	}
+	if changed || e.state == Up && !sameWeight(oldWeight, e.weight) {
+		c.queueChange(e, old, oldWeight, end)
 	}
 	// The next probe follows this one's start by the interval ±10 %; one
 	// that outlasted that starts now, late.
@@ -457,16 +477,28 @@ func (e *entry) record(pass bool) bool {
 	return e.state != old
 }
 
-// queueChange adds e's transition to the changes not yet received.
-func (c *Checker) queueChange(e *entry, old State, at time.Time) {
+// pendingChange is a change not yet received, with the weight before it.
+type pendingChange struct {
+	Change
+	oldWeight *uint32
+}
+
+// sameWeight reports whether a and b are the same weight, or both none.
+func sameWeight(a, b *uint32) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// queueChange adds e's transition from old and oldWeight to the changes
+// not yet received.
+func (c *Checker) queueChange(e *entry, old State, oldWeight *uint32, at time.Time) {
 	if p := c.pending[e.key]; p != nil {
-		p.New, p.Result, p.At = e.state, e.result, at
-		if p.New == p.Old {
+		p.New, p.Result, p.At, p.Weight = e.state, e.result, at, e.weight
+		if p.New == p.Old && sameWeight(p.Weight, p.oldWeight) {
 			delete(c.pending, e.key)
 		}
 		return
 	}
-	c.pending[e.key] = &Change{Key: e.key, Target: e.full(), Old: old, New: e.state, Result: e.result, At: at}
+	c.pending[e.key] = &pendingChange{Change{Key: e.key, Target: e.full(), Old: old, New: e.state, Result: e.result, At: at, Weight: e.weight}, oldWeight}
 	c.pendingOrder = append(c.pendingOrder, e.key)
 	select {
 	case c.notify <- struct{}{}:
@@ -484,7 +516,7 @@ func (c *Checker) send(ctx context.Context) {
 		}
 		for {
 			c.mu.Lock()
-			var ch *Change
+			var ch *pendingChange
 			for ch == nil && len(c.pendingOrder) > 0 {
 				k := c.pendingOrder[0]
 				c.pendingOrder = c.pendingOrder[1:]
@@ -500,7 +532,7 @@ func (c *Checker) send(ctx context.Context) {
 				break
 			}
 			select {
-			case c.changes <- *ch:
+			case c.changes <- ch.Change:
 			case <-ctx.Done():
 				return
 			}
@@ -591,7 +623,7 @@ func (e *entry) targetState() TargetState {
 		Key: e.key, State: e.state,
 		Passes: e.passes, Fails: e.fails, Result: e.result,
 		LastProbe: e.lastProbe, LastDuration: e.lastDuration, LastLate: e.lastLate,
-		LastChange: e.lastChange,
+		LastChange: e.lastChange, Weight: e.weight,
 	}
 }
 

@@ -14,7 +14,8 @@ import (
 
 // probeExec runs the check's command in its own process group, as the
 // check's user when running as root; when ctx ends the whole group is
-// killed.
+// killed. A dynamic check's exit status 2 to 255 is a pass with a weight
+// (a *WeightResult); 1 fails, as does a signal.
 func probeExec(ctx context.Context, t Target, c *config) error {
 	s := c.spec
 	cmd := exec.CommandContext(ctx, s.Command[0], s.Command[1:]...)
@@ -46,6 +47,9 @@ func probeExec(ctx context.Context, t Target, c *config) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
+		if code := ee.ExitCode(); s.Dynamic && code >= 2 {
+			return &WeightResult{Weight: uint32(code - 2)}
+		}
 		return fmt.Errorf("exec: %s", ee.ProcessState)
 	}
 	return fmt.Errorf("exec: %v", err)

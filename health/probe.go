@@ -3,8 +3,10 @@ package health
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +15,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,7 +27,9 @@ import (
 // Probe runs one probe of t within its spec's timeout and returns nil when
 // it passes, or why it failed in a short text ("connect 10.0.0.2:80:
 // connection refused", "http: status 503, want 200-399", "timeout after
-// 1s"). When ctx ends first, Probe returns ctx's error.
+// 1s"). A dynamic exec check that passes with a weight returns a
+// *WeightResult (see Passed). When ctx ends first, Probe returns ctx's
+// error.
 func Probe(ctx context.Context, t Target) error {
 	c, err := compileTarget(t)
 	if err != nil {
@@ -55,8 +60,8 @@ func probeTimed(ctx context.Context, t Target, c *config, probe func(context.Con
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	err := probe(pctx, t, c)
 	cancel()
-	if err == nil {
-		return nil
+	if Passed(err) {
+		return err
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -166,9 +171,12 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// maxBody bounds what an HTTP probe reads of a response's body.
+// maxBody bounds what an HTTP probe without a digest reads of a
+// response's body.
 const maxBody = 64 << 10
 
+// probeHTTP requests c's URLs in turn, each on a connection of its own,
+// and stops at the first that fails.
 func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *config) error {
 	s := c.spec
 	tr := &http.Transport{
@@ -177,6 +185,7 @@ func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *confi
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
+	defer tr.CloseIdleConnections()
 	scheme := "http"
 	if s.Type == "https" {
 		scheme = "https"
@@ -186,12 +195,30 @@ func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *confi
 		}
 		tr.TLSClientConfig = cfg
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr.String()+s.Path, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %v", s.Type, err)
+	for i := range c.urls {
+		u := &c.urls[i]
+		// A check given urls names the one that failed: "http /healthz:
+		// status 503".
+		prefix := s.Type
+		if len(s.URLs) > 0 {
+			prefix = s.Type + " " + u.path
+		}
+		if err := getURL(ctx, tr, scheme, addr, s.Host, prefix, u); err != nil {
+			return err
+		}
 	}
-	if s.Host != "" {
-		req.Host = s.Host
+	return nil
+}
+
+// getURL makes u's request and checks its answer; prefix starts the
+// failure's text.
+func getURL(ctx context.Context, tr *http.Transport, scheme string, addr netip.AddrPort, host, prefix string, u *urlConfig) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr.String()+u.path, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %v", prefix, err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	req.Header.Set("User-Agent", "lvskit-health")
 	resp, err := tr.RoundTrip(req)
@@ -204,15 +231,43 @@ func probeHTTP(ctx context.Context, addr netip.AddrPort, d *net.Dialer, c *confi
 		if errors.As(err, &tlsErr) {
 			return fmt.Errorf("tls: %v", tlsErr.Err)
 		}
-		return failure(err, s.Type)
+		return failure(err, prefix)
 	}
-	_, _ = io.CopyN(io.Discard, resp.Body, maxBody)
-	_ = resp.Body.Close()
-	tr.CloseIdleConnections()
-	if !c.expect.has(resp.StatusCode) {
-		return fmt.Errorf("%s: status %d, want %s", s.Type, resp.StatusCode, s.Expect)
+	defer resp.Body.Close()
+	if !u.expect.has(resp.StatusCode) {
+		_, _ = io.CopyN(io.Discard, resp.Body, maxBody)
+		return fmt.Errorf("%s: status %d, want %s", prefix, resp.StatusCode, u.text)
+	}
+	if len(u.digests) == 0 {
+		_, _ = io.CopyN(io.Discard, resp.Body, maxBody)
+		return nil
+	}
+	h := md5.New()
+	n, err := io.CopyN(h, resp.Body, MaxDigestBody+1)
+	if err != nil && err != io.EOF {
+		return failure(err, prefix+": body")
+	}
+	if n > MaxDigestBody {
+		return fmt.Errorf("%s: body over %d bytes: no digest", prefix, MaxDigestBody)
+	}
+	var sum [md5.Size]byte
+	h.Sum(sum[:0])
+	if !slices.Contains(u.digests, sum) {
+		return fmt.Errorf("%s: body digest %x, want %s", prefix, sum, digestList(u.digests))
 	}
 	return nil
+}
+
+// digestList words digests for a message: "a", "a or b", "a, b or c".
+func digestList(ds [][md5.Size]byte) string {
+	hs := make([]string, len(ds))
+	for i, d := range ds {
+		hs[i] = hex.EncodeToString(d[:])
+	}
+	if len(hs) == 1 {
+		return hs[0]
+	}
+	return strings.Join(hs[:len(hs)-1], ", ") + " or " + hs[len(hs)-1]
 }
 
 func tlsConfig(addr netip.AddrPort, c *config) (*tls.Config, error) {

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"crypto/md5"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -58,6 +59,10 @@ type Spec struct {
 	// SNI is the TLS server name sent and verified (https; default: the
 	// Host header's name, else the address).
 	SNI string `json:"sni,omitempty"`
+	// URLs, instead of Path and Expect, lists the requests of an http or
+	// https check: each probe makes them in turn, and passes when every
+	// one does.
+	URLs []URL `json:"urls,omitempty"`
 
 	// Query is the name a dns check asks for.
 	Query string `json:"query,omitempty"`
@@ -77,7 +82,28 @@ type Spec struct {
 	// User runs Command when the checker runs as root (exec; default
 	// nobody).
 	User string `json:"user,omitempty"`
+	// Dynamic sets the real server's weight from Command's exit status
+	// (exec): 0 passes at the weight the file gives, 1 fails, 2 to 255
+	// pass at weight status-2 (see WeightResult).
+	Dynamic bool `json:"dynamic,omitempty"`
 }
+
+// URL is one request of an http or https check.
+type URL struct {
+	// Path of the request; it must start with "/".
+	Path string `json:"path"`
+	// Expect lists the passing statuses, as Spec.Expect (default
+	// "200-399").
+	Expect string `json:"expect,omitempty"`
+	// Digest lists MD5 digests of the body, in hex: when given, the body
+	// must have one of them. The probe reads at most MaxDigestBody bytes
+	// of it; a longer body fails.
+	Digest []string `json:"digest,omitempty"`
+}
+
+// MaxDigestBody bounds the body an http check with a digest reads: a
+// probe holds no more than this of one response.
+const MaxDigestBody = 1 << 20
 
 // Defaults of Spec.
 const (
@@ -119,6 +145,16 @@ func (s Spec) WithDefaults() Spec {
 	}
 	switch s.Type {
 	case "http", "https":
+		if len(s.URLs) > 0 {
+			// A copy: the caller's spec keeps its URLs as given.
+			s.URLs = slices.Clone(s.URLs)
+			for i := range s.URLs {
+				if s.URLs[i].Expect == "" {
+					s.URLs[i].Expect = DefaultExpect
+				}
+			}
+			break
+		}
 		if s.Path == "" {
 			s.Path = DefaultPath
 		}
@@ -148,7 +184,17 @@ func (s Spec) Key() string {
 		}
 	}
 	s.Record = strings.ToUpper(s.Record)
-	b, _ := json.Marshal(s) // a struct of strings, ints and a slice: cannot fail
+	s.URLs = slices.Clone(s.URLs) // the caller's stay as given
+	for i := range s.URLs {
+		if len(s.URLs[i].Digest) > 0 {
+			d := slices.Clone(s.URLs[i].Digest)
+			for j := range d {
+				d[j] = strings.ToLower(d[j])
+			}
+			s.URLs[i].Digest = d
+		}
+	}
+	b, _ := json.Marshal(s) // strings, ints, bools and slices of them: cannot fail
 	return string(b)
 }
 
@@ -190,7 +236,7 @@ type config struct {
 	spec              Spec // with defaults
 	given             Spec // as the target gave it
 	interval, timeout time.Duration
-	expect            statusSet
+	urls              []urlConfig // the requests of http and https
 	record            dnsmessage.Type
 	query             dnsmessage.Name
 	send, want        []byte
@@ -214,6 +260,8 @@ var fields = []struct {
 	{"expect_bytes", func(s Spec) bool { return s.ExpectBytes != "" }, []string{"udp"}},
 	{"command", func(s Spec) bool { return len(s.Command) > 0 }, []string{"exec"}},
 	{"user", func(s Spec) bool { return s.User != "" }, []string{"exec"}},
+	{"urls", func(s Spec) bool { return len(s.URLs) > 0 }, []string{"http", "https"}},
+	{"dynamic", func(s Spec) bool { return s.Dynamic }, []string{"exec"}},
 	{"port", func(s Spec) bool { return s.Port != 0 }, []string{"tcp", "http", "https", "dns", "udp"}},
 	{"via", func(s Spec) bool { return s.Via != "" }, []string{"tcp", "http", "https", "dns", "udp"}},
 }
@@ -231,6 +279,9 @@ func compile(s Spec) (*config, error) {
 		if f.set(s) && !slices.Contains(f.types, s.Type) {
 			return nil, fmt.Errorf("%s: not for %s checks (only %s)", f.name, s.Type, strings.Join(f.types, ", "))
 		}
+	}
+	if len(s.URLs) > 0 && (s.Path != "" || s.Expect != "") {
+		return nil, errors.New("urls: not with path or expect (each url has its own)")
 	}
 	d := s.WithDefaults()
 	c := &config{spec: d, given: s}
@@ -267,17 +318,22 @@ func compile(s Spec) (*config, error) {
 	}
 	switch d.Type {
 	case "http", "https":
-		if !strings.HasPrefix(d.Path, "/") {
-			return nil, fmt.Errorf("path %q: must start with /", d.Path)
+		if len(d.URLs) == 0 {
+			u, err := compileURL("", URL{Path: d.Path, Expect: d.Expect})
+			if err != nil {
+				return nil, err
+			}
+			c.urls = []urlConfig{u}
 		}
-		if _, err := url.ParseRequestURI(d.Path); err != nil {
-			return nil, fmt.Errorf("path %q: not a request path", d.Path)
+		for i, du := range d.URLs {
+			u, err := compileURL(fmt.Sprintf("urls[%d].", i), du)
+			if err != nil {
+				return nil, err
+			}
+			c.urls = append(c.urls, u)
 		}
 		if strings.ContainsAny(d.Host, " \t\r\n/") {
 			return nil, fmt.Errorf("host %q: not a host name", d.Host)
-		}
-		if c.expect, err = parseStatusSet(d.Expect); err != nil {
-			return nil, err
 		}
 		if d.CA != "" && d.TLSSkipVerify {
 			return nil, errors.New("ca: not with tls_skip_verify")
@@ -317,6 +373,43 @@ func compile(s Spec) (*config, error) {
 		}
 	}
 	return c, nil
+}
+
+// urlConfig is a URL parsed for probing.
+type urlConfig struct {
+	path    string
+	expect  statusSet
+	text    string           // expect as written, for messages
+	digests [][md5.Size]byte // none: the body is not checked
+}
+
+// compileURL checks u (with its defaults); prefix is how errors name its
+// fields ("urls[1].", or "" for the spec's own path and expect).
+func compileURL(prefix string, u URL) (urlConfig, error) {
+	if u.Path == "" {
+		return urlConfig{}, fmt.Errorf("%spath: missing (the request's path)", prefix)
+	}
+	if !strings.HasPrefix(u.Path, "/") {
+		return urlConfig{}, fmt.Errorf("%spath %q: must start with /", prefix, u.Path)
+	}
+	if _, err := url.ParseRequestURI(u.Path); err != nil {
+		return urlConfig{}, fmt.Errorf("%spath %q: not a request path", prefix, u.Path)
+	}
+	set, err := parseStatusSet(u.Expect)
+	if err != nil {
+		return urlConfig{}, fmt.Errorf("%s%w", prefix, err)
+	}
+	uc := urlConfig{path: u.Path, expect: set, text: u.Expect}
+	for j, h := range u.Digest {
+		var sum [md5.Size]byte
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != len(sum) {
+			return urlConfig{}, fmt.Errorf("%sdigest[%d] %q: not an MD5 digest (32 hex digits)", prefix, j, h)
+		}
+		copy(sum[:], b)
+		uc.digests = append(uc.digests, sum)
+	}
+	return uc, nil
 }
 
 func parseDuration(field, v string) (time.Duration, error) {

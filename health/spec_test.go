@@ -90,6 +90,28 @@ func TestSpecKey(t *testing.T) {
 	if (Spec{Type: "dns", Query: "x", Record: "aaaa"}).Key() != (Spec{Type: "dns", Query: "x", Record: "AAAA"}).Key() {
 		t.Error("record spellings differ in key")
 	}
+	// A url's omitted expect is the default; a digest's case does not
+	// count; the given spec keeps its urls as they were.
+	given := Spec{Type: "http", URLs: []URL{{Path: "/a", Digest: []string{"9B3A0C85A887A256D6939DA88AADD8CD"}}}}
+	spelled := Spec{Type: "http", URLs: []URL{{Path: "/a", Expect: DefaultExpect, Digest: []string{"9b3a0c85a887a256d6939da88aadd8cd"}}}}
+	if given.Key() != spelled.Key() {
+		t.Errorf("url spellings differ in key: %s and %s", given.Key(), spelled.Key())
+	}
+	if given.URLs[0].Expect != "" || given.URLs[0].Digest[0] != "9B3A0C85A887A256D6939DA88AADD8CD" {
+		t.Errorf("Key changed its spec's urls: %+v", given.URLs)
+	}
+	if d := given.WithDefaults(); d.Path != "" || d.Expect != "" {
+		t.Errorf("defaults of a check with urls: path %q, expect %q, want none", d.Path, d.Expect)
+	}
+	for _, c := range []Spec{
+		{Type: "http", URLs: []URL{{Path: "/a"}}},
+		{Type: "http", URLs: []URL{{Path: "/a", Digest: []string{"00000000000000000000000000000000"}}}},
+		{Type: "exec", Command: []string{"/bin/true"}, Dynamic: true},
+	} {
+		if c.Key() == given.Key() || c.Key() == (Spec{Type: "exec", Command: []string{"/bin/true"}}).Key() {
+			t.Errorf("%+v shares a key it should not", c)
+		}
+	}
 }
 
 // fakeSystem answers for the real files as if root owned them and no group
@@ -166,6 +188,17 @@ func TestValidateErrors(t *testing.T) {
 		{Spec{Type: "exec", Command: []string{prog}, User: "nosuch"}, `user "nosuch": no such user`},
 		{Spec{Type: "exec", Command: []string{prog}, Via: "vip"}, "via: not for exec checks (only tcp, http, https, dns, udp)"},
 		{Spec{Type: "exec", Command: []string{prog, "arg"}}, ""},
+		{Spec{Type: "exec", Command: []string{prog}, Dynamic: true}, ""},
+		{Spec{Type: "tcp", Dynamic: true}, "dynamic: not for tcp checks (only exec)"},
+		{Spec{Type: "http", URLs: []URL{{Path: "/a"}, {Path: "/b", Expect: "200", Digest: []string{"9B3A0C85A887A256D6939DA88AADD8CD"}}}}, ""},
+		{Spec{Type: "tcp", URLs: []URL{{Path: "/a"}}}, "urls: not for tcp checks (only http, https)"},
+		{Spec{Type: "http", Path: "/a", URLs: []URL{{Path: "/a"}}}, "urls: not with path or expect (each url has its own)"},
+		{Spec{Type: "http", Expect: "200", URLs: []URL{{Path: "/a"}}}, "urls: not with path or expect (each url has its own)"},
+		{Spec{Type: "http", URLs: []URL{{Path: "/a"}, {Expect: "200"}}}, "urls[1].path: missing (the request's path)"},
+		{Spec{Type: "http", URLs: []URL{{Path: "a"}}}, `urls[0].path "a": must start with /`},
+		{Spec{Type: "http", URLs: []URL{{Path: "/a", Expect: "2xx"}}}, `urls[0].expect "2xx": a status, a range or a list ("200", "200-399", "200,204,300-399")`},
+		{Spec{Type: "http", URLs: []URL{{Path: "/a", Digest: []string{"9b3a0c85a887a256d6939da88aadd8cd", "9b3a"}}}}, `urls[0].digest[1] "9b3a": not an MD5 digest (32 hex digits)`},
+		{Spec{Type: "http", URLs: []URL{{Path: "/a", Digest: []string{"zz3a0c85a887a256d6939da88aadd8cd"}}}}, `urls[0].digest[0] "zz3a0c85a887a256d6939da88aadd8cd": not an MD5 digest (32 hex digits)`},
 	} {
 		err := tc.spec.ValidateWith(sys)
 		got := ""
@@ -359,7 +392,14 @@ func setField(t *testing.T, v reflect.Value) {
 	case reflect.Bool:
 		v.SetBool(!v.Bool())
 	case reflect.Slice:
-		v.Set(reflect.Append(v, reflect.ValueOf("x")))
+		switch v.Type().Elem().Kind() {
+		case reflect.String:
+			v.Set(reflect.Append(v, reflect.ValueOf("x")))
+		case reflect.Struct:
+			v.Set(reflect.Append(v, reflect.ValueOf(URL{Path: "/x"})))
+		default:
+			t.Fatalf("slice of %s: teach setField and Spec.equal", v.Type().Elem())
+		}
 	default:
 		t.Fatalf("field of kind %s: teach setField and Spec.equal", v.Kind())
 	}

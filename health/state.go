@@ -1,6 +1,7 @@
 package health
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -68,6 +69,10 @@ type TargetState struct {
 	LastLate     time.Duration `json:"last_late,omitempty"`
 	// LastChange is when State last changed.
 	LastChange time.Time `json:"last_change,omitzero"`
+	// Weight is the weight a dynamic exec check last passed with (see
+	// WeightResult); nil for other checks, for a pass at the file's
+	// weight (exit status 0), and once the target is down.
+	Weight *uint32 `json:"weight,omitempty"`
 }
 
 // Change is a transition of a target's state. The checker delivers the
@@ -82,6 +87,37 @@ type Change struct {
 	// Result is the result of the probe that made the change.
 	Result string    `json:"result"`
 	At     time.Time `json:"at"`
+	// Weight is the target's weight with New (see TargetState.Weight). A
+	// dynamic check that changes the weight of a target that stays up
+	// makes a change from Up to Up.
+	Weight *uint32 `json:"weight,omitempty"`
+}
+
+// WeightResult is what a probe of a dynamic exec check returns when it
+// passes with a weight: exit status 2 to 255 is weight status-2, as
+// keepalived's misc_dynamic has it. It is an error in type only, so that
+// probes keep one signature: Passed tells it from a failure.
+type WeightResult struct {
+	Weight uint32
+}
+
+func (w *WeightResult) Error() string { return fmt.Sprintf("ok, weight %d", w.Weight) }
+
+// Passed reports whether a probe's result is a pass: nil or a
+// *WeightResult.
+func Passed(err error) bool {
+	var w *WeightResult
+	return err == nil || errors.As(err, &w)
+}
+
+// weightOf is the weight a passing result sets: nil for nil (the file's).
+func weightOf(err error) *uint32 {
+	var w *WeightResult
+	if errors.As(err, &w) {
+		v := w.Weight
+		return &v
+	}
+	return nil
 }
 
 // Status is a Checker's snapshot.

@@ -88,7 +88,12 @@ func (s *Spec) equal(o *Spec) bool {
 		s.TLSSkipVerify == o.TLSSkipVerify && s.CA == o.CA && s.SNI == o.SNI &&
 		s.Query == o.Query && s.Record == o.Record &&
 		s.Send == o.Send && s.ExpectBytes == o.ExpectBytes &&
-		slices.Equal(s.Command, o.Command) && (s.Command == nil) == (o.Command == nil) && s.User == o.User
+		slices.Equal(s.Command, o.Command) && (s.Command == nil) == (o.Command == nil) && s.User == o.User &&
+		s.Dynamic == o.Dynamic && (s.URLs == nil) == (o.URLs == nil) && slices.EqualFunc(s.URLs, o.URLs, URL.equal)
+}
+
+func (u URL) equal(o URL) bool {
+	return u.Path == o.Path && u.Expect == o.Expect && slices.Equal(u.Digest, o.Digest)
 }
 
 // specKey is the Spec part of t's key.

@@ -29,7 +29,7 @@ func TestImportCommand(t *testing.T) {
 		!strings.Contains(r.stderr, "lvsctl: notice: "+good+":1: vrrp_instance: skipped") {
 		t.Errorf("good file: %+v", r)
 	}
-	digest := write("digest.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    HTTP_GET {\n      url {\n        path /\n        digest 0123\n      }\n    }\n  }\n}\n")
+	regex := write("regex.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    HTTP_GET {\n      url {\n        path /\n        regex ok\n      }\n    }\n  }\n}\n")
 	for _, c := range []struct {
 		name, text, want string
 	}{
@@ -53,13 +53,13 @@ func TestImportCommand(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stderr, "lvsctl: notice: "+lower+":3: lb_kind \"dr\"") || !strings.Contains(r.stdout, "method: masq") {
 		t.Errorf("lower-case lb_kind: %+v", r)
 	}
-	r = run(t, env, "", "import", "keepalived", digest)
-	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "digest.conf:7: digest:") || !strings.Contains(r.stderr, "--lossy") {
-		t.Errorf("digest without --lossy: %+v", r)
+	r = run(t, env, "", "import", "keepalived", regex)
+	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "regex.conf:7: regex:") || !strings.Contains(r.stderr, "--lossy") {
+		t.Errorf("regex without --lossy: %+v", r)
 	}
-	r = run(t, env, "", "import", "keepalived", "--lossy", digest)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: digest.conf:7: digest:") || !strings.Contains(r.stderr, "warning: changed: "+digest+":7: digest:") {
-		t.Errorf("digest with --lossy: %+v", r)
+	r = run(t, env, "", "import", "keepalived", "--lossy", regex)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: regex.conf:7: regex:") || !strings.Contains(r.stderr, "warning: changed: "+regex+":7: regex:") {
+		t.Errorf("regex with --lossy: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "absent.conf"))
 	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "absent.conf") {

@@ -78,10 +78,29 @@ func (c lockedClient) weights(t *testing.T) map[string]uint32 {
 	return out
 }
 
-// fakeProbes answers probes from a table of failing addresses.
+// fakeProbes answers probes from a table of failing addresses, and of
+// weights that passing ones give (as a dynamic exec check does).
 type fakeProbes struct {
-	mu   sync.Mutex
-	down map[string]bool
+	mu     sync.Mutex
+	down   map[string]bool
+	weight map[string]uint32
+}
+
+// setWeight makes addr's probes pass with weight w; clearWeight makes
+// them plain passes again.
+func (p *fakeProbes) setWeight(addr string, w uint32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.weight == nil {
+		p.weight = map[string]uint32{}
+	}
+	p.weight[addr] = w
+}
+
+func (p *fakeProbes) clearWeight(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.weight, addr)
 }
 
 func (p *fakeProbes) set(addr string, down bool) {
@@ -99,6 +118,9 @@ func (p *fakeProbes) probe(ctx context.Context, t health.Target) error {
 	}
 	if p.down[addr.String()] {
 		return errors.New("connection refused")
+	}
+	if w, ok := p.weight[addr.String()]; ok {
+		return &health.WeightResult{Weight: w}
 	}
 	return nil
 }
@@ -270,6 +292,35 @@ func TestRunTakesFailedServersOutAndBack(t *testing.T) {
 	}
 	if after := h.c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] {
 		t.Errorf("the table changed when run stopped: %v, was %v", after, before)
+	}
+}
+
+// TestRunDynamicWeight: a real server whose check passes with a weight
+// serves at that weight, follows its changes while up, goes to weight 0
+// when it fails and comes back at the weight of the pass that brings it
+// back; a plain pass puts it back at the file's weight. The log says so.
+func TestRunDynamicWeight(t *testing.T) {
+	f, env, file := runFixture(t)
+	h := startRun(t, f, file, env)
+	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
+
+	h.probes.setWeight("192.168.1.1:80", 8)
+	h.waitFor(t, "weight 8", func(w map[string]uint32) bool { return w[rs1] == 8 && w[rs2] == 1 })
+	h.probes.setWeight("192.168.1.1:80", 0)
+	h.waitFor(t, "weight 0, in service", func(w map[string]uint32) bool { r, ok := w[rs1]; return ok && r == 0 })
+	h.probes.set("192.168.1.1:80", true)
+	h.probes.setWeight("192.168.1.1:80", 6)
+	time.Sleep(time.Second) // fall 2 at 200 ms, well past
+	h.waitFor(t, "down", func(w map[string]uint32) bool { return w[rs1] == 0 })
+	h.probes.set("192.168.1.1:80", false)
+	h.waitFor(t, "back at 6", func(w map[string]uint32) bool { return w[rs1] == 6 })
+	h.probes.clearWeight("192.168.1.1:80")
+	h.waitFor(t, "the file's weight", func(w map[string]uint32) bool { return w[rs1] == 3 })
+	r := h.stop(t)
+	for _, line := range []string{rs1 + " up -> up (tcp check: ok, weight 8)", rs1 + " up -> up (tcp check: ok, the file's weight)"} {
+		if !strings.Contains(r.stderr, line) {
+			t.Errorf("log without %q:\n%s", line, r.stderr)
+		}
 	}
 }
 

@@ -193,6 +193,9 @@ func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 	b = appendInt(b, `,"last_duration":`, int64(h.LastDuration))
 	b = appendInt(b, `,"last_late":`, int64(h.LastLate))
 	b = appendTime(b, `,"last_change":`, h.LastChange)
+	if h.Weight != nil {
+		b = strconv.AppendUint(append(b, `,"weight":`...), uint64(*h.Weight), 10)
+	}
 	return append(b, "}}"...)
 }
 

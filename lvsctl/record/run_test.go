@@ -112,6 +112,10 @@ func TestRunServerJSONAsMarshal(t *testing.T) {
 			LastChange: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		}}
 	check("full", full)
+	zero := uint32(0)
+	withWeight := full
+	withWeight.Health.Weight = &zero
+	check("with a weight of 0", withWeight)
 	withTarget := full
 	withTarget.Health.Target = health.Target{Addr: netip.MustParseAddrPort("10.0.0.1:80"), Spec: health.Spec{Type: "tcp"}}
 	check("with its target", withTarget)
@@ -127,6 +131,9 @@ func TestRunServerJSONAsMarshal(t *testing.T) {
 			return // written by Marshal, above
 		case health.State:
 			v.SetUint(uint64(health.Up))
+		case *uint32:
+			w := uint32(7)
+			v.Set(reflect.ValueOf(&w))
 		default:
 			switch v.Kind() {
 			case reflect.Struct:

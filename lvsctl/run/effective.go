@@ -119,26 +119,30 @@ type draining struct {
 }
 
 // effective is the table lvsctl run keeps: the file's, with each checked
-// real server that is not up at weight 0, mh services that have one out
+// real server that is not up at weight 0 and each up with a weight from
+// its check (a dynamic exec check's) at that weight, mh services that have one out
 // given mh-fallback, the probe services, and the real servers still
 // draining. A service whose real servers are all checked, none up and
 // one at least failed, is in allDown, and follows its when_all_down.
 // probes are probeTargets' of want: in its order, which effective walks
 // along. inService says which checked real servers were in service
 // before; it is updated.
-func effective(want *rules.Set, h *desired.Health, probes []checked, state func(health.TargetKey) health.State,
+func effective(want *rules.Set, h *desired.Health, probes []checked, state func(health.TargetKey) (health.State, *uint32),
 	drains map[desired.DestRef]*draining, inService map[desired.DestRef]bool) (set *rules.Set, allDown []rules.ServiceKey) {
 	out := &rules.Set{Services: make([]rules.Service, 0, len(want.Services)+len(probes))}
 	kept := make(map[rules.ServiceKey]int, len(want.Services))
 	var up []bool
-	var mine []*checked // of each real server of a service, its probe or nil
+	var weights []*uint32 // of each real server of a service up, its check's weight or nil
+	var mine []*checked   // of each real server of a service, its probe or nil
 	p := 0
 	for i := range want.Services {
 		s := want.Services[i]
 		sk := rules.KeyOf(&s.Service)
 		s.Dests = slices.Clone(s.Dests)
 		up, mine = slices.Grow(up[:0], len(s.Dests))[:len(s.Dests)], slices.Grow(mine[:0], len(s.Dests))[:len(s.Dests)]
+		weights = slices.Grow(weights[:0], len(s.Dests))[:len(s.Dests)]
 		clear(up)
+		clear(weights)
 		checkedN, failed := 0, false
 		for j := range s.Dests {
 			mine[j] = nil
@@ -150,9 +154,10 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 				continue
 			}
 			checkedN++
-			switch state(mine[j].key) {
+			st, w := state(mine[j].key)
+			switch st {
 			case health.Up:
-				up[j] = true
+				up[j], weights[j] = true, w
 			case health.Down:
 				failed = true
 			}
@@ -170,8 +175,11 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 				continue
 			}
 			inService[mine[j].ref] = up[j]
-			if !up[j] {
+			switch {
+			case !up[j]:
 				s.Dests[j].Weight, out0 = 0, true
+			case weights[j] != nil:
+				s.Dests[j].Weight = *weights[j]
 			}
 		}
 		if down && h != nil {

@@ -457,15 +457,16 @@ func (e *refusedError) Error() string {
 	return b.String()
 }
 
-// state is the checker's state of a target, looked up one at a time: a
-// snapshot of every state and its index is much of a reconcile's garbage
-// on a large table (figures: decision 0014).
-func (l *runLoop) state(k health.TargetKey) health.State {
+// state is the checker's state of a target and the weight its check
+// gives (nil: the file's), looked up one at a time: a snapshot of every
+// state and its index is much of a reconcile's garbage on a large table
+// (figures: decision 0014).
+func (l *runLoop) state(k health.TargetKey) (health.State, *uint32) {
 	s, ok := l.checker.State(k)
 	if !ok && l.carried != nil {
-		return l.carried[k]
+		return l.carried[k], nil
 	}
-	return s.State
+	return s.State, s.Weight
 }
 
 // applier changes the kernel's table, logging each change.
@@ -587,7 +588,16 @@ func (l *runLoop) logChange(c health.Change) {
 			names = append(names, refName(l.probes[i].ref))
 		}
 	}
-	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, c.Result)
+	// A weight from the check is said; a change from up to up is one of
+	// weight only.
+	result := c.Result
+	switch {
+	case c.New == health.Up && c.Weight != nil:
+		result += fmt.Sprintf(", weight %d", *c.Weight)
+	case c.Old == health.Up && c.New == health.Up:
+		result += ", the file's weight"
+	}
+	fmt.Fprintf(l.log, "lvsctl run: %s %s -> %s (%s check: %s)\n", strings.Join(names, ", "), c.Old, c.New, c.Target.Spec.Type, result)
 }
 
 // noteLate logs when probes fall behind their schedule and when they
@@ -754,7 +764,7 @@ func (l *runLoop) restore(f runFile) {
 func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
 	was := make(map[desired.DestRef]health.State, len(l.probes))
 	for i := range l.probes {
-		if st := l.state(l.probes[i].key); st == health.Up || st == health.Down {
+		if st, _ := l.state(l.probes[i].key); st == health.Up || st == health.Down {
 			was[l.probes[i].ref] = st
 		}
 	}

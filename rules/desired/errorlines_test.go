@@ -467,3 +467,44 @@ func TestNumberForText(t *testing.T) {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+const urlsYAML = `version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 80
+    check:
+      type: http
+      urls:
+        - path: /index.html
+          digest:
+            - 9b3a0c85a887a256d6939da88aadd8cd
+        - path: /healthz
+          expect: "200"
+    destinations:
+      - address: 192.168.1.1
+        port: 80
+        method: masq
+        weight: 1
+        check:
+          type: exec
+          command: [/bin/true]
+          dynamic: true
+      - {address: 192.168.1.2, port: 80, method: masq, weight: 1}
+`
+
+// TestFieldErrorLinesURLs: an error within a check's urls names the line
+// of the url's field, or of the digest itself; dynamic and urls are
+// refused on checks of other types at their line.
+func TestFieldErrorLinesURLs(t *testing.T) {
+	d := urlsYAML
+	testLines(t, "urls.yaml", readFile, []lineCase{
+		{"digest", edit(t, d, "- 9b3a0c85a887a256d6939da88aadd8cd", "- 9b3a0c85"), 11, "9b3a0c85", `services[0].check: urls[0].digest[0] "9b3a0c85": not an MD5 digest`},
+		{"second url path", edit(t, d, "path: /healthz", "path: healthz"), 12, "healthz", `services[0].check: urls[1].path "healthz"`},
+		{"second url expect", edit(t, d, `expect: "200"`, `expect: "2xx"`), 13, "expect", `services[0].check: urls[1].expect "2xx"`},
+		{"url without path", edit(t, d, "- path: /healthz\n          expect", "- expect"), 12, "expect", `services[0].check: urls[1].path: missing`},
+		{"urls with path", edit(t, d, "      urls:", "      path: /\n      urls:"), 9, "urls", "urls: not with path or expect"},
+		{"urls on tcp", edit(t, d, "type: http", "type: tcp"), 8, "urls", "urls: not for tcp checks"},
+		{"dynamic on tcp", edit(t, d, "type: exec\n          command: [/bin/true]", "type: tcp"), 21, "dynamic", "dynamic: not for tcp checks"},
+	})
+}

@@ -203,19 +203,29 @@ func (hr *healthReader) dest(line, n, i, j int, svc rules.ServiceKey, dest rules
 // of the field it is about, else of the "check" key.
 func (hr *healthReader) check(n int, path string, s *health.Spec) error {
 	if err := s.WithDefaults().ValidateWith(hr.sys); err != nil {
-		return hr.errorf(hr.lineOf(n, "check", checkField(err)), "%s: %v", path, err)
+		return hr.errorf(hr.lineOf(n, append([]string{"check"}, checkField(err)...)...), "%s: %v", path, err)
 	}
 	return nil
 }
 
-// checkField is the field a check's error is about: health's messages
-// start with its key ("interval \"2x\": ...", "type: missing").
-func checkField(err error) string {
+// checkField is the path of the field a check's error is about: health's
+// messages start with it ("interval \"2x\": ...", "type: missing",
+// "urls[1].digest[0] ...": urls, [1], digest, [0]).
+func checkField(err error) []string {
 	msg := err.Error()
-	if i := strings.IndexAny(msg, " :"); i > 0 {
-		return msg[:i]
+	i := strings.IndexAny(msg, " :")
+	if i <= 0 {
+		return nil
 	}
-	return ""
+	var path []string
+	for part := range strings.SplitSeq(msg[:i], ".") {
+		name, idx, ok := strings.Cut(part, "[")
+		path = append(path, name)
+		if ok {
+			path = append(path, "["+idx)
+		}
+	}
+	return path
 }
 
 // result is the health the document holds, nil when it has none.

@@ -1,9 +1,11 @@
 package desired
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/rules"
 )
 
@@ -76,6 +78,38 @@ func TestYAMLWithChecks(t *testing.T) {
 	sh := h.Services[svc]
 	if sh.WhenAllDown != Sorry || sh.SorryServer.String() != "192.168.9.9:80" {
 		t.Errorf("service health %+v", sh)
+	}
+}
+
+// TestURLsAndDynamicRead: a check's urls, with their digests, and an exec
+// check's dynamic read into the spec; each url gains the default expect.
+func TestURLsAndDynamicRead(t *testing.T) {
+	healthSystem = health.System{Stat: func(string) (health.FileInfo, error) { return health.FileInfo{Mode: 0o755}, nil },
+		LookupUser: func(string) (uint32, uint32, error) { return 65534, 65534, nil }}
+	defer func() { healthSystem = health.System{} }()
+	_, h, err := Read("urls.yaml", strings.NewReader(urlsYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawHTTP, sawExec bool
+	for _, c := range h.Checks {
+		switch c.Type {
+		case "http":
+			sawHTTP = true
+			want := []health.URL{{Path: "/index.html", Expect: health.DefaultExpect, Digest: []string{"9b3a0c85a887a256d6939da88aadd8cd"}},
+				{Path: "/healthz", Expect: "200"}}
+			if c.Path != "" || c.Expect != "" || !reflect.DeepEqual(c.URLs, want) {
+				t.Errorf("http check %+v, want urls %+v and no path or expect", c, want)
+			}
+		case "exec":
+			sawExec = true
+			if !c.Dynamic {
+				t.Errorf("exec check %+v, want dynamic", c)
+			}
+		}
+	}
+	if !sawHTTP || !sawExec {
+		t.Errorf("checks %v: want an http and an exec check", h.Checks)
 	}
 }
 

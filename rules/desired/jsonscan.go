@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -234,6 +235,25 @@ func fieldLine(data []byte, n int, path ...string) int {
 	}
 	line := 0
 	for _, name := range path {
+		if i, ok := elementIndex(name); ok {
+			// An element: its own line.
+			if data[off] != '[' {
+				break
+			}
+			v := -1
+			eachElement(data, off, func(e int) bool {
+				if i == 0 {
+					v = e
+				}
+				i--
+				return i >= 0
+			})
+			if v < 0 {
+				break
+			}
+			line, off = lineAt(data, int64(v)), v
+			continue
+		}
 		if data[off] != '{' {
 			break
 		}
@@ -244,6 +264,15 @@ func fieldLine(data []byte, n int, path ...string) int {
 		line, off = lineAt(data, int64(k)), v
 	}
 	return line
+}
+
+// elementIndex reads a path element "[i]", an array's i-th element.
+func elementIndex(name string) (int, bool) {
+	if len(name) < 3 || name[0] != '[' || name[len(name)-1] != ']' {
+		return 0, false
+	}
+	i, err := strconv.Atoi(name[1 : len(name)-1])
+	return i, err == nil && i >= 0
 }
 
 // findKey finds key name in the object at data[off] ('{'): the offset of

@@ -287,20 +287,32 @@ func (c *conv) checkSpec(v *vsState, r *rsState, k *chkState, method string) (*h
 	s.Interval = micros(uint64(iv / time.Microsecond))
 	s.Timeout = micros(uint64(tv / time.Microsecond))
 	if s.Type == "http" || s.Type == "https" {
-		s.Host = orDefault(k.vhost, orDefault(r.vhost, v.vhost))
+		host := orDefault(k.vhost, orDefault(r.vhost, v.vhost))
+		s.Host = host
 		for i, u := range k.urls {
-			if i > 0 {
-				c.lossy(u.at, "url: lvsctl checks one URL per real server; only the first is kept")
-				continue
-			}
-			s.Path = u.path
-			if u.vhost != "" {
-				s.Host = u.vhost
-			}
-			s.Expect = "200-299" // check_http.h HTTP_DEFAULT_STATUS_CODE_MIN..MAX
+			expect := "200-299" // check_http.c url_check: HTTP_DEFAULT_STATUS_CODE_MIN..MAX
 			if len(u.codes) > 0 {
-				s.Expect = strings.Join(u.codes, ",")
+				expect = strings.Join(u.codes, ",")
 			}
+			// One Host header for all: the first url's virtualhost.
+			uh := orDefault(u.vhost, host)
+			if i == 0 {
+				s.Host = uh
+			} else if uh != s.Host {
+				c.lossy(u.at, "url %s: virtualhost %q: lvsctl sends one Host header per check, the first url's (%q)", u.path, uh, s.Host)
+			}
+			su := health.URL{Path: u.path, Expect: expect}
+			if u.digest != "" {
+				su.Digest = []string{u.digest}
+			}
+			s.URLs = append(s.URLs, su)
+		}
+		if len(s.URLs) == 1 && s.URLs[0].Digest == nil {
+			// One url without a digest: the plain form.
+			s.Path, s.Expect, s.URLs = s.URLs[0].Path, s.URLs[0].Expect, nil
+		}
+		if len(s.URLs) > 1 {
+			c.note(k.urls[1].at, "url: keepalived requests one url per delay_loop, in turn; lvsctl requests them all at each probe, within connect_timeout (timing only)")
 		}
 	}
 	if s.Type == "udp" && !k.reply {

@@ -1,6 +1,8 @@
 package keepalived
 
 import (
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -267,10 +269,11 @@ type chkState struct {
 }
 
 type urlState struct {
-	at    *Stmt
-	path  string
-	codes []string
-	vhost string
+	at     *Stmt
+	path   string
+	codes  []string
+	vhost  string
+	digest string // lower case; "" for none
 }
 
 const (
@@ -769,6 +772,22 @@ func urlKW(f func(c *conv, u *urlState, s *Stmt)) func(c *conv, s *Stmt) {
 			f(c, c.url, s)
 		}
 	}
+}
+
+// digest is check_http.c digest_handler: 32 hex digits, the MD5 of the
+// body; a second digest of a url, or one keepalived cannot read, is
+// ignored.
+func digest(c *conv, u *urlState, s *Stmt) {
+	w := arg(s, 1)
+	if u.digest != "" {
+		c.notice(s, "digest: a second one for this url: keepalived keeps the first")
+		return
+	}
+	if b, err := hex.DecodeString(w); err != nil || len(b) != md5.Size {
+		c.notice(s, "digest %q: not 32 hex digits: keepalived ignores it", w)
+		return
+	}
+	u.digest = strings.ToLower(w)
 }
 
 // statusCodes is check_http.c status_code_handler: each value is a code

@@ -2,7 +2,6 @@ package keepalived
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -203,27 +202,96 @@ func TestHTTPAndSorry(t *testing.T) {
 	}
 }
 
-func TestDigestIsLossy(t *testing.T) {
+// TestDigestsAndURLs: a url's digest and a checker's several urls
+// convert to urls, each with its statuses (check_http.c url_check's
+// default 200-299) and digest, in keepalived's order; a second digest of
+// a url and one that is not 32 hex digits are ignored, as
+// check_http.c digest_handler ignores them. One url without a digest
+// keeps the plain path and expect.
+func TestDigestsAndURLs(t *testing.T) {
 	conf := `virtual_server 192.0.2.1 80 {
   real_server 10.0.0.1 80 {
     HTTP_GET {
       url { path /x
-            digest 640205b7b0fc66c1ea91c463fac6334d }
+            digest 640205B7B0FC66C1EA91C463FAC6334D
+            digest 00000000000000000000000000000000 }
+      url { path /y
+            status_code 200 }
+      url { path /z
+            digest 640205b7 }
+    }
+  }
+  real_server 10.0.0.2 80 {
+    HTTP_GET {
+      url { path /only }
     }
   }
 }`
-	_, err := imp(t, conf, false)
-	var e Errors
-	if !errors.As(err, &e) || len(e) != 1 || e[0].Line != 5 || !strings.Contains(e[0].Msg, "digest") {
-		t.Fatalf("err = %v; want digest at line 5", err)
+	r := mustImport(t, conf, false)
+	ds := r.Document.Services[0].Destinations
+	want := &health.Spec{Type: "http", URLs: []health.URL{
+		{Path: "/x", Expect: "200-299", Digest: []string{"640205b7b0fc66c1ea91c463fac6334d"}},
+		{Path: "/y", Expect: "200"},
+		{Path: "/z", Expect: "200-299"},
+	}, Interval: "60s", Timeout: "5s", Rise: 1, Fall: 2}
+	if c := ds[0].Check; !reflect.DeepEqual(c, want) {
+		t.Errorf("check %+v, want %+v", c, want)
+	}
+	if c := ds[1].Check; c == nil || c.Path != "/only" || c.Expect != "200-299" || c.URLs != nil {
+		t.Errorf("check %+v, want path /only and no urls", c)
+	}
+	for _, w := range []struct {
+		line int
+		msg  string
+	}{{6, "digest: a second one for this url: keepalived keeps the first"}, {10, `digest "640205b7": not 32 hex digits: keepalived ignores it`}} {
+		n := hasNotice(r, w.msg)
+		if n == nil || n.Lossy || n.Line != w.line {
+			t.Errorf("notice %q: %+v, want one at line %d, not lossy", w.msg, n, w.line)
+		}
+	}
+	if n := hasNotice(r, "lvsctl requests them all at each probe"); n == nil || n.Lossy || n.Line != 7 {
+		t.Errorf("timing notice of several urls: %+v", n)
+	}
+	// YAML that lvsctl reads back.
+	planAccepts(t, "digests", r)
+}
+
+// TestURLVirtualhosts: the urls of a checker share one Host header: a url
+// whose virtualhost differs from the first's is lossy.
+func TestURLVirtualhosts(t *testing.T) {
+	conf := `virtual_server 192.0.2.1 80 {
+  real_server 10.0.0.1 80 {
+    HTTP_GET {
+      virtualhost www.example.org
+      url { path /x
+            virtualhost api.example.org }
+      url { path /y }
+    }
+  }
+}`
+	if _, err := imp(t, conf, false); err == nil || !strings.Contains(err.Error(), `url /y: virtualhost "www.example.org": lvsctl sends one Host header per check, the first url's ("api.example.org")`) {
+		t.Fatalf("err = %v", err)
 	}
 	r := mustImport(t, conf, true)
-	n := hasNotice(r, "digest")
-	if n == nil || !n.Lossy || n.Line != 5 {
-		t.Errorf("lossy notice = %+v", n)
+	if c := r.Document.Services[0].Check; c == nil || c.Host != "api.example.org" || len(c.URLs) != 2 {
+		t.Errorf("check %+v, want the first url's host and both urls", c)
 	}
-	if c := r.Document.Services[0].Check; c == nil || c.Path != "/x" || c.Expect != "200-299" {
-		t.Errorf("check = %+v; want path /x, keepalived's default statuses", c)
+}
+
+// TestMiscDynamic: misc_dynamic is a dynamic exec check
+// (check_misc.c misc_dynamic_handler).
+func TestMiscDynamic(t *testing.T) {
+	conf := `virtual_server 192.0.2.1 80 {
+  real_server 10.0.0.1 80 {
+    MISC_CHECK {
+      misc_path "/usr/local/bin/weigh 10.0.0.1"
+      misc_dynamic
+    }
+  }
+}`
+	r := mustImport(t, conf, false)
+	if c := r.Document.Services[0].Check; c == nil || c.Type != "exec" || !c.Dynamic {
+		t.Errorf("check %+v, want a dynamic exec check", c)
 	}
 }
 

@@ -140,7 +140,7 @@ func init() {
 			"virtualhost":   {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.vhost = vhost(c, s, k.vhost) }), args: 1},
 			"http_protocol": {run: chkKW(notExpressible), args: 1},
 			"enable_sni":    ignored("lvsctl sends the virtualhost as the TLS server name whenever one is given", 1),
-			"fast_recovery": ignored("timing only: lvsctl checks its one URL every interval", 1),
+			"fast_recovery": ignored("timing only: lvsctl checks all its URLs every interval", 1),
 			"url":           {run: startURL, args: 0, sub: urlLevel, end: endURL},
 		})
 	}
@@ -160,10 +160,8 @@ func init() {
 	checkLevel["MISC_CHECK"] = &level{name: "MISC_CHECK", kws: with(common(false), map[string]*keyword{
 		"misc_path":    {run: chkKW(miscPath), args: -1},
 		"misc_timeout": {run: chkKW(miscTimeout), args: 1},
-		"misc_dynamic": {run: chkKW(func(c *conv, k *chkState, s *Stmt) {
-			c.lossy(s, "misc_dynamic: lvsctl does not set weights from the exit status")
-		}), args: 0},
-		"user": {run: chkKW(miscUser), args: 2},
+		"misc_dynamic": {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.spec.Dynamic = true }), args: 0},
+		"user":         {run: chkKW(miscUser), args: 2},
 	})}
 	for _, kind := range []string{"TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "UDP_CHECK", "MISC_CHECK"} {
 		rsLevel.kws[kind] = &keyword{run: startCheck, args: 0, sub: checkLevel[kind], end: endCheck}
@@ -193,10 +191,11 @@ func init() {
 		"path":        {run: urlKW(func(c *conv, u *urlState, s *Stmt) { u.path = arg(s, 1) }), args: 1},
 		"status_code": {run: urlKW(statusCodes), args: -1},
 		"virtualhost": {run: urlKW(func(c *conv, u *urlState, s *Stmt) { u.vhost = vhost(c, s, u.vhost) }), args: 1},
+		"digest":      {run: urlKW(digest), args: 1},
 	}
-	for _, kw := range []string{"digest", "regex", "regex_no_match", "regex_options", "regex_stack", "regex_min_offset", "regex_max_offset"} {
+	for _, kw := range []string{"regex", "regex_no_match", "regex_options", "regex_stack", "regex_min_offset", "regex_max_offset"} {
 		urlLevel.kws[kw] = &keyword{run: urlKW(func(c *conv, u *urlState, s *Stmt) {
-			c.lossy(s, "%s: lvsctl checks the status only, not the body", s.Words[0])
+			c.lossy(s, "%s: lvsctl checks a body by its digest only, not by a regex", s.Words[0])
 		}), args: -1}
 	}
 }
