@@ -499,16 +499,22 @@ func (f *flowsProc) quit() {
 		f.t.Logf("flows client: failed opens since its start: %s; first: %s", sortedCounts(r.OpenErrors), r.FirstOpenError)
 	}
 	f.send("quit")
+	awaitQuit(f.t, f.cmd, "flows")
+}
+
+// awaitQuit waits for a client told to quit, killing it after 30 s.
+func awaitQuit(t *testing.T, cmd *exec.Cmd, name string) {
+	t.Helper()
 	done := make(chan error, 1)
-	go func() { done <- f.cmd.Wait() }()
+	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		if err != nil {
-			f.t.Errorf("flows client: %v", err)
+			t.Errorf("%s client: %v", name, err)
 		}
 	case <-time.After(30 * time.Second):
-		f.cmd.Process.Kill()
-		f.t.Fatal("flows client did not quit")
+		cmd.Process.Kill()
+		t.Fatalf("%s client did not quit", name)
 	}
 }
 

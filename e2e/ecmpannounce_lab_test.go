@@ -476,17 +476,7 @@ func (c *churnProc) report() ChurnReport {
 func (c *churnProc) quit() {
 	c.t.Helper()
 	c.send("quit")
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			c.t.Errorf("churn client: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		c.cmd.Process.Kill()
-		c.t.Fatal("churn client did not quit")
-	}
+	awaitQuit(c.t, c.cmd, "churn")
 }
 
 // after counts the failures that started more than d after the mark.
