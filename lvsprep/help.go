@@ -40,7 +40,7 @@ var profileExamples = map[string][]example{
 	},
 	"director ecmp": {
 		{"one director of an ECMP group, the VIP on lo", "lvsprep director ecmp --vip 192.0.2.10"},
-		{"the VIP on a dummy interface instead", "lvsprep director ecmp --vip 192.0.2.10 --dev dummy0"},
+		{"then BIRD's configuration, announcing the VIPs lvsctl run can serve", "lvsprep bird director --router 10.2.0.1 --router-as 65000 --as 65001 > /etc/bird/bird.conf"},
 		{"put back what it changed", "lvsprep director ecmp --vip 192.0.2.10 --undo"},
 	},
 	"realserver dr": {
