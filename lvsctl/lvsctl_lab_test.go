@@ -69,7 +69,8 @@ func TestLvsctlListJSONRoundTrip(t *testing.T) {
 }
 
 // mhFlows sends one SYN from each local port in ports to vip:80 and returns
-// the real server IPVS chose for each, from the connection table.
+// the real server IPVS chose for each, from the connection table of the
+// thread's namespace (/proc/net would show the main thread's).
 func mhFlows(t *testing.T, src, vip string, ports []int) map[int]string {
 	t.Helper()
 	srcIP, dstIP := netip.MustParseAddr(src).As4(), netip.MustParseAddr(vip).As4()
@@ -88,7 +89,7 @@ func mhFlows(t *testing.T, src, vip string, ports []int) map[int]string {
 		}
 		unix.Close(fd)
 	}
-	f, err := os.Open("/proc/net/ip_vs_conn")
+	f, err := os.Open("/proc/thread-self/net/ip_vs_conn")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,11 @@ import (
 	"github.com/lvskit/lvskit/save"
 )
 
+// threadConnFile is the connection table of the calling thread's network
+// namespace. /proc/net is /proc/self/net, the namespace of the process's
+// main thread, not of a test's thread that labtest.Netns moved.
+const threadConnFile = "/proc/thread-self/net/ip_vs_conn"
+
 func openIPVS(t *testing.T) *ipvs.Conn {
 	t.Helper()
 	c, err := ipvs.Open()
@@ -208,7 +213,7 @@ func TestLabConnectionsMatchReference(t *testing.T) {
 		for attempt := 0; attempt < 6; attempt++ {
 			before := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
 			var got bytes.Buffer
-			err := list.Connections(&got, "/proc/net/ip_vs_conn", tc.persist, list.Options{Numeric: tc.numeric})
+			err := list.Connections(&got, threadConnFile, tc.persist, list.Options{Numeric: tc.numeric})
 			after := labtest.Run(t, "", labtest.RefIpvsadm, tc.args...)
 			if err != nil {
 				t.Fatalf("%v: %v", tc.args, err)

@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // netnsID names the network namespace of the calling thread.
@@ -282,4 +285,54 @@ virtual_server 10.9.9.9 80 {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestNetnsProcNetIsTheMainThreads pins why tests read their namespace's
+// tables under /proc/thread-self/net: /proc/net is /proc/self/net, which
+// shows the namespace of the process's main thread, not of a test's
+// thread that Netns moved. A test reading /proc/net/ip_vs_conn saw its own
+// connections only when its goroutine happened to run on the main thread.
+func TestNetnsProcNetIsTheMainThreads(t *testing.T) {
+	Require(t)
+	// A locked goroutine on a thread other than the main one: when the
+	// first lands on the main thread, the second cannot.
+	done := make(chan struct{})
+	var moved func()
+	moved = func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			go moved()
+			<-done // the main thread stays held until the other is done
+			runtime.UnlockOSThread()
+			return
+		}
+		// Never unlocked: the thread dies with the goroutine, in its namespace.
+		defer close(done)
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			t.Errorf("unshare: %v", err)
+			return
+		}
+		if r := Run(t, "", "/usr/bin/ip", "link", "add", "labtest1", "type", "dummy"); r.Code != 0 {
+			t.Errorf("ip link add: %+v", r)
+			return
+		}
+		own, err := os.ReadFile("/proc/thread-self/net/dev")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		main, err := os.ReadFile("/proc/net/dev")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if !strings.Contains(string(own), "labtest1:") {
+			t.Errorf("/proc/thread-self/net/dev lacks the thread's own link:\n%s", own)
+		}
+		if strings.Contains(string(main), "labtest1:") {
+			t.Errorf("/proc/net/dev shows the moved thread's namespace:\n%s", main)
+		}
+	}
+	go moved()
+	<-done
 }
