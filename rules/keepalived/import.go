@@ -266,6 +266,10 @@ type chkState struct {
 	urls      []*urlState
 	reply     bool
 	dropped   bool
+	connIP    netip.Addr // connect_ip, unmapped; invalid when not given
+	connIPAt  *Stmt
+	mark      uint32 // fwmark: SO_MARK on the probe's socket
+	markAt    *Stmt
 }
 
 type urlState struct {
