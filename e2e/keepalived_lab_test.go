@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lab/labtest"
+	"github.com/lvskit/lvskit/rules"
 	"github.com/lvskit/lvskit/rules/keepalived"
 )
 
@@ -42,6 +45,9 @@ const oracleRun = "/kaoracle"
 //	                                - one of keepalived's only
 //	# oracle-unchanged ka|lv        that director's table does not change
 //	                                when the real server fails
+//	# oracle-probes N               lvsctl run's table holds N probe services
+//	                                (checks via vip; default none), which
+//	                                the comparison leaves out
 type oracleCase struct {
 	name, path string
 	lossy      bool
@@ -49,6 +55,7 @@ type oracleCase struct {
 	serve      []string
 	diffs      map[string][]string
 	unchanged  map[string]bool
+	probes     int
 	empty      bool // no virtual server: both tables stay empty
 }
 
@@ -73,6 +80,10 @@ func readOracleCase(t *testing.T, path string) oracleCase {
 			c.serve = append(c.serve, f[2])
 		case f[1] == "oracle-unchanged" && len(f) == 3 && (f[2] == "ka" || f[2] == "lv"):
 			c.unchanged[f[2]] = true
+		case f[1] == "oracle-probes" && len(f) == 3:
+			if _, err := fmt.Sscan(f[2], &c.probes); err != nil {
+				t.Fatalf("%s: bad directive %q", path, l)
+			}
 		case f[1] == "oracle-diff" && len(f) > 4:
 			c.diffs[f[2]] = append(c.diffs[f[2]], f[3]+" "+strings.Join(f[4:], " "))
 		default:
@@ -409,6 +420,8 @@ type tables struct{ ka, lv string }
 // case says it does not), and a real server of failed (an address) that
 // lvsctl holds at weight 0 and keepalived deleted is the documented
 // difference, not counted; in phase back each must be as it was in was.
+// lvsctl's probe services are left out of its table, and must be as many
+// as the case declares.
 func oracleSettle(t *testing.T, n *network, c oracleCase, phase, failed string, was tables, bound time.Duration) (time.Duration, tables) {
 	t.Helper()
 	want := slices.Clone(c.diffs[phase])
@@ -418,8 +431,12 @@ func oracleSettle(t *testing.T, n *network, c oracleCase, phase, failed string, 
 	var now tables
 	agreed := 0
 	for {
-		now = tables{n.must("ka", labtest.RefIpvsadm, "-Sn"), n.must("lv", labtest.RefIpvsadm, "-Sn")}
+		lv, probes := withoutProbes(n.must("lv", labtest.RefIpvsadm, "-Sn"))
+		now = tables{n.must("ka", labtest.RefIpvsadm, "-Sn"), lv}
 		got = tableDiff(now.ka, now.lv, failed)
+		if probes != c.probes && !c.empty {
+			got = append(got, fmt.Sprintf("lvsctl has %d probe services, want %d", probes, c.probes))
+		}
 		ready := now.lv != "" || c.empty
 		switch phase {
 		case "down":
@@ -442,6 +459,27 @@ func oracleSettle(t *testing.T, n *network, c oracleCase, phase, failed string, 
 	}
 	t.Errorf("phase %s: after %v the tables differ by %q, want %q\nkeepalived:\n%s\nlvsctl:\n%s", phase, bound, got, want, now.ka, now.lv)
 	return 0, now
+}
+
+// withoutProbes is an ipvsadm -Sn table without lvsctl run's probe
+// services (rules.IsProbeService), which keepalived has no counterpart
+// of: they carry the checks that the services compared show the results
+// of. n counts them.
+func withoutProbes(table string) (rest string, n int) {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) > 2 && (f[0] == "-A" || f[0] == "-a") && f[1] == "-f" {
+			if m, err := strconv.ParseUint(f[2], 10, 32); err == nil && rules.IsProbeService(&ipvs.Service{FWMark: uint32(m)}) {
+				if f[0] == "-A" {
+					n++
+				}
+				continue
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String(), n
 }
 
 // tableDiff lists, sorted, the lines of lvsctl's table that keepalived's

@@ -534,6 +534,10 @@ type jsonServer struct {
 	LastProbe    time.Time     `json:"last_probe,omitzero"`
 	LastDuration time.Duration `json:"last_probe_duration_ns"`
 	Check        string        `json:"check"`
+	// Weight is the one the real server has in the kernel's table, by the
+	// record (record.Server.TableWeight); ConfiguredWeight is the file's.
+	Weight           uint32 `json:"weight"`
+	ConfiguredWeight uint32 `json:"configured_weight"`
 }
 
 func toJSONRun(st *record.Run) *jsonRun {
@@ -548,11 +552,22 @@ func toJSONRun(st *record.Run) *jsonRun {
 	}
 	for _, s := range st.Servers {
 		h := s.Health
+		w, _ := s.TableWeight()
 		out.Servers = append(out.Servers, jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
-			State: h.State.String(), Result: h.Result, Passes: h.Passes, Fails: h.Fails, LastChange: h.LastChange,
-			LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.CheckType()})
+			Weight: w, ConfiguredWeight: s.Weight, State: h.State.String(), Result: h.Result, Passes: h.Passes,
+			Fails: h.Fails, LastChange: h.LastChange, LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.CheckType()})
 	}
 	return out
+}
+
+// weightText is s's weight in the table, followed by the file's when that
+// differs: "5", "3 (file 5)", "0 (file 5)".
+func weightText(s *record.Server) string {
+	w, _ := s.TableWeight()
+	if w == s.Weight {
+		return strconv.FormatUint(uint64(w), 10)
+	}
+	return fmt.Sprintf("%d (file %d)", w, s.Weight)
 }
 
 // writeRunStatus prints lvsctl run's record: who runs, the checker's
@@ -596,8 +611,8 @@ func (r *runner) writeRunStatus(st *record.Run) error {
 		if !h.LastChange.IsZero() {
 			since = h.LastChange.UTC().Format(time.RFC3339)
 		}
-		rows = append(rows, []string{s.Service, s.Destination, serving, h.State.String(), s.CheckType(),
+		rows = append(rows, []string{s.Service, s.Destination, serving, weightText(&s), h.State.String(), s.CheckType(),
 			fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
 	}
-	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)
+	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "WEIGHT", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)
 }

@@ -472,7 +472,7 @@ func TestStatusShowsTheChecks(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s := run(t, env, "", "status")
-		if strings.Contains(s.stdout, "| 192.168.1.2:80 | held out   | down ") && strings.Contains(s.stdout, "| 192.168.1.1:80 | in service | up ") {
+		if strings.Contains(s.stdout, "| 192.168.1.2:80 | held out   | 0 (file 1) | down ") && strings.Contains(s.stdout, "| 192.168.1.1:80 | in service | 3          | up ") {
 			if !strings.Contains(s.stdout, "lvsctl run: pid ") || !strings.Contains(s.stdout, "connection refused") {
 				t.Errorf("status: %+v", s)
 			}
@@ -489,7 +489,7 @@ func TestStatusShowsTheChecks(t *testing.T) {
 		t.Fatalf("status --json: %v %+v", err, js)
 	}
 	for _, s := range doc.Run.Servers {
-		if s.Service != "-t 10.0.0.1:80" || s.Check != "tcp" || (s.Destination == "192.168.1.2:80") == s.InService {
+		if s.Service != "-t 10.0.0.1:80" || s.Check != "tcp" || (s.Destination == "192.168.1.2:80") == s.InService || (s.Weight == 0) == s.InService {
 			t.Errorf("server %+v", s)
 		}
 	}

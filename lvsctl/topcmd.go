@@ -209,8 +209,9 @@ func (c *recordCache) load(j *record.Journal) *record.Run {
 	c.stat, c.st = now, st
 	c.health = make(map[string]top.Health, len(st.Servers))
 	for _, s := range st.Servers {
+		_, dynamic := s.TableWeight()
 		c.health[s.Service+" -r "+s.Destination] = top.Health{InService: s.InService, Check: s.Health.State.String(),
-			Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0}
+			Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0, Dynamic: dynamic}
 	}
 	return st
 }

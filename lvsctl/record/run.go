@@ -239,6 +239,20 @@ func (s *Server) CheckType() string {
 	return s.Health.Target.Spec.Type
 }
 
+// TableWeight is the weight run gives s in the kernel's table: 0 while
+// held out, else the weight its dynamic exec check passed with (dynamic
+// is then set), else the file's. Only an up check's weight counts: one
+// kept in service after its service's checks all failed has the file's.
+func (s *Server) TableWeight() (w uint32, dynamic bool) {
+	switch h := &s.Health; {
+	case !s.InService:
+		return 0, false
+	case h.State == health.Up && h.Weight != nil:
+		return *h.Weight, true
+	}
+	return s.Weight, false
+}
+
 // held lists the real servers a run keeps out of service, by their names
 // as ipvsadm writes them ("-t 10.0.0.1:80 -r 192.168.1.2:80").
 func (st *Run) held() map[string]Server {

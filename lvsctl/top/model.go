@@ -62,6 +62,9 @@ type Health struct {
 	// Weight is the configured weight (the file's), when known.
 	Weight    uint32
 	HasWeight bool
+	// Dynamic says that the weight in the table is the one its dynamic
+	// exec check passed with, not the file's.
+	Dynamic bool
 }
 
 // Input is one refresh: the table as read once, the journal's drains and
@@ -156,6 +159,7 @@ type row struct {
 	reason    string // held out or kept: the check's last result
 	weight    int64
 	conf      int64 // configured weight, -1 when unknown
+	dynamic   bool  // the weight is the dynamic check's (Health.Dynamic)
 	servers   int   // a service row's real servers
 	inService int   // ... of them in service (kept and sorry too)
 	allDown   bool  // a service row's: every check failed
@@ -278,6 +282,7 @@ func (m *Model) fill(g *group) {
 		if checked && hl.HasWeight {
 			r.conf = int64(hl.Weight)
 		}
+		r.dynamic = checked && m.in.RunActive && hl.Dynamic
 		m.setState(&r, m.drains, ref, hl, checked && m.in.RunActive, g.svc.allDown)
 		if r.state == stateIn || r.state == stateKept || r.state == stateSorry {
 			g.svc.inService++
@@ -497,6 +502,9 @@ type Line struct {
 	// Key is the service's key.
 	Key   rules.ServiceKey
 	Cells [NumColumns]string
+	// DynamicWeight says that a real server's weight is the one its
+	// dynamic exec check set (lvsctl run's record).
+	DynamicWeight bool
 }
 
 // IsService reports whether the line is a service's totals.
@@ -759,6 +767,7 @@ func (m *Model) line(r *row, human bool) Line {
 		if m.runActive && r.conf >= 0 {
 			l.Cells[ColWeight] += "/" + strconv.FormatInt(r.conf, 10)
 		}
+		l.DynamicWeight = r.dynamic
 	}
 	l.Cells[ColState] = stateText(r, human)
 	l.Cells[ColActive] = u(r.active)

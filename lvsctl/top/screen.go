@@ -470,7 +470,11 @@ func (s *Screen) detailLines(w int) []string {
 	if strings.HasPrefix(c[ColState], AllDownMark) {
 		out = append(out, "every real server of the service failed its check; lvsctl run's when_all_down chose which stay in service")
 	}
-	out = append(out, "weight "+c[ColWeight]+"  active "+c[ColActive]+"  inactive "+c[ColInactive],
+	weight := "weight " + c[ColWeight]
+	if l.DynamicWeight {
+		weight += " (set by its dynamic check)"
+	}
+	out = append(out, weight+"  active "+c[ColActive]+"  inactive "+c[ColInactive],
 		"per second: conns "+c[ColCPS]+"  packets in "+c[ColInPPS]+" out "+c[ColOutPPS]+"  bytes in "+c[ColInBPS]+" out "+c[ColOutBPS],
 		"", "any key returns")
 	var wrapped []string

@@ -1,7 +1,9 @@
 package keepalived
 
 import (
+	"fmt"
 	"net/netip"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -326,10 +328,107 @@ func (c *conv) checkSpec(v *vsState, r *rsState, k *chkState, method string) (*h
 		// service's port.
 		c.lossy(k.at, "%s of real server %s without a port or connect_port: keepalived probes port 0 and takes the server out; lvsctl probes the service's port", k.kind, r.addr)
 	}
-	if method != "masq" && s.Type != "exec" {
-		s.Via = "direct" // keepalived probes the real server's own address
+	if s.Type != "exec" {
+		c.probeWay(v, r, k, method, &s)
 	}
 	return &s, true
+}
+
+// probeWay sets how s travels, from where keepalived's checker connects:
+// check_api.c queue_checker starts from the real server's address and
+// port as written, co_ip_handler and co_port_handler replace them, and
+// co_fwmark_handler has layer4.c mark the probe's socket (SO_MARK).
+//
+//   - The real server's own address: via direct. A mark on it changes
+//     only what the director's own rules (routing, firewall, an IPVS
+//     fwmark service) do with the probe, which lvsctl cannot see: lossy.
+//   - An address of the virtual server with a mark: the mark steers the
+//     probe through the director's table to this real server, which is
+//     via vip, with lvsctl's own mark service. Exact when the probe
+//     reaches the real server at the port it serves the service on.
+//   - An address of the virtual server without a mark: IPVS sends the
+//     probe to whichever real server it schedules, whose answer stands
+//     for this one; via vip probes this one alone: lossy.
+//   - Another address: not expressible; the real server is probed.
+func (c *conv) probeWay(v *vsState, r *rsState, k *chkState, method string, s *health.Spec) {
+	if method != "masq" {
+		s.Via = "direct"
+	}
+	port := uint16(s.Port) // connect_port, else the real server's as written
+	if port == 0 {
+		port = r.port
+	}
+	ip := k.connIP
+	if !ip.IsValid() || ip == r.addr {
+		if ip.IsValid() {
+			c.note(k.connIPAt, "connect_ip %s: the real server's own address, which lvsctl probes anyway", ip)
+		}
+		if k.mark != 0 {
+			c.lossy(k.markAt, "fwmark %d: keepalived marks its probe of the real server's own address, which changes only what the director's own rules (policy routing, firewall, an IPVS fwmark service) do with it; lvsctl's probe carries no mark", k.mark)
+		}
+		return
+	}
+	var matched []vsKey
+	addrs, marks := 0, 0
+	for _, key := range v.keys {
+		switch {
+		case key.fwmark != 0:
+			marks++
+		case key.addr == ip:
+			matched = append(matched, key)
+			fallthrough
+		default:
+			addrs++
+		}
+	}
+	if len(matched) == 0 {
+		c.lossy(k.connIPAt, "connect_ip %s: neither the real server's address nor one of the virtual server's: not expressible in an lvsctl check, which probes the real server directly or through the virtual address; ignored", ip)
+		return
+	}
+	s.Via, s.Port = "vip", 0
+	if k.mark == 0 {
+		c.lossy(k.connIPAt, "connect_ip %s without fwmark: keepalived's probe of the virtual address goes to whichever real server IPVS schedules, and that one's answer stands for %s; lvsctl's via vip probes through the virtual address to %s alone", ip, r.addr, r.addr)
+		return
+	}
+	// What the mark's own service does with the probe is the admin's;
+	// lvsctl's goes to the real server at its port in the service (the
+	// service's own for direct routing and tunnels).
+	want := matched[0].port
+	if method == "masq" && r.port != 0 {
+		want = r.port
+	}
+	if port != 0 && port != want {
+		c.lossy(k.connIPAt, "connect_ip %s, port %d: keepalived probes that port of the virtual address; lvsctl's via vip probes the service's port and reaches real server %s at port %d", ip, port, r.addr, want)
+	}
+	if marks > 0 {
+		c.lossy(k.connIPAt, "connect_ip %s: lvsctl probes the real servers of virtual_server_group %s's fwmark entries directly, not through %s", ip, v.groupName, ip)
+	}
+	steer := "an IPVS fwmark service or a routing rule"
+	if at := c.markService(k.mark); at != nil {
+		steer = fmt.Sprintf("%s at %s:%d", strings.Join(at.Words[:min(3, len(at.Words))], " "), filepath.Base(at.File), at.Line)
+	}
+	each := ""
+	if addrs > 1 {
+		each = "; each service of the group is probed through its own address and port"
+	}
+	c.note(k.connIPAt, "connect_ip %s with fwmark %d (line %d): keepalived's probe goes through the director's table to this real server, steered by the mark; lvsctl checks via vip, with a mark service of its own per real server, so the check needs neither fwmark %d nor what steers it (%s)%s",
+		ip, k.mark, k.markAt.Line, k.mark, steer, each)
+}
+
+// markService is the virtual_server of firewall mark m, or nil.
+func (c *conv) markService(m uint32) *Stmt {
+	for _, v := range c.vss {
+		keys := v.keys
+		if g := c.groups[v.groupName]; v.groupName != "" && g != nil {
+			keys = g.keys
+		}
+		for _, key := range keys {
+			if !v.dropped && key.fwmark == m {
+				return v.at
+			}
+		}
+	}
+	return nil
 }
 
 // firstSet is the first of vs that is set (not negative).

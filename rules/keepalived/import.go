@@ -266,6 +266,10 @@ type chkState struct {
 	urls      []*urlState
 	reply     bool
 	dropped   bool
+	connIP    netip.Addr // connect_ip, unmapped; invalid when not given
+	connIPAt  *Stmt
+	mark      uint32 // fwmark: SO_MARK on the probe's socket
+	markAt    *Stmt
 }
 
 type urlState struct {
@@ -774,20 +778,57 @@ func urlKW(f func(c *conv, u *urlState, s *Stmt)) func(c *conv, s *Stmt) {
 	}
 }
 
-// digest is check_http.c digest_handler: 32 hex digits, the MD5 of the
-// body; a second digest of a url, or one keepalived cannot read, is
-// ignored.
+// digest is check_http.c digest_handler: a url's first digest counts, and
+// a later one is ignored as a duplicate (keepalived compares the body's
+// MD5 with that one digest). The value must be 32 characters, which
+// strtoul reads two at a time in base 16: a pair may also be a blank, '+'
+// or '-' and one hex digit. One keepalived cannot read is ignored.
 func digest(c *conv, u *urlState, s *Stmt) {
 	w := arg(s, 1)
 	if u.digest != "" {
 		c.notice(s, "digest: a second one for this url: keepalived keeps the first")
 		return
 	}
-	if b, err := hex.DecodeString(w); err != nil || len(b) != md5.Size {
+	h, ok := md5Pairs(w)
+	if !ok {
 		c.notice(s, "digest %q: not 32 hex digits: keepalived ignores it", w)
 		return
 	}
-	u.digest = strings.ToLower(w)
+	if h != strings.ToLower(w) {
+		c.notice(s, "digest %q: keepalived reads it as %s", w, h)
+	}
+	u.digest = h
+}
+
+// md5Pairs reads a digest as digest_handler does: each pair of characters
+// by strtoul in base 16, which must use both. It returns the digest in
+// lower-case hex.
+func md5Pairs(w string) (string, bool) {
+	if len(w) != 2*md5.Size {
+		return "", false
+	}
+	var sum [md5.Size]byte
+	for i := range sum {
+		p := w[2*i : 2*i+2]
+		lead, d := p[0], p[1]
+		v, err := strconv.ParseUint(string(d), 16, 8)
+		if err != nil {
+			return "", false
+		}
+		switch {
+		case strings.IndexByte(" \t\n\v\f\r+", lead) >= 0:
+		case lead == '-':
+			v = -v & 0xff // strtoul negates; the byte keeps the low bits
+		default:
+			hi, err := strconv.ParseUint(string(lead), 16, 8)
+			if err != nil {
+				return "", false
+			}
+			v |= hi << 4
+		}
+		sum[i] = byte(v)
+	}
+	return hex.EncodeToString(sum[:]), true
 }
 
 // statusCodes is check_http.c status_code_handler: each value is a code

@@ -122,7 +122,8 @@ func init() {
 			m["connect_port"] = &keyword{run: chkKW(connectPort), args: 1}
 			m["connect_timeout"] = &keyword{run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.connTO) }), args: 1}
 			m["connect_ip"] = &keyword{run: chkKW(connectIP), args: 1}
-			for _, kw := range []string{"bindto", "bind_port", "bind_if", "fwmark"} {
+			m["fwmark"] = &keyword{run: chkKW(checkMark), args: 1}
+			for _, kw := range []string{"bindto", "bind_port", "bind_if"} {
 				m[kw] = &keyword{run: chkKW(notExpressible), args: 1}
 			}
 		}
@@ -331,14 +332,41 @@ func connectPort(c *conv, k *chkState, s *Stmt) {
 	k.spec.Port = int(n)
 }
 
-// connectIP is check_api.c co_ip_handler: the address probed. The real
-// server's own is what lvsctl probes; another is not expressible.
+// connectIP is check_api.c co_ip_handler: inet_stosockaddr reads the
+// address up to a '-' (else a '/') and keeps the port already set (the
+// real server's as written, or connect_port's). Whether lvsctl can probe
+// it is decided once the virtual server is read (probeWay).
 func connectIP(c *conv, k *chkState, s *Stmt) {
-	if a, err := netip.ParseAddr(arg(s, 1)); err == nil && c.rs != nil && a.Unmap() == c.rs.addr {
-		c.note(s, "connect_ip %s: the real server's own address, which lvsctl probes anyway", a)
+	w := arg(s, 1)
+	if i := strings.IndexByte(w, '-'); i >= 0 {
+		w = w[:i]
+	} else if i := strings.IndexByte(w, '/'); i >= 0 {
+		w = w[:i]
+	}
+	a, err := netip.ParseAddr(w)
+	if err != nil || a.Zone() != "" {
+		notExpressible(c, k, s)
 		return
 	}
-	notExpressible(c, k, s)
+	if w != arg(s, 1) {
+		c.notice(s, "connect_ip %q: keepalived reads the address %s", arg(s, 1), w)
+	}
+	k.connIP, k.connIPAt = a.Unmap(), s
+}
+
+// checkMark is check_api.c co_fwmark_handler: the mark layer4.c
+// socket_bind_connect and udp_bind_connect set (SO_MARK) on the probe's
+// socket; 0 sets none.
+func checkMark(c *conv, k *chkState, s *Stmt) {
+	n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
+	switch how {
+	case numBad:
+		c.notice(s, "fwmark %q: keepalived ignores it", arg(s, 1))
+		return
+	case numLoose:
+		c.notice(s, "fwmark %q: keepalived reads %d", arg(s, 1), n)
+	}
+	k.mark, k.markAt = uint32(n), s
 }
 
 func notExpressible(c *conv, k *chkState, s *Stmt) {
