@@ -29,7 +29,7 @@ type birdDirectorCmd struct {
 	Static   []string `name:"static" placeholder:"VIP" help:"Announce this VIP always, by protocol static instead of --device: for directors without lvsctl run. Repeatable."`
 	IPv6     bool     `name:"ipv6" help:"Announce IPv6 addresses too (over the same IPv4 session)."`
 	Hold     int      `name:"hold" default:"3" placeholder:"SECONDS" help:"BGP hold time: a director that dies silently is withdrawn after it; at least 3 (default: ${default})."`
-	BFD      bool     `name:"bfd" help:"Add BFD to the session: a silent director is withdrawn within 0.3 s."`
+	BFD      bool     `name:"bfd" help:"Add BFD to the session: a silent director is withdrawn within 0.9 s."`
 }
 
 type birdRouterCmd struct {
@@ -40,7 +40,7 @@ type birdRouterCmd struct {
 	RouterID   string   `name:"router-id" placeholder:"ADDR" help:"BIRD's router id and the sessions' local address (default: the address this host uses to reach the first --director)."`
 	IPv6       bool     `name:"ipv6" help:"Accept IPv6 VIPs (/128) too."`
 	Hold       int      `name:"hold" default:"3" placeholder:"SECONDS" help:"BGP hold time: a director that dies silently is withdrawn after it; at least 3 (default: ${default})."`
-	BFD        bool     `name:"bfd" help:"Add BFD to the sessions: a silent director is withdrawn within 0.3 s."`
+	BFD        bool     `name:"bfd" help:"Add BFD to the sessions: a silent director is withdrawn within 0.9 s."`
 }
 
 // birdConfig is a bird command: it builds its configuration from the
