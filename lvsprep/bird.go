@@ -27,7 +27,7 @@ type birdDirectorCmd struct {
 	RouterID string   `name:"router-id" placeholder:"ADDR" help:"BIRD's router id and the session's local address (default: the address this host uses to reach --router)."`
 	Device   string   `name:"device" default:"${announcedev}" placeholder:"IFACE" help:"Interface whose addresses are announced: lvsctl run's (default: ${default})."`
 	Static   []string `name:"static" placeholder:"VIP" help:"Announce this VIP always, by protocol static instead of --device: for directors without lvsctl run. Repeatable."`
-	IPv6     bool     `name:"ipv6" help:"Announce IPv6 addresses too (over the same IPv4 session)."`
+	IPv6     bool     `name:"ipv6" help:"Announce IPv6 addresses too, over the same IPv4 session; their next hop is this host's IPv6 address (not link-local) on the link to --router."`
 	Hold     int      `name:"hold" default:"3" placeholder:"SECONDS" help:"BGP hold time: a director that dies silently is withdrawn after it; at least 3 (default: ${default})."`
 	BFD      bool     `name:"bfd" help:"Add BFD to the session: a silent director is withdrawn within 0.9 s."`
 }
@@ -38,7 +38,7 @@ type birdRouterCmd struct {
 	Director   []string `name:"director" required:"" placeholder:"ADDR" help:"A director's IPv4 address on the router's link. Repeat for each director."`
 	Prefix     []string `name:"prefix" placeholder:"PREFIX" help:"Accept this prefix from the directors besides host routes: a service's announce: PREFIX. Repeatable."`
 	RouterID   string   `name:"router-id" placeholder:"ADDR" help:"BIRD's router id and the sessions' local address (default: the address this host uses to reach the first --director)."`
-	IPv6       bool     `name:"ipv6" help:"Accept IPv6 VIPs (/128) too."`
+	IPv6       bool     `name:"ipv6" help:"Accept IPv6 VIPs (/128) too; each director's next hop must be in an IPv6 prefix of this host's on the link."`
 	Hold       int      `name:"hold" default:"3" placeholder:"SECONDS" help:"BGP hold time: a director that dies silently is withdrawn after it; at least 3 (default: ${default})."`
 	BFD        bool     `name:"bfd" help:"Add BFD to the sessions: a silent director is withdrawn within 0.9 s."`
 }

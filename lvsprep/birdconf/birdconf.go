@@ -32,7 +32,11 @@ type Director struct {
 	// Static, when set, announces these VIPs unconditionally by protocol
 	// static instead: the recipe without `lvsctl run`.
 	Static []netip.Addr
-	// IPv6 adds the ipv6 channels (implied by an IPv6 address in Static).
+	// IPv6 adds the ipv6 channels (implied by an IPv6 address in Static),
+	// carried by the IPv4 session. BIRD sends the director's first global
+	// (or ULA) IPv6 address on the link as the routes' next hop, taken
+	// when the session comes up: without one it announces no IPv6 route
+	// ("Missing next hop address").
 	IPv6 bool
 	// Hold is the BGP hold time in seconds, at least MinHold.
 	Hold int
@@ -56,10 +60,14 @@ type Router struct {
 	// of services announced under a prefix (a desired state's
 	// `announce: PREFIX`).
 	Prefixes []netip.Prefix
-	IPv6     bool
-	Hold     int
-	BFD      bool
-	Log      string
+	// IPv6 accepts IPv6 routes too, over the same sessions. Their next
+	// hop, a director's IPv6 address on the link, must be in a prefix of
+	// the router's own on that link, or BIRD refuses the route ("not
+	// directly reachable").
+	IPv6 bool
+	Hold int
+	BFD  bool
+	Log  string
 }
 
 // proto names the protocol announcing a family's routes: protocol direct
