@@ -86,8 +86,11 @@ func probeWith(ctx context.Context, t Target, c *config) error {
 func probeOther(ctx context.Context, tp *Target, c *config) error {
 	t := *tp
 	addr := t.probeAddr()
-	if c.spec.Type == "exec" {
+	switch c.spec.Type {
+	case "exec":
 		return probeExec(ctx, t, c)
+	case "ping":
+		return probePing(ctx, addr.Addr(), t.Mark)
 	}
 	d, err := dialer(t)
 	if err != nil {
@@ -100,6 +103,8 @@ func probeOther(ctx context.Context, tp *Target, c *config) error {
 		return probeDNS(ctx, addr, d, c)
 	case "udp":
 		return probeUDP(ctx, addr, d, c)
+	case "smtp":
+		return probeSMTP(ctx, addr, d, c)
 	}
 	return fmt.Errorf("type %q: %s", c.spec.Type, typeList)
 }

@@ -23,10 +23,10 @@ import (
 // read through JSON) writes them. A zero field means its default, which
 // WithDefaults fills in; durations are Go duration strings ("2s").
 type Spec struct {
-	// Type is tcp, http, https, dns, udp or exec.
+	// Type is tcp, http, https, dns, udp, smtp, ping or exec.
 	Type string `json:"type"`
-	// Port, when not 0, replaces the real server's port (not for exec, nor
-	// with via vip).
+	// Port, when not 0, replaces the real server's port (not for exec or
+	// ping, nor with via vip).
 	Port int `json:"port,omitempty"`
 	// Interval between probes (default 2s, at least 100ms).
 	Interval string `json:"interval,omitempty"`
@@ -41,7 +41,8 @@ type Spec struct {
 	Fall int `json:"fall,omitempty"`
 	// Via is "direct" (default: probe the real server) or "vip" (probe the
 	// service's address with a firewall mark that the caller routes to the
-	// one real server checked; see Target.Mark). Not for exec.
+	// one real server checked; see Target.Mark). Not for exec; a ping
+	// check is direct only, as IPVS does not forward ICMP echo.
 	Via string `json:"via,omitempty"`
 
 	// Path of the HTTP request (http, https; default "/").
@@ -76,6 +77,11 @@ type Spec struct {
 	// bytes); empty accepts any reply.
 	ExpectBytes string `json:"expect_bytes,omitempty"`
 
+	// Helo is the name an smtp check sends in its HELO (default
+	// DefaultHelo). An smtp check passes on a 220 greeting and a 250
+	// reply to HELO, then says QUIT and waits for the reply.
+	Helo string `json:"helo,omitempty"`
+
 	// Command is the program and its arguments (exec), run without a
 	// shell; it passes on exit status 0 within the timeout.
 	Command []string `json:"command,omitempty"`
@@ -101,6 +107,10 @@ type URL struct {
 	Digest []string `json:"digest,omitempty"`
 }
 
+// maxHelo is the longest HELO name: a domain has at most 255 octets (RFC
+// 5321 4.5.3.1.2).
+const maxHelo = 255
+
 // MaxDigestBody bounds the body an http check with a digest reads: a
 // probe holds no more than this of one response.
 const MaxDigestBody = 1 << 20
@@ -115,11 +125,14 @@ const (
 	DefaultExpect   = "200-399"
 	DefaultRecord   = "A"
 	DefaultUser     = "nobody"
+	// DefaultHelo is keepalived 2.2.7's (check_smtp.h SMTP_DEFAULT_HELO),
+	// so that a converted SMTP_CHECK greets as it did.
+	DefaultHelo = "smtpchecker.keepalived.org"
 	// MinInterval is the shortest interval Validate accepts.
 	MinInterval = 100 * time.Millisecond
 )
 
-const typeList = "tcp, http, https, dns, udp or exec"
+const typeList = "tcp, http, https, dns, udp, smtp, ping or exec"
 
 // WithDefaults returns s with its unset fields filled in, for its type
 // only: a tcp check gains no path.
@@ -168,6 +181,10 @@ func (s Spec) WithDefaults() Spec {
 	case "exec":
 		if s.User == "" {
 			s.User = DefaultUser
+		}
+	case "smtp":
+		if s.Helo == "" {
+			s.Helo = DefaultHelo
 		}
 	}
 	return s
@@ -262,14 +279,15 @@ var fields = []struct {
 	{"user", func(s Spec) bool { return s.User != "" }, []string{"exec"}},
 	{"urls", func(s Spec) bool { return len(s.URLs) > 0 }, []string{"http", "https"}},
 	{"dynamic", func(s Spec) bool { return s.Dynamic }, []string{"exec"}},
-	{"port", func(s Spec) bool { return s.Port != 0 }, []string{"tcp", "http", "https", "dns", "udp"}},
-	{"via", func(s Spec) bool { return s.Via != "" }, []string{"tcp", "http", "https", "dns", "udp"}},
+	{"helo", func(s Spec) bool { return s.Helo != "" }, []string{"smtp"}},
+	{"port", func(s Spec) bool { return s.Port != 0 }, []string{"tcp", "http", "https", "dns", "udp", "smtp"}},
+	{"via", func(s Spec) bool { return s.Via != "" }, []string{"tcp", "http", "https", "dns", "udp", "smtp", "ping"}},
 }
 
 // compile checks s without asking the host and parses it.
 func compile(s Spec) (*config, error) {
 	switch s.Type {
-	case "tcp", "http", "https", "dns", "udp", "exec":
+	case "tcp", "http", "https", "dns", "udp", "smtp", "ping", "exec":
 	case "":
 		return nil, fmt.Errorf("type: missing (%s)", typeList)
 	default:
@@ -370,6 +388,19 @@ func compile(s Spec) (*config, error) {
 		}
 		if strings.ContainsRune(strings.Join(d.Command, ""), 0) {
 			return nil, errors.New("command: holds a NUL byte")
+		}
+	case "smtp":
+		// The name goes on the HELO line as it is: a line break would
+		// start another command.
+		if strings.ContainsFunc(d.Helo, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			return nil, fmt.Errorf("helo %q: holds a control character", d.Helo)
+		}
+		if len(d.Helo) > maxHelo {
+			return nil, fmt.Errorf("helo: %d bytes, at most %d", len(d.Helo), maxHelo)
+		}
+	case "ping":
+		if d.Via == "vip" {
+			return nil, errors.New("via vip: not for ping checks (IPVS forwards no ICMP echo: the director answers for its VIP itself)")
 		}
 	}
 	return c, nil

@@ -38,6 +38,8 @@ func TestSpecFromJSON(t *testing.T) {
 		`{"type":"dns","query":"www.example.com","record":"AAAA"}`,
 		`{"type":"udp","send":"hex:00ff","expect_bytes":"pong"}`,
 		`{"type":"exec","command":["/bin/true","-x"],"user":"nobody"}`,
+		`{"type":"smtp","port":587,"helo":"lb1.example.com"}`,
+		`{"type":"ping","via":"direct"}`,
 	} {
 		var s Spec
 		if err := json.Unmarshal([]byte(doc), &s); err != nil {
@@ -64,6 +66,9 @@ func TestWithDefaults(t *testing.T) {
 			Via: "direct", Query: "a.", Record: "A"}},
 		{Spec{Type: "exec", Command: []string{"/bin/true"}}, Spec{Type: "exec", Interval: "2s", Timeout: "1s",
 			Rise: 2, Fall: 3, Command: []string{"/bin/true"}, User: "nobody"}},
+		{Spec{Type: "smtp"}, Spec{Type: "smtp", Interval: "2s", Timeout: "1s", Rise: 2, Fall: 3, Via: "direct",
+			Helo: "smtpchecker.keepalived.org"}},
+		{Spec{Type: "ping"}, Spec{Type: "ping", Interval: "2s", Timeout: "1s", Rise: 2, Fall: 3, Via: "direct"}},
 	} {
 		got := tc.in.WithDefaults()
 		gj, _ := json.Marshal(got)
@@ -154,8 +159,8 @@ func TestValidateErrors(t *testing.T) {
 		want string // "" for valid
 	}{
 		{Spec{Type: "tcp"}, ""},
-		{Spec{}, "type: missing (tcp, http, https, dns, udp or exec)"},
-		{Spec{Type: "ftp"}, `type "ftp": tcp, http, https, dns, udp or exec`},
+		{Spec{}, "type: missing (tcp, http, https, dns, udp, smtp, ping or exec)"},
+		{Spec{Type: "ftp"}, `type "ftp": tcp, http, https, dns, udp, smtp, ping or exec`},
 		{Spec{Type: "tcp", Interval: "2x"}, `interval: "2x": not a duration`},
 		{Spec{Type: "tcp", Timeout: "soon"}, `timeout: "soon": not a duration`},
 		{Spec{Type: "tcp", Timeout: "3s"}, "timeout 3s must be shorter than interval 2s"},
@@ -167,7 +172,7 @@ func TestValidateErrors(t *testing.T) {
 		{Spec{Type: "tcp", Via: "tunnel"}, `via "tunnel": direct or vip`},
 		{Spec{Type: "tcp", Path: "/x"}, "path: not for tcp checks (only http, https)"},
 		{Spec{Type: "http", SNI: "x"}, "sni: not for http checks (only https)"},
-		{Spec{Type: "exec", Command: []string{prog}, Port: 80}, "port: not for exec checks (only tcp, http, https, dns, udp)"},
+		{Spec{Type: "exec", Command: []string{prog}, Port: 80}, "port: not for exec checks (only tcp, http, https, dns, udp, smtp)"},
 		{Spec{Type: "http", Path: "health"}, `path "health": must start with /`},
 		{Spec{Type: "http", Expect: "2xx"}, `expect "2xx": a status, a range or a list ("200", "200-399", "200,204,300-399")`},
 		{Spec{Type: "http", Expect: "399-200"}, `expect "399-200": statuses run from 100 to 599, low to high`},
@@ -186,7 +191,16 @@ func TestValidateErrors(t *testing.T) {
 		{Spec{Type: "exec", Command: []string{data}}, `command: "` + data + `" is not executable`},
 		{Spec{Type: "exec", Command: []string{dir}}, `command: "` + dir + `" is not a regular file`},
 		{Spec{Type: "exec", Command: []string{prog}, User: "nosuch"}, `user "nosuch": no such user`},
-		{Spec{Type: "exec", Command: []string{prog}, Via: "vip"}, "via: not for exec checks (only tcp, http, https, dns, udp)"},
+		{Spec{Type: "exec", Command: []string{prog}, Via: "vip"}, "via: not for exec checks (only tcp, http, https, dns, udp, smtp, ping)"},
+		{Spec{Type: "smtp", Helo: "lb1.example.com", Port: 587, Via: "vip"}, "port: not with via vip (the probe goes to the service's port)"},
+		{Spec{Type: "smtp", Helo: "lb1.example.com", Via: "vip"}, ""},
+		{Spec{Type: "smtp", Helo: "a\r\nMAIL FROM:<x>"}, `helo "a\r\nMAIL FROM:<x>": holds a control character`},
+		{Spec{Type: "smtp", Helo: strings.Repeat("a", 256)}, "helo: 256 bytes, at most 255"},
+		{Spec{Type: "tcp", Helo: "x"}, "helo: not for tcp checks (only smtp)"},
+		{Spec{Type: "ping"}, ""},
+		{Spec{Type: "ping", Via: "direct"}, ""},
+		{Spec{Type: "ping", Via: "vip"}, "via vip: not for ping checks (IPVS forwards no ICMP echo: the director answers for its VIP itself)"},
+		{Spec{Type: "ping", Port: 7}, "port: not for ping checks (only tcp, http, https, dns, udp, smtp)"},
 		{Spec{Type: "exec", Command: []string{prog, "arg"}}, ""},
 		{Spec{Type: "exec", Command: []string{prog}, Dynamic: true}, ""},
 		{Spec{Type: "tcp", Dynamic: true}, "dynamic: not for tcp checks (only exec)"},

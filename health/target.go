@@ -87,7 +87,7 @@ func (s *Spec) equal(o *Spec) bool {
 		s.Path == o.Path && s.Host == o.Host && s.Expect == o.Expect &&
 		s.TLSSkipVerify == o.TLSSkipVerify && s.CA == o.CA && s.SNI == o.SNI &&
 		s.Query == o.Query && s.Record == o.Record &&
-		s.Send == o.Send && s.ExpectBytes == o.ExpectBytes &&
+		s.Send == o.Send && s.ExpectBytes == o.ExpectBytes && s.Helo == o.Helo &&
 		slices.Equal(s.Command, o.Command) && (s.Command == nil) == (o.Command == nil) && s.User == o.User &&
 		s.Dynamic == o.Dynamic && (s.URLs == nil) == (o.URLs == nil) && slices.EqualFunc(s.URLs, o.URLs, URL.equal)
 }
@@ -114,7 +114,13 @@ func (t Target) keyWith(specKey string) TargetKey {
 	return k
 }
 
+// probeAddr is the address t's probe goes to: Spec.Port replaces the
+// port; a ping has none, so the services of one real server share its
+// ping whatever their ports.
 func (t Target) probeAddr() netip.AddrPort {
+	if t.Spec.Type == "ping" {
+		return netip.AddrPortFrom(t.Addr.Addr(), 0)
+	}
 	if t.Spec.Port != 0 && t.Spec.Port <= 65535 {
 		return netip.AddrPortFrom(t.Addr.Addr(), uint16(t.Spec.Port))
 	}
