@@ -35,9 +35,13 @@ type probeService struct {
 // via is the way a real server is probed: as its check says, else through
 // the virtual address for direct routing and tunnels (so a real server
 // without the address on its loopback fails), directly for masquerading.
+// A ping is always direct: IPVS forwards no ICMP echo to a real server.
 func via(spec health.Spec, d *ipvs.Destination) string {
 	if spec.Via != "" {
 		return spec.Via
+	}
+	if spec.Type == "ping" {
+		return "direct"
 	}
 	if m := d.FwdMethod & 7; m == ipvs.FwdRoute || m == ipvs.FwdTunnel {
 		return "vip"

@@ -63,3 +63,58 @@ services:
 		t.Errorf("effective changed the file's weight to %d", want.Services[0].Dests[0].Weight)
 	}
 }
+
+// TestProbeTargetsPing: a ping of a direct-routing real server goes to
+// its own address, without a probe service (via vip, the default for
+// direct routing, is not for pings); one address serving two services
+// on two ports has one ping; an http check of the same server still
+// goes through the VIP.
+func TestProbeTargetsPing(t *testing.T) {
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 80
+    scheduler: wrr
+    check: {type: ping}
+    destinations:
+      - {address: 192.168.1.1, port: 80, method: route, weight: 1}
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 443
+    scheduler: wrr
+    check: {type: ping}
+    destinations:
+      - {address: 192.168.1.1, port: 443, method: route, weight: 1}
+  - protocol: tcp
+    address: 10.0.0.2
+    port: 80
+    scheduler: wrr
+    check: {type: http}
+    destinations:
+      - {address: 192.168.1.1, port: 80, method: route, weight: 1}
+`
+	want, h, err := desired.Read("d.yaml", strings.NewReader(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := probeTargets(want, h, map[string]uint32{})
+	if len(probes) != 3 {
+		t.Fatalf("%d probe targets, want 3", len(probes))
+	}
+	for i, p := range probes[:2] {
+		if p.probe != nil || p.mark != 0 || p.key.Addr.String() != "192.168.1.1:0" || p.target().Spec.Via != "direct" {
+			t.Errorf("ping %d: probe service %v, mark %d, key %s, via %q; want none, 0, 192.168.1.1:0, direct", i, p.probe, p.mark, p.key.Addr, p.target().Spec.Via)
+		}
+	}
+	if probes[0].key != probes[1].key {
+		t.Errorf("the two pings of 192.168.1.1 have keys %+v and %+v: they should share one probe", probes[0].key, probes[1].key)
+	}
+	if p := probes[2]; p.probe == nil || p.mark == 0 || p.target().Spec.Via != "vip" {
+		t.Errorf("http check of a direct-routing server: probe service %v, mark %d, via %q; want via the VIP", p.probe, p.mark, p.target().Spec.Via)
+	}
+	ts, err := health.Prepare(len(probes), func(i int) health.Target { return probes[i].target() })
+	if err != nil || ts == nil {
+		t.Errorf("the targets do not prepare: %v", err)
+	}
+}
