@@ -1,7 +1,9 @@
 package desired
 
 import (
+	"maps"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,6 +131,57 @@ func TestHealthErrorsNameTheLine(t *testing.T) {
 		_, _, err := Read("pool.yaml", strings.NewReader(tc.doc), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// smtpPingYAML has an smtp check on one real server and a ping check on
+// another.
+const smtpPingYAML = `version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 25
+    scheduler: rr
+    destinations:
+      - address: 192.168.1.1
+        port: 25
+        method: route
+        weight: 1
+        check: {type: smtp, helo: lb1.example.com, port: 587}
+      - address: 192.168.1.2
+        port: 25
+        method: route
+        weight: 1
+        check:
+          type: ping
+          timeout: 500ms
+`
+
+// TestSMTPAndPingRead: smtp and ping checks read with their fields, and
+// a field they do not take is an error naming its line.
+func TestSMTPAndPingRead(t *testing.T) {
+	_, h, err := Read("mx.yaml", strings.NewReader(smtpPingYAML), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for r, c := range h.Checks {
+		got[r.Dest.Addr.String()] = c.Type + " " + c.Helo + " " + c.Timeout + " " + strconv.Itoa(c.Port)
+	}
+	want := map[string]string{"192.168.1.1": "smtp lb1.example.com 1s 587", "192.168.1.2": "ping  500ms 0"}
+	if !maps.Equal(got, want) {
+		t.Errorf("checks %q, want %q", got, want)
+	}
+	for _, tc := range []struct{ old, new, want string }{
+		{"helo: lb1.example.com", "helo: \"a\\r\\nRSET\"", `mx.yaml:12: services[0].destinations[0].check: helo "a\r\nRSET": holds a control character`},
+		{"          timeout: 500ms", "          via: vip", "mx.yaml:19: services[0].destinations[1].check: via vip: not for ping checks"},
+		{"          timeout: 500ms", "          port: 7", "mx.yaml:19: services[0].destinations[1].check: port: not for ping checks"},
+		{"type: smtp,", "type: tcp,", "mx.yaml:12: services[0].destinations[0].check: helo: not for tcp checks (only smtp)"},
+	} {
+		_, _, err := Read("mx.yaml", strings.NewReader(strings.Replace(smtpPingYAML, tc.old, tc.new, 1)), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.new, err, tc.want)
 		}
 	}
 }
