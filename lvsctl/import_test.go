@@ -36,7 +36,7 @@ func TestImportCommand(t *testing.T) {
 		{"empty.conf", "vrrp_instance V { }\n", "empty.conf: no virtual server with real servers"},
 		{"define.conf", "$X=1\n", "define.conf:1: \"$X=1\""},
 		{"include.conf", "\n\ninclude missing.conf\n", "include.conf:3: include "},
-		{"two.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    PING_CHECK { }\n  }\n  real_server 10.0.0.2 80 {\n    SMTP_CHECK { }\n  }\n}\n", "two.conf:3: PING_CHECK"},
+		{"two.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    FILE_CHECK { }\n  }\n  real_server 10.0.0.2 80 {\n    BFD_CHECK { }\n  }\n}\n", "two.conf:3: FILE_CHECK"},
 	} {
 		r := run(t, env, "", "import", "keepalived", write(c.name, c.text))
 		if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
@@ -45,7 +45,7 @@ func TestImportCommand(t *testing.T) {
 	}
 	// Every refusal of a file, in line order, and keepalived's readings.
 	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "two.conf"))
-	if i, j := strings.Index(r.stderr, "two.conf:3: PING_CHECK"), strings.Index(r.stderr, "two.conf:6: SMTP_CHECK"); i < 0 || j < i {
+	if i, j := strings.Index(r.stderr, "two.conf:3: FILE_CHECK"), strings.Index(r.stderr, "two.conf:6: BFD_CHECK"); i < 0 || j < i {
 		t.Errorf("two refusals: %+v", r)
 	}
 	lower := write("lower.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  lb_kind dr\n  real_server 10.0.0.1 80 {\n  }\n}\n")

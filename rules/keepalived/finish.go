@@ -237,7 +237,8 @@ func (c *conv) destination(v *vsState, r *rsState) (desired.JSONDestination, boo
 // checkSpec completes a check's timing as validate_check_config does:
 // each of retry, delay_loop and connect_timeout comes from the checker,
 // else the real server, else the virtual server, else the default (retry:
-// 1; 3 for DNS_CHECK, 0 for MISC_CHECK).
+// 1; 3 for DNS_CHECK, 0 for MISC_CHECK). An SMTP_CHECK's timeout was
+// fixed where its block ended (smtpEnd).
 //
 // keepalived's retry N means N more attempts after a failed one before
 // the server is taken out: fall = retry + 1. One success brings a server
@@ -268,6 +269,12 @@ func (c *conv) checkSpec(v *vsState, r *rsState, k *chkState, method string) (*h
 	s.Fall = int(retry) + 1
 	delay := firstSet(k.delayLoop, r.delayLoop, v.delayLoop)
 	to := firstSet(k.connTO, r.connTO, v.connTO)
+	if k.smtp != nil && k.smtp.endTO >= 0 {
+		if later := firstSet(r.connTO, v.connTO); later != uint64(k.smtp.endTO) {
+			c.notice(k.at, "SMTP_CHECK without connect_timeout: keepalived fixes its timeout where the block ends (check_smtp.c smtp_check_end_handler), "+
+				"from the connect_timeout read before it: %s, not the %s given after it", micros(uint64(k.smtp.endTO)), micros(later))
+		}
+	}
 	if k.kind == "MISC_CHECK" {
 		to = firstSet(k.miscTO, r.connTO, v.connTO)
 	}
@@ -323,12 +330,16 @@ func (c *conv) checkSpec(v *vsState, r *rsState, k *chkState, method string) (*h
 	if s.Type == "exec" && s.User == "" {
 		c.note(k.at, "MISC_CHECK without user: keepalived runs it as keepalived_script (or root), lvsctl as nobody")
 	}
-	if r.port == 0 && s.Port == 0 && s.Type != "exec" {
+	if r.port == 0 && s.Port == 0 && s.Type != "exec" && s.Type != "ping" {
 		// keepalived probes port 0, which fails; lvsctl would probe the
 		// service's port.
 		c.lossy(k.at, "%s of real server %s without a port or connect_port: keepalived probes port 0 and takes the server out; lvsctl probes the service's port", k.kind, r.addr)
 	}
-	if s.Type != "exec" {
+	switch s.Type {
+	case "exec":
+	case "ping":
+		c.pingWay(r, k)
+	default:
 		c.probeWay(v, r, k, method, &s)
 	}
 	return &s, true

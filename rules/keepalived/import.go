@@ -270,6 +270,7 @@ type chkState struct {
 	connIPAt  *Stmt
 	mark      uint32 // fwmark: SO_MARK on the probe's socket
 	markAt    *Stmt
+	smtp      *smtpState // SMTP_CHECK's connections
 }
 
 type urlState struct {
@@ -717,6 +718,11 @@ func startCheck(c *conv, s *Stmt) {
 		k.spec.Type = "udp"
 	case "MISC_CHECK":
 		k.spec.Type = "exec"
+	case "PING_CHECK":
+		k.spec.Type = "ping"
+	case "SMTP_CHECK":
+		k.spec.Type = "smtp"
+		k.smtp = &smtpState{endTO: -1}
 	}
 	c.chk = k
 	c.rs.checks = append(c.rs.checks, k)
@@ -732,12 +738,16 @@ func chkKW(f func(c *conv, k *chkState, s *Stmt)) func(c *conv, s *Stmt) {
 
 // endCheck drops the checkers keepalived drops at their end: HTTP_GET and
 // SSL_GET without a url (check_http.c http_get_check_end), MISC_CHECK
-// without misc_path (check_misc.c misc_end_handler).
+// without misc_path (check_misc.c misc_end_handler); it settles an
+// SMTP_CHECK's connections as keepalived does there (smtpEnd).
 func endCheck(c *conv) {
 	k := c.chk
 	c.chk = nil
 	if k == nil {
 		return
+	}
+	if k.smtp != nil {
+		c.smtpEnd(k)
 	}
 	switch {
 	case (k.spec.Type == "http" || k.spec.Type == "https") && len(k.urls) == 0:

@@ -164,26 +164,60 @@ func init() {
 		"misc_dynamic": {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.spec.Dynamic = true }), args: 0},
 		"user":         {run: chkKW(miscUser), args: 2},
 	})}
-	for _, kind := range []string{"TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "UDP_CHECK", "MISC_CHECK"} {
+	// check_ping.c: the common keywords; the ICMP socket is neither bound
+	// nor marked, and has no port.
+	ping := common(true)
+	ping["connect_port"] = &keyword{run: chkKW(pingIgnores), args: 1}
+	for _, kw := range []string{"bindto", "bind_port", "bind_if", "fwmark"} {
+		ping[kw] = &keyword{run: chkKW(pingIgnores), args: 1}
+	}
+	checkLevel["PING_CHECK"] = &level{name: "PING_CHECK", kws: ping}
+	// check_smtp.c install_smtp_check_keyword: helo_name, the common
+	// keywords, and host blocks, whose connection keywords are the
+	// host's and whose others the checker's.
+	smtpHost := &level{name: "host", kws: with(common(false), map[string]*keyword{
+		"connect_ip":      {run: hostKW(connectIP), args: 1},
+		"connect_port":    {run: hostKW(connectPort), args: 1},
+		"fwmark":          {run: hostKW(checkMark), args: 1},
+		"connect_timeout": {run: hostKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.connTO) }), args: 1},
+	})}
+	for _, kw := range []string{"bindto", "bind_port", "bind_if"} {
+		smtpHost.kws[kw] = &keyword{run: chkKW(notExpressible), args: 1}
+	}
+	smtp := common(true)
+	for _, kw := range []string{"connect_ip", "connect_port", "bindto", "bind_port", "bind_if", "fwmark", "connect_timeout"} {
+		smtp[kw] = smtpCO(smtp[kw])
+	}
+	checkLevel["SMTP_CHECK"] = &level{name: "SMTP_CHECK", kws: with(smtp, map[string]*keyword{
+		"helo_name": {run: chkKW(heloName), args: 1},
+		"host":      {run: chkKW(startHost), args: 0, sub: smtpHost, end: endHost},
+	})}
+	for _, kind := range []string{"TCP_CHECK", "HTTP_GET", "SSL_GET", "DNS_CHECK", "UDP_CHECK", "MISC_CHECK", "PING_CHECK", "SMTP_CHECK"} {
 		rsLevel.kws[kind] = &keyword{run: startCheck, args: 0, sub: checkLevel[kind], end: endCheck}
 	}
 	// Checkers lvsctl has none of: their block is read for its notices'
 	// sake, and the real server is refused (or served unchecked).
-	smtpHost := &level{name: "host", kws: common(true)}
-	absent := map[string]map[string]*keyword{
-		"PING_CHECK": common(true),
-		"SMTP_CHECK": with(common(true), map[string]*keyword{
-			"helo_name": ignored("", 1),
-			"host":      {args: 0, sub: smtpHost},
-		}),
-		"FILE_CHECK": {"track_file": ignored("", 1), "weight": ignored("", -1)},
-		"BFD_CHECK":  {"name": ignored("", 1), "alpha": ignored("", 0)},
+	absent := map[string]struct {
+		kws map[string]*keyword
+		why string
+	}{
+		// check_file.c, trackers/track_file.c
+		// process_update_checker_track_file_status.
+		"FILE_CHECK": {map[string]*keyword{"track_file": ignored("", 1), "weight": ignored("", -1)},
+			"keepalived watches the file of a track_file block and adds the number in it (times weight) to the real server's weight, " +
+				"or takes the server out while it reads a fault; lvsctl has no file check: an exec check that reads the file does it " +
+				"(dynamic: true sets the weight from its exit status)"},
+		// check_bfd.c: the checker follows a session of keepalived's own
+		// BFD process.
+		"BFD_CHECK": {map[string]*keyword{"name": ignored("", 1), "alpha": ignored("", 0)},
+			"keepalived takes the real server out while the session of the bfd_instance it names, run by keepalived's BFD process, " +
+				"is down; lvsctl runs no BFD sessions"},
 	}
-	for kind, kws := range absent {
-		kind := kind
-		rsLevel.kws[kind] = &keyword{args: 0, sub: &level{name: kind, kws: kws}, run: func(c *conv, s *Stmt) {
+	for kind, a := range absent {
+		kind, why := kind, a.why
+		rsLevel.kws[kind] = &keyword{args: 0, sub: &level{name: kind, kws: a.kws}, run: func(c *conv, s *Stmt) {
 			if c.rs != nil {
-				c.lossy(s, "%s: no such check in lvsctl; real server %s served unchecked", kind, c.rs.addr)
+				c.lossy(s, "%s: %s; real server %s served unchecked", kind, why, c.rs.addr)
 			}
 		}}
 	}

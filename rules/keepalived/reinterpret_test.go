@@ -291,7 +291,7 @@ func TestEveryRefusalReported(t *testing.T) {
     }
   }
   real_server 10.0.0.2 80 {
-    PING_CHECK { }
+    FILE_CHECK { }
   }
 }
 `
