@@ -16,8 +16,9 @@ import (
 // ServeChecked serves what health checks probe, one listener per spec
 // KIND/ADDR:PORT: tcp (an HTTP server answering 200 to any request, which
 // also passes a bare connect), https (the same over TLS with a
-// self-signed certificate), udp (echoes each datagram) and dns (answers
-// every query NOERROR with one record of the type asked). It prints
+// self-signed certificate), udp (echoes each datagram), dns (answers
+// every query NOERROR with one record of the type asked), smtp (a mail
+// server, ServeSMTP) and smtp554 (one that greets with 554). It prints
 // "ready" once all listen and serves until ctx ends.
 func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 	var cert *tls.Certificate
@@ -48,6 +49,14 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 				ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}})
 			}
 			go acceptHTTP(ln)
+		case "smtp", "smtp554":
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return err
+			}
+			closers = append(closers, ln)
+			refuse := kind == "smtp554"
+			go ServeSMTP(ctx, "mx."+strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr)+".test", ln, func() bool { return refuse })
 		case "udp", "dns":
 			pc, err := net.ListenPacket("udp", addr)
 			if err != nil {
@@ -56,7 +65,7 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 			closers = append(closers, pc)
 			go serveDatagrams(ctx, pc, kind == "dns")
 		default:
-			return fmt.Errorf("%q: kind tcp, https, udp or dns", spec)
+			return fmt.Errorf("%q: kind tcp, https, udp, dns, smtp or smtp554", spec)
 		}
 	}
 	fmt.Fprintln(stdout, "ready")

@@ -39,7 +39,8 @@ const oracleRun = "/kaoracle"
 //	# oracle-lossy                  import it with --lossy
 //	# oracle-fail ADDR              the real server address to fail (default:
 //	                                the first checked one)
-//	# oracle-serve KIND/ADDR:PORT   one more listener on the real servers
+//	# oracle-serve KIND/ADDR:PORT   one more listener on the real servers, in
+//	                                place of the one its check would get
 //	# oracle-diff PHASE +|- LINE    an expected difference in phase up, down
 //	                                or back: + a line of lvsctl's table only,
 //	                                - one of keepalived's only
@@ -366,11 +367,17 @@ func oracleNetwork(t *testing.T, prefix string, res *keepalived.Result, c *oracl
 			if chk.Port != 0 {
 				port = uint16(chk.Port)
 			}
-			kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp"}[chk.Type]
+			if chk.Type == "ping" {
+				continue // the kernel answers
+			}
+			kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp", "smtp": "smtp"}[chk.Type]
 			if chk.Type == "exec" {
 				port = mustPort(t, chk.Command)
 			}
-			serve = append(serve, kind+"/"+netip.AddrPortFrom(a, port).String())
+			ap := netip.AddrPortFrom(a, port).String()
+			if !slices.ContainsFunc(c.serve, func(s string) bool { return strings.HasSuffix(s, "/"+ap) }) {
+				serve = append(serve, kind+"/"+ap) // the case's own listener wins
+			}
 		}
 	}
 	slices.Sort(serve)

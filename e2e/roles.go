@@ -32,6 +32,8 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	https NAME CERT KEY ADDR echo server over TLS; prints "ready"
 //	dnsd ADDR SICK           DNS server answering each query with a record of its
 //	                         type, SERVFAIL while the file SICK exists; prints "ready"
+//	smtpd NAME ADDR SICK     mail server (see ServeSMTP), greeting with 554 while
+//	                         the file SICK exists; prints "ready"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
 //	                         N long-lived connections (see FlowConfig); prints
 //	                         {"ready":N,...}, then answers mark, clock, report, quit on stdin
@@ -117,6 +119,16 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 		}
 		fmt.Fprintln(stdout, "ready")
 		return ServeDNS(ctx, pc, args[1])
+	case role == "smtpd" && len(args) == 3:
+		ln, err := net.Listen("tcp", args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "ready")
+		return ServeSMTP(ctx, args[0], ln, func() bool {
+			_, err := os.Stat(args[2])
+			return err == nil
+		})
 	case role == "flows":
 		cfg, err := flowsConfigFromArgs(args)
 		if err != nil {

@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+)
+
+// ServeSMTP answers each connection on ln as a mail server answers the
+// health checks of keepalived's SMTP_CHECK and lvsctl's smtp check: a
+// "220 NAME ESMTP" greeting, 250 to HELO and EHLO, 221 to QUIT (then it
+// closes), 502 to anything else. While refuse says so, it greets with
+// "554 NAME no service" and closes instead. It serves until ctx ends.
+func ServeSMTP(ctx context.Context, name string, ln net.Listener, refuse func() bool) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go converseSMTP(c, name, refuse != nil && refuse())
+	}
+}
+
+func converseSMTP(c net.Conn, name string, refuse bool) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if refuse {
+		fmt.Fprintf(c, "554 %s no service\r\n", name)
+		return
+	}
+	fmt.Fprintf(c, "220 %s ESMTP\r\n", name)
+	r := bufio.NewReader(io.LimitReader(c, 64<<10))
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		verb, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch strings.ToUpper(verb) {
+		case "HELO", "EHLO":
+			fmt.Fprintf(c, "250 %s\r\n", name)
+		case "QUIT":
+			fmt.Fprintf(c, "221 %s closing\r\n", name)
+			return
+		default:
+			fmt.Fprint(c, "502 5.5.2 not here\r\n")
+		}
+	}
+}
