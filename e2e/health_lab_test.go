@@ -661,3 +661,107 @@ services:
 	}
 	run.stop(t)
 }
+
+// TestRunChecksPingAndSMTP: ping checks (IPv4 and IPv6) and smtp checks
+// (IPv4 and IPv6, against the lab's mail server) each take their real
+// server out within interval × fall + timeout (+1 s) of a real failure
+// and bring it back within interval × rise (+1 s). The failures: ICMP
+// echo dropped, the real server's address removed, the mail server
+// greeting with 554, its port refused. The IPv4 ping runs twice: by a
+// raw socket (the namespace's ping_group_range admits no group), then
+// by an ICMP datagram socket once it admits every group.
+func TestRunChecksPingAndSMTP(t *testing.T) {
+	n := newNetwork(t, "hcping", "dir", "rs")
+	n.bridge("br0")
+	n.plug("dir", "eth0", "br0", "10.255.255.2/32", "fd00:ff::2/128 nodad")
+	n.plug("rs", "eth0", "br0", "10.60.0.1/32", "10.60.0.2/32", "fd00:60::1/128 nodad", "fd00:60::2/128 nodad")
+	for _, h := range []string{"dir", "rs"} {
+		n.queue(h, "route add default dev eth0")
+		n.queue(h, "route add ::/0 dev eth0")
+	}
+	n.build()
+	sick := filepath.Join(t.TempDir(), "554")
+	n.start("rs", "smtpd", "mx4.test", "10.60.0.2:25", sick)
+	n.start("rs", "smtpd", "mx6.test", "[fd00:60::2]:25", filepath.Join(t.TempDir(), "never"))
+	timing := "interval: 500ms, timeout: 300ms, rise: 2, fall: 2"
+	doc := `version: 2
+services:
+  - {protocol: tcp, address: 10.50.0.1, port: 80, scheduler: rr, when_all_down: zero,
+     check: {type: ping, ` + timing + `},
+     destinations: [{address: 10.60.0.1, port: 80, method: route, weight: 1}]}
+  - {protocol: tcp, address: "fd00:50::1", port: 80, scheduler: rr, when_all_down: zero,
+     check: {type: ping, ` + timing + `},
+     destinations: [{address: "fd00:60::1", port: 80, method: masq, weight: 1}]}
+  - {protocol: tcp, address: 10.50.0.1, port: 25, scheduler: rr, when_all_down: zero,
+     check: {type: smtp, helo: lb.test, ` + timing + `},
+     destinations: [{address: 10.60.0.2, port: 25, method: masq, weight: 1}]}
+  - {protocol: tcp, address: "fd00:50::1", port: 25, scheduler: rr, when_all_down: zero,
+     check: {type: smtp, ` + timing + `},
+     destinations: [{address: "fd00:60::2", port: 25, method: masq, weight: 1}]}
+`
+	file := writeFile(t, "ping.yaml", doc)
+	run := n.lvsctlRun("dir", file)
+	ping4, ping6 := [2]string{"10.50.0.1:80", "10.60.0.1:80"}, [2]string{"[fd00:50::1]:80", "[fd00:60::1]:80"}
+	smtp4, smtp6 := [2]string{"10.50.0.1:25", "10.60.0.2:25"}, [2]string{"[fd00:50::1]:25", "[fd00:60::2]:25"}
+	for _, s := range [][2]string{ping4, ping6, smtp4, smtp6} {
+		n.waitWeight("dir", s[0], s[1], "1", 5*time.Second)
+	}
+	if l := n.ipvsadm("dir", "-Ln"); strings.Contains(l, "FWM") {
+		t.Errorf("a probe service for the ping of a direct-routing server:\n%s", l)
+	}
+	down := 500*time.Millisecond*2 + 300*time.Millisecond + time.Second
+	up := 500*time.Millisecond*2 + time.Second
+	// outAndBack fails s by fail, waits until it is out and the others
+	// stay in, mends it, and waits until it is back.
+	outAndBack := func(what string, s [2]string, fail, mend func()) {
+		t.Helper()
+		fail()
+		took := n.waitWeight("dir", s[0], s[1], "0", down)
+		for _, o := range [][2]string{ping4, ping6, smtp4, smtp6} {
+			if w := n.weightOf("dir", o[0], o[1]); o != s && w != "1" {
+				t.Errorf("%s: %s has weight %q, want 1", what, o[1], w)
+			}
+		}
+		mend()
+		back := n.waitWeight("dir", s[0], s[1], "1", up)
+		t.Logf("%s: out %v after the failure (bound %v), back %v after the recovery (bound %v)",
+			what, took.Round(time.Millisecond), down, back.Round(time.Millisecond), up)
+	}
+	drop := []string{"INPUT", "-d", "10.60.0.1", "-p", "icmp", "--icmp-type", "echo-request", "-j", "DROP"}
+	dropPing4 := func() { n.must("rs", "iptables", append([]string{"-I"}, drop...)...) }
+	mendPing4 := func() { n.must("rs", "iptables", append([]string{"-D"}, drop...)...) }
+	outAndBack("ping, raw socket, echo requests dropped", ping4, dropPing4, mendPing4)
+	outAndBack("ping over IPv6, address removed", ping6,
+		func() { n.must("rs", ipCmd, "address", "del", "fd00:60::1/128", "dev", "eth0") },
+		func() { n.must("rs", ipCmd, "address", "add", "fd00:60::1/128", "dev", "eth0", "nodad") })
+	outAndBack("smtp, greeting 554", smtp4,
+		func() {
+			if err := os.WriteFile(sick, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		func() { os.Remove(sick) })
+	reject := []string{"INPUT", "-d", "fd00:60::2", "-p", "tcp", "--dport", "25", "-j", "REJECT", "--reject-with", "tcp-reset"}
+	outAndBack("smtp over IPv6, port refused", smtp6,
+		func() { n.must("rs", "ip6tables", append([]string{"-I"}, reject...)...) },
+		func() { n.must("rs", "ip6tables", append([]string{"-D"}, reject...)...) })
+	run.stop(t)
+	log := run.text()
+	for _, want := range []string{"timeout after 300ms", `smtp greeting: 554 "mx4.test no service", want 220`, "connect [fd00:60::2]:25: connection refused"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the run's log does not say %q:\n%s", want, log)
+		}
+	}
+
+	// Every group may now open an ICMP datagram socket: the same ping
+	// goes by one.
+	n.in("dir", func() {
+		if err := os.WriteFile("/proc/sys/net/ipv4/ping_group_range", []byte("0 2147483647\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	run = n.lvsctlRun("dir", file)
+	n.waitWeight("dir", ping4[0], ping4[1], "1", 5*time.Second)
+	outAndBack("ping, datagram socket, echo requests dropped", ping4, dropPing4, mendPing4)
+	run.stop(t)
+}
