@@ -1,9 +1,9 @@
 // Package health checks real servers and keeps a state per target.
 //
-// It probes them (TCP, HTTP, HTTPS, DNS, UDP or a program), and turns the
-// results into a state per target (unknown, up, down) with rise and fall
-// counts, so that a long-running director can take failed servers out of its
-// IPVS table and bring them back.
+// It probes them (TCP, HTTP, HTTPS, DNS, UDP, SMTP, ICMP echo or a
+// program), and turns the results into a state per target (unknown, up,
+// down) with rise and fall counts, so that a long-running director can
+// take failed servers out of its IPVS table and bring them back.
 //
 // A Spec is one check as a desired-state document writes it; a Target is
 // one probe destination with its Spec. Probe runs one probe. A Checker

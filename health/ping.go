@@ -27,10 +27,10 @@ type echo struct {
 }
 
 // newEcho makes a request of its own. Its identifier and payload come
-// from math/rand, which never waits. crypto/rand's getrandom blocks until
-// the kernel's random pool is ready: in the lab's VM, seconds after boot,
-// in which the pings hung and the kernel's entropy loop kept the one
-// processor so busy that other probes timed out.
+// from math/rand, which never waits: crypto/rand's getrandom blocks until
+// the kernel's random pool is ready, which may take seconds after a
+// virtual machine boots, while the kernel's entropy loop keeps the
+// processor busy.
 func newEcho(v6 bool) echo {
 	e := echo{v6: v6, seq: uint16(echoSeq.Add(1))}
 	binary.BigEndian.PutUint64(e.nonce[:], rand.Uint64())
