@@ -18,8 +18,9 @@ import (
 // also passes a bare connect), https (the same over TLS with a
 // self-signed certificate), udp (echoes each datagram), dns (answers
 // every query NOERROR with one record of the type asked), smtp (a mail
-// server, ServeSMTP) and smtp554 (one that greets with 554). It prints
-// "ready" once all listen and serves until ctx ends.
+// server, ServeSMTP), smtp554 (one that greets with 554) and smtpslow (one
+// that greets after 200 ms). It prints "ready" once all listen and serves
+// until ctx ends.
 func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 	var cert *tls.Certificate
 	var closers []io.Closer
@@ -49,14 +50,17 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 				ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}})
 			}
 			go acceptHTTP(ln)
-		case "smtp", "smtp554":
+		case "smtp", "smtp554", "smtpslow":
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return err
 			}
 			closers = append(closers, ln)
-			refuse := kind == "smtp554"
-			go ServeSMTP(ctx, "mx."+strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr)+".test", ln, func() bool { return refuse })
+			refuse, pause := kind == "smtp554", time.Duration(0)
+			if kind == "smtpslow" {
+				pause = 200 * time.Millisecond
+			}
+			go ServeSMTP(ctx, "mx."+strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr)+".test", ln, pause, func() bool { return refuse })
 		case "udp", "dns":
 			pc, err := net.ListenPacket("udp", addr)
 			if err != nil {
@@ -65,7 +69,7 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 			closers = append(closers, pc)
 			go serveDatagrams(ctx, pc, kind == "dns")
 		default:
-			return fmt.Errorf("%q: kind tcp, https, udp, dns, smtp or smtp554", spec)
+			return fmt.Errorf("%q: kind tcp, https, udp, dns, smtp, smtp554 or smtpslow", spec)
 		}
 	}
 	fmt.Fprintln(stdout, "ready")

@@ -125,7 +125,7 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeSMTP(ctx, args[0], ln, func() bool {
+		return ServeSMTP(ctx, args[0], ln, 0, func() bool {
 			_, err := os.Stat(args[2])
 			return err == nil
 		})

@@ -14,8 +14,10 @@ import (
 // health checks of keepalived's SMTP_CHECK and lvsctl's smtp check: a
 // "220 NAME ESMTP" greeting, 250 to HELO and EHLO, 221 to QUIT (then it
 // closes), 502 to anything else. While refuse says so, it greets with
-// "554 NAME no service" and closes instead. It serves until ctx ends.
-func ServeSMTP(ctx context.Context, name string, ln net.Listener, refuse func() bool) error {
+// "554 NAME no service" and closes instead. It waits pause before each
+// greeting, as a server with a greeting delay does. It serves until ctx
+// ends.
+func ServeSMTP(ctx context.Context, name string, ln net.Listener, pause time.Duration, refuse func() bool) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	for {
@@ -26,13 +28,14 @@ func ServeSMTP(ctx context.Context, name string, ln net.Listener, refuse func() 
 			}
 			return err
 		}
-		go converseSMTP(c, name, refuse != nil && refuse())
+		go converseSMTP(c, name, pause, refuse != nil && refuse())
 	}
 }
 
-func converseSMTP(c net.Conn, name string, refuse bool) {
+func converseSMTP(c net.Conn, name string, pause time.Duration, refuse bool) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(30 * time.Second))
+	time.Sleep(pause)
 	if refuse {
 		fmt.Fprintf(c, "554 %s no service\r\n", name)
 		return

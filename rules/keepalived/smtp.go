@@ -117,6 +117,8 @@ func hostKW(f func(c *conv, k *chkState, s *Stmt)) func(c *conv, s *Stmt) {
 // real server only while all its checkers pass. A host's timeout is its
 // own connect_timeout, else 0: smtp_host_handler allocates its
 // connection zeroed and only an unset (UINT_MAX) timeout gets a default.
+// With 0, each wait of the conversation (lib/scheduler.c) has a timer
+// already expired: it fails unless the socket is ready at once.
 func (c *conv) smtpEnd(k *chkState) {
 	st, r := k.smtp, c.rs
 	if r == nil {
@@ -134,7 +136,7 @@ func (c *conv) smtpEnd(k *chkState) {
 		k.connIP, k.connIPAt, k.mark, k.markAt = h.co.connIP, h.co.connIPAt, h.co.mark, h.co.markAt
 		if h.co.connTO < 0 {
 			c.lossy(h.at, "host without connect_timeout: keepalived 2.2.7 gives its connection a timeout of 0, "+
-				"so each probe times out at once and keepalived takes real server %s out; "+
+				"so each step of the conversation must find its reply there at once: real server %s fails, or passes by chance and flaps; "+
 				"lvsctl probes with the real server's or virtual server's connect_timeout", r.addr)
 		} else {
 			k.connTO = h.co.connTO
@@ -163,7 +165,8 @@ func (c *conv) smtpEnd(k *chkState) {
 				"lvsctl runs one check per real server, of %s", ap, r.addr, main)
 		case h.co.connTO < 0:
 			c.lossy(h.at, "host without connect_timeout: keepalived 2.2.7 gives its connection a timeout of 0, "+
-				"so each probe times out at once and keepalived takes real server %s out; lvsctl checks %s once, with the check's timeout", r.addr, ap)
+				"so each step of the conversation must find its reply there at once: real server %s fails, or passes by chance and flaps; "+
+				"lvsctl checks %s once, with the check's timeout", r.addr, ap)
 		default:
 			c.note(h.at, "host %s: what the check probes: keepalived runs a second checker of it, which lvsctl's one check stands for", ap)
 		}
