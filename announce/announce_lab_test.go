@@ -62,8 +62,8 @@ func TestLabAnnounce(t *testing.T) {
 			t.Errorf("after Set(%v) the device has %v", want, got)
 		}
 	}
-	if _, err := Open("lvs-test"); !errors.Is(err, ErrInUse) {
-		t.Errorf("a second Open: %v, want ErrInUse", err)
+	if _, err := Open("lvs-test"); !errors.Is(err, errInUse) {
+		t.Errorf("a second Open: %v, want errInUse", err)
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)

@@ -21,9 +21,9 @@ type Device struct {
 	have []netip.Prefix
 }
 
-// ErrInUse: a device of that name exists, which another live process
+// errInUse: a device of that name exists, which another live process
 // made (a device of a process that ended is gone with it).
-var ErrInUse = errors.New("exists: another process announces through it")
+var errInUse = errors.New("exists: another process announces through it")
 
 // Open makes the device name, up and without addresses, in the calling
 // thread's network namespace.
@@ -32,7 +32,7 @@ func Open(name string) (*Device, error) {
 		return nil, fmt.Errorf("announce device %q: 1 to %d characters", name, unix.IFNAMSIZ-3)
 	}
 	if _, err := netlink.LinkByName(name); err == nil {
-		return nil, fmt.Errorf("announce device %s: %w", name, ErrInUse)
+		return nil, fmt.Errorf("announce device %s: %w", name, errInUse)
 	}
 	ns, err := privateNetns()
 	if err != nil {
@@ -44,7 +44,7 @@ func Open(name string) (*Device, error) {
 	if err := netlink.LinkAdd(veth); err != nil {
 		ns.Close()
 		if errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("announce device %s: %w", name, ErrInUse)
+			return nil, fmt.Errorf("announce device %s: %w", name, errInUse)
 		}
 		return nil, fmt.Errorf("announce device %s: %w", name, err)
 	}

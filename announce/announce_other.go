@@ -7,9 +7,9 @@ import (
 	"net/netip"
 )
 
-// ErrInUse: a device of that name exists, which another live process
+// errInUse: a device of that name exists, which another live process
 // made.
-var ErrInUse = errors.New("exists: another process announces through it")
+var errInUse = errors.New("exists: another process announces through it")
 
 // Device is the announcing device of this process.
 type Device struct{}

@@ -11,10 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultTimeout bounds every wait for a kernel answer. The kernel handles
+// defaultTimeout bounds every wait for a kernel answer. The kernel handles
 // a request inside the system call that sends it, so an answer that takes
 // this long is not coming.
-const DefaultTimeout = 30 * time.Second
+const defaultTimeout = 30 * time.Second
 
 // rcvBufSize is the receive buffer a Conn asks for: room for thousands of
 // queued acknowledgements, so a pipeline's answers are not dropped.
@@ -75,9 +75,10 @@ func openDumpSocket() (*socket, error) {
 	return openSocket(min(os.Getpagesize(), 8192), 0)
 }
 
-// SetTimeout changes how long the Conn waits for an answer (DefaultTimeout
-// unless changed). When a wait times out the call fails with an error
-// satisfying errors.Is(err, unix.EAGAIN) and the Conn is unusable.
+// SetTimeout changes how long the Conn waits for an answer (30 seconds,
+// defaultTimeout, unless changed). When a wait times out the call fails
+// with an error satisfying errors.Is(err, unix.EAGAIN) and the Conn is
+// unusable.
 func (c *Conn) SetTimeout(d time.Duration) error {
 	s, ok := c.sock.(*socket)
 	if !ok {
@@ -132,7 +133,7 @@ func (s *socket) setup(bufSize, rcvBuf int) error {
 		return errors.New("netlink getsockname: not a netlink address")
 	}
 	s.port = nl.Pid
-	if err := s.setTimeout(DefaultTimeout); err != nil {
+	if err := s.setTimeout(defaultTimeout); err != nil {
 		return err
 	}
 	// Short acknowledgements (no copy of the request in error answers) keep

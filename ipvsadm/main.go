@@ -23,8 +23,8 @@ import (
 	"github.com/lvskit/lvskit/names"
 )
 
-// DefaultConnFile is where the kernel shows the connection table.
-const DefaultConnFile = "/proc/net/ip_vs_conn"
+// defaultConnFile is where the kernel shows the connection table.
+const defaultConnFile = "/proc/net/ip_vs_conn"
 
 // minimumIPVSVersion is the oldest kernel IPVS ipvsadm 1.31 accepts
 // silently (1.1.4).
@@ -48,7 +48,8 @@ type Env struct {
 	// Resolver answers host and service name questions; nil means the
 	// system's (names.NewResolver).
 	Resolver *names.Resolver
-	// ConnFile is the connection table file; empty means DefaultConnFile.
+	// ConnFile is the connection table file; empty means
+	// /proc/net/ip_vs_conn (defaultConnFile).
 	ConnFile string
 	// Posix is popt's POSIXLY_CORRECT mode: set it when POSIXLY_CORRECT or
 	// POSIX_ME_HARDER is present in the environment (even if empty).
@@ -155,7 +156,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 		RestoreEngine: env.RestoreEngine,
 	}
 	if p.ConnFile == "" {
-		p.ConnFile = DefaultConnFile
+		p.ConnFile = defaultConnFile
 	}
 	var o cmdline.Outcome
 	if len(args) <= 1 {

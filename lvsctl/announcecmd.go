@@ -63,18 +63,18 @@ func (r *runner) withdrawalJournal() (*record.Journal, error) {
 func (r *runner) openWithdrawal(args []string) ([]netip.Prefix, *record.Journal, *record.Withdrawal, int, error) {
 	ps, err := parsePrefixes(args)
 	if err != nil {
-		return nil, nil, nil, ExitUsage, err
+		return nil, nil, nil, exitUsage, err
 	}
 	j, err := r.withdrawalJournal()
 	if err != nil {
-		return nil, nil, nil, ExitFailed, err
+		return nil, nil, nil, exitFailed, err
 	}
 	w, err := j.LoadWithdrawal()
 	if err != nil {
 		j.Close()
-		return nil, nil, nil, ExitFailed, err
+		return nil, nil, nil, exitFailed, err
 	}
-	return ps, j, w, ExitOK, nil
+	return ps, j, w, exitOK, nil
 }
 
 // withdraw records the withdrawal for run, waits until run withdrew, and
@@ -86,7 +86,7 @@ func (r *runner) withdraw(c *withdrawCmd) (int, error) {
 	}
 	defer j.Close()
 	if err := unknownPrefixes(j, ps, nil); err != nil {
-		return ExitUsage, err
+		return exitUsage, err
 	}
 	if w == nil {
 		w = &record.Withdrawal{Since: r.env.Now().UTC()}
@@ -100,11 +100,11 @@ func (r *runner) withdraw(c *withdrawCmd) (int, error) {
 		}
 	}
 	if err := j.SaveWithdrawal(w); err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	st, err := r.awaitRun(j, func(a record.Announcement) bool { return !a.Announced && w.Withdraws(a.Prefix) }, w.Withdraws)
 	if err != nil || st == nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	var svcs []string
 	for _, a := range st.Announce {
@@ -114,7 +114,7 @@ func (r *runner) withdraw(c *withdrawCmd) (int, error) {
 		}
 	}
 	if c.Wait <= 0 {
-		return ExitOK, nil
+		return exitOK, nil
 	}
 	return r.waitMoved(svcs, c.Wait, c.Quiet)
 }
@@ -132,10 +132,10 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 		withdrawn = w.Prefixes
 	}
 	if err := unknownPrefixes(j, ps, withdrawn); err != nil {
-		return ExitUsage, err
+		return exitUsage, err
 	}
 	if w != nil && len(ps) > 0 && w.All {
-		return ExitUsage, cliutil.UsageError{Err: errors.New("every prefix is withdrawn: 'lvsctl announce' with no prefix ends the withdrawal")}
+		return exitUsage, cliutil.UsageError{Err: errors.New("every prefix is withdrawn: 'lvsctl announce' with no prefix ends the withdrawal")}
 	}
 	if w != nil && len(ps) > 0 {
 		w.Prefixes = slices.DeleteFunc(w.Prefixes, func(p netip.Prefix) bool { return slices.Contains(ps, p) })
@@ -143,12 +143,12 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 		w = nil
 	}
 	if err := j.SaveWithdrawal(w); err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	asked := func(p netip.Prefix) bool { return len(ps) == 0 || slices.Contains(ps, p) }
 	st, err := r.awaitRun(j, func(a record.Announcement) bool { return a.Why != record.WhyWithdrawn }, asked)
 	if err != nil || st == nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	for _, a := range st.Announce {
 		if !asked(a.Prefix) {
@@ -160,7 +160,7 @@ func (r *runner) announce(c *announceCmd) (int, error) {
 			fmt.Fprintf(r.out, "%s is no longer withdrawn, but not announced: %s\n", a.Prefix, a.Why)
 		}
 	}
-	return ExitOK, nil
+	return exitOK, nil
 }
 
 // unknownPrefixes refuses a prefix that the running run's file does not
@@ -223,7 +223,7 @@ func (r *runner) awaitRun(j *record.Journal, done func(record.Announcement) bool
 func (r *runner) waitMoved(services []string, wait, quiet time.Duration) (int, error) {
 	client, err := r.open()
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	defer client.Close()
 	count := func() (uint64, error) {
@@ -242,14 +242,14 @@ func (r *runner) waitMoved(services []string, wait, quiet time.Duration) (int, e
 	start := r.env.Now()
 	last, err := count()
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	since := start
 	for {
 		r.sleep(time.Second)
 		n, err := count()
 		if err != nil {
-			return ExitFailed, err
+			return exitFailed, err
 		}
 		now := r.env.Now()
 		if n != last {
@@ -258,10 +258,10 @@ func (r *runner) waitMoved(services []string, wait, quiet time.Duration) (int, e
 		if now.Sub(since) >= quiet {
 			fmt.Fprintf(r.out, "moved: no new connection for %s (waited %s); the connections still open keep their real servers\n",
 				quiet, now.Sub(start).Round(time.Second))
-			return ExitOK, nil
+			return exitOK, nil
 		}
 		if now.Sub(start) >= wait {
-			return ExitFailed, fmt.Errorf("new connections still arrive after %s (services %s): is the router still sending them here?",
+			return exitFailed, fmt.Errorf("new connections still arrive after %s (services %s): is the router still sending them here?",
 				wait, strings.Join(services, ", "))
 		}
 	}

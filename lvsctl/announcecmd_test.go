@@ -98,7 +98,7 @@ func announceFixture(t *testing.T) (*ipvstest.Fake, Env, *clock) {
 	t.Helper()
 	f := ipvstest.New()
 	env := testEnv(t, f)
-	if r := run(t, env, announceRules, "apply", "--drain-timeout", "0", "-"); r.code != ExitOK {
+	if r := run(t, env, announceRules, "apply", "--drain-timeout", "0", "-"); r.code != exitOK {
 		t.Fatalf("seeding: %+v", r)
 	}
 	c := &clock{now: time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)}
@@ -113,7 +113,7 @@ func TestWithdrawAndAnnounce(t *testing.T) {
 	c.each = a.take
 
 	r := run(t, env, "", "withdraw", "10.3.0.1")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "withdrawn 10.3.0.1/32") || strings.Contains(r.stdout, "10.3.0.2") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "withdrawn 10.3.0.1/32") || strings.Contains(r.stdout, "10.3.0.2") {
 		t.Fatalf("withdraw 10.3.0.1: %+v", r)
 	}
 	w, err := a.j.LoadWithdrawal()
@@ -126,7 +126,7 @@ func TestWithdrawAndAnnounce(t *testing.T) {
 
 	// status and top say it.
 	s := run(t, env, "", "status")
-	if s.code != StatusWarning || !strings.Contains(s.stdout, "NOT announced 10.3.0.1/32: withdrawn by lvsctl withdraw\n") ||
+	if s.code != statusWarning || !strings.Contains(s.stdout, "NOT announced 10.3.0.1/32: withdrawn by lvsctl withdraw\n") ||
 		!strings.Contains(s.stdout, "announced 10.3.0.2/32 (-t 10.3.0.2:80)\n") {
 		t.Errorf("status: %+v", s)
 	}
@@ -138,7 +138,7 @@ func TestWithdrawAndAnnounce(t *testing.T) {
 	}
 
 	r = run(t, env, "", "announce", "10.3.0.1")
-	if r.code != ExitOK || r.stdout != "announced 10.3.0.1/32\n" {
+	if r.code != exitOK || r.stdout != "announced 10.3.0.1/32\n" {
 		t.Fatalf("announce 10.3.0.1: %+v", r)
 	}
 	if w, err := a.j.LoadWithdrawal(); w != nil || err != nil {
@@ -147,21 +147,21 @@ func TestWithdrawAndAnnounce(t *testing.T) {
 	if _, err := os.Stat(env.JournalDir + "/" + record.WithdrawalName); !os.IsNotExist(err) {
 		t.Errorf("%s: %v", record.WithdrawalName, err)
 	}
-	if s := run(t, env, "", "status"); s.code != StatusOK || !strings.Contains(s.stdout, "announced 10.3.0.1/32 (-t 10.3.0.1:80, -u 10.3.0.1:53)\n") {
+	if s := run(t, env, "", "status"); s.code != statusOK || !strings.Contains(s.stdout, "announced 10.3.0.1/32 (-t 10.3.0.1:80, -u 10.3.0.1:53)\n") {
 		t.Errorf("status after announce: %+v", s)
 	}
 
 	// Every prefix, then every one back.
-	if r := run(t, env, "", "withdraw"); r.code != ExitOK || !strings.Contains(r.stdout, "withdrawn 10.3.0.1/32") || !strings.Contains(r.stdout, "withdrawn 10.3.0.2/32") {
+	if r := run(t, env, "", "withdraw"); r.code != exitOK || !strings.Contains(r.stdout, "withdrawn 10.3.0.1/32") || !strings.Contains(r.stdout, "withdrawn 10.3.0.2/32") {
 		t.Errorf("withdraw: %+v", r)
 	}
 	if w, _ := a.j.LoadWithdrawal(); w == nil || !w.All {
 		t.Errorf("withdraw with no prefix: %+v", w)
 	}
-	if r := run(t, env, "", "announce", "10.3.0.2"); r.code != ExitUsage || !strings.Contains(r.stderr, "every prefix is withdrawn") {
+	if r := run(t, env, "", "announce", "10.3.0.2"); r.code != exitUsage || !strings.Contains(r.stderr, "every prefix is withdrawn") {
 		t.Errorf("announce one of all withdrawn: %+v", r)
 	}
-	if r := run(t, env, "", "announce"); r.code != ExitOK || r.stdout != "announced 10.3.0.1/32\nannounced 10.3.0.2/32\n" {
+	if r := run(t, env, "", "announce"); r.code != exitOK || r.stdout != "announced 10.3.0.1/32\nannounced 10.3.0.2/32\n" {
 		t.Errorf("announce: %+v", r)
 	}
 }
@@ -179,7 +179,7 @@ func TestWithdrawRefuses(t *testing.T) {
 	} {
 		for _, cmd := range []string{"withdraw", "announce"} {
 			r := run(t, env, "", cmd, tc.arg)
-			if r.code != ExitUsage || !strings.Contains(r.stderr, tc.msg) {
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.msg) {
 				t.Errorf("%s %s: %+v", cmd, tc.arg, r)
 			}
 		}
@@ -191,7 +191,7 @@ func TestWithdrawRefuses(t *testing.T) {
 	// A run that never reads the file.
 	start := c.now
 	r := run(t, env, "", "withdraw", "10.3.0.2")
-	if r.code != ExitFailed || !strings.Contains(r.stderr, "did not take the change within 10s") || c.now.Sub(start) < 10*time.Second {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "did not take the change within 10s") || c.now.Sub(start) < 10*time.Second {
 		t.Errorf("withdraw, run not taking it: %+v after %s", r, c.now.Sub(start))
 	}
 
@@ -199,7 +199,7 @@ func TestWithdrawRefuses(t *testing.T) {
 	a.run.PID = 0
 	a.save()
 	r = run(t, env, "", "withdraw", "10.3.0.1")
-	if r.code != ExitFailed || !strings.Contains(r.stderr, "no lvsctl run keeps this table") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "no lvsctl run keeps this table") {
 		t.Errorf("withdraw without a run: %+v", r)
 	}
 	if w, _ := a.j.LoadWithdrawal(); w == nil || len(w.Prefixes) != 2 {
@@ -227,7 +227,7 @@ func TestWithdrawWait(t *testing.T) {
 	until = c.now.Add(5 * time.Second)
 	start := c.now
 	r := run(t, env, "", "withdraw", "--wait", "1m", "--quiet", "3s", "10.3.0.1")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "moved: no new connection for 3s") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "moved: no new connection for 3s") {
 		t.Fatalf("withdraw --wait: %+v", r)
 	}
 	if took := c.now.Sub(start); took < 7*time.Second || took > 9*time.Second {
@@ -241,7 +241,7 @@ func TestWithdrawWait(t *testing.T) {
 	until = c.now.Add(time.Hour)
 	start = c.now
 	r = run(t, env, "", "withdraw", "--wait", "20s", "--quiet", "3s", "10.3.0.1")
-	if r.code != ExitFailed || !strings.Contains(r.stderr, "new connections still arrive after 20s (services -t 10.3.0.1:80, -u 10.3.0.1:53)") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "new connections still arrive after 20s (services -t 10.3.0.1:80, -u 10.3.0.1:53)") {
 		t.Errorf("withdraw --wait, connections arriving: %+v", r)
 	}
 	if took := c.now.Sub(start); took < 20*time.Second || took > 22*time.Second {
@@ -259,7 +259,7 @@ func TestTopShowsTheAnnouncement(t *testing.T) {
 	a.save()
 	r := run(t, env, "", "top", "-b", "-n", "1")
 	first, _, _ := strings.Cut(r.stdout, "\n")
-	if r.code != ExitOK || !strings.Contains(first, "  announced 1/2 (10.3.0.2/32 withdrawn by lvsctl withdraw)  ") {
+	if r.code != exitOK || !strings.Contains(first, "  announced 1/2 (10.3.0.2/32 withdrawn by lvsctl withdraw)  ") {
 		t.Errorf("top -b: %+v", r)
 	}
 	r = run(t, env, "", "top", "--json", "-n", "1")

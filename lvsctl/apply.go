@@ -27,12 +27,12 @@ func (r *runner) apply(f *planFlags) (int, error) {
 		return r.handToRun(f, err)
 	}
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	defer j.Close()
 	prior, err := j.Load()
 	if err != nil {
-		return ExitFailed, fmt.Errorf("%w (remove it to go on, after checking the weights it records)", err)
+		return exitFailed, fmt.Errorf("%w (remove it to go on, after checking the weights it records)", err)
 	}
 	// With --json, stdout holds the one document; the event lines go to
 	// stderr.
@@ -88,10 +88,10 @@ func (r *runner) apply(f *planFlags) (int, error) {
 	rep.finish()
 	var ue cliutil.UsageError
 	if errors.As(err, &ue) {
-		return ExitUsage, err
+		return exitUsage, err
 	}
 	if err != nil {
-		return ExitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", cliutil.ReadError(err))
+		return exitFailed, fmt.Errorf("apply stopped: %w; run it again to converge (lvsctl status shows drains left)", cliutil.ReadError(err))
 	}
 	if f.JSON {
 		return r.reportJSON(res, applied)
@@ -117,7 +117,7 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 			fmt.Fprintln(r.out, "nothing was drained or deleted")
 		}
 		fmt.Fprintln(r.out, "fix what the kernel refused and apply again; it plans from the kernel's table as it is then")
-		return ExitFailed
+		return exitFailed
 	}
 	if res.Rounds > 1 {
 		fmt.Fprintf(r.out, "another program changed the kernel's table during the apply: read and planned again %s\n",
@@ -134,7 +134,7 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 			fmt.Fprintf(r.out, "interrupted: %s still draining at weight 0, recorded in the journal; "+
 				"'lvsctl apply FILE' finishes them (or cancels them when FILE keeps the server), 'lvsctl status' lists them\n",
 				cliutil.Plural(len(d.Pending), "real server", "real servers"))
-			return ExitInterrupted
+			return exitInterrupted
 		}
 	}
 	if !res.Converged() {
@@ -143,10 +143,10 @@ func (r *runner) report(res *rules.ConvergeResult, applied int) int {
 			fmt.Fprintf(r.out, "  %s\n", rules.Describe(&res.Remaining.Changes[i]))
 		}
 		fmt.Fprintln(r.out, "run the apply again; it plans from the kernel's table as it is then")
-		return ExitFailed
+		return exitFailed
 	}
 	fmt.Fprintln(r.out, "converged: the kernel's table equals the file")
-	return ExitOK
+	return exitOK
 }
 
 // reporter shows an apply's events.
@@ -236,16 +236,16 @@ func (l *liveReporter) finish() {
 func (r *runner) handToRun(f *planFlags, locked error) (int, error) {
 	st := r.runState()
 	if !st.Alive() {
-		return ExitFailed, locked
+		return exitFailed, locked
 	}
 	if record.Abs(f.File) == st.File && f.File != "-" {
 		if err := unix.Kill(st.PID, unix.SIGHUP); err != nil {
-			return ExitFailed, fmt.Errorf("lvsctl run (pid %d) owns this table; asking it to reload %s: %w", st.PID, st.File, err)
+			return exitFailed, fmt.Errorf("lvsctl run (pid %d) owns this table; asking it to reload %s: %w", st.PID, st.File, err)
 		}
 		fmt.Fprintf(r.out, "handed %s to lvsctl run (pid %d): it reloads the file, keeping each real server's health\n", st.File, st.PID)
-		return ExitOK, nil
+		return exitOK, nil
 	}
-	return ExitFailed, fmt.Errorf("lvsctl run (pid %d) keeps this table as %s says, with health checks; "+
+	return exitFailed, fmt.Errorf("lvsctl run (pid %d) keeps this table as %s says, with health checks; "+
 		"change that file and reload the run (systemctl reload lvsctl, or lvsctl apply %s); "+
 		"lvsctl plan FILE shows what FILE would change", st.PID, st.File, st.File)
 }

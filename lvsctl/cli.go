@@ -39,19 +39,19 @@ import (
 
 // Exit statuses, decided only in Main.
 const (
-	ExitOK          = 0 // done; for plan: nothing to change
-	ExitFailed      = 1 // an error, or an apply that did not converge
-	ExitUsage       = 2 // bad command line or bad rules file: nothing was changed
-	ExitChanges     = 3 // plan (and apply --dry-run): the kernel differs from the file
-	ExitInterrupted = 4 // apply stopped by SIGINT/SIGTERM; the journal holds the drains left
+	exitOK          = 0 // done; for plan: nothing to change
+	exitFailed      = 1 // an error, or an apply that did not converge
+	exitUsage       = 2 // bad command line or bad rules file: nothing was changed
+	exitChanges     = 3 // plan (and apply --dry-run): the kernel differs from the file
+	exitInterrupted = 4 // apply stopped by SIGINT/SIGTERM; the journal holds the drains left
 )
 
 // lvsctl status's exit statuses, as monitoring plugins use them.
 const (
-	StatusOK       = 0 // every checked real server in service, nothing pending
-	StatusWarning  = 1 // a real server held out or draining, a refused reload, late probes, a stopped run
-	StatusCritical = 2 // a service whose real servers all failed their checks
-	StatusUnknown  = 3 // the journal or the record could not be read
+	statusOK       = 0 // every checked real server in service, nothing pending
+	statusWarning  = 1 // a real server held out or draining, a refused reload, late probes, a stopped run
+	statusCritical = 2 // a service whose real servers all failed their checks
+	statusUnknown  = 3 // the journal or the record could not be read
 )
 
 const description = "Plan and apply a desired IPVS rule set on a live director without dropping connections.\n\n" +
@@ -73,15 +73,15 @@ const (
 		"  3  the record or the journal could not be read, or a bad command line"
 )
 
-// DefaultJournalRoot holds one journal directory per network namespace
+// defaultJournalRoot holds one journal directory per network namespace
 // (see record.DefaultRoot).
-const DefaultJournalRoot = record.DefaultRoot
+const defaultJournalRoot = record.DefaultRoot
 
 // Env is what Run needs from the host.
 type Env struct {
 	// Open connects to the kernel's IPVS (a fake in tests).
 	Open func() (ipvs.Client, error)
-	// JournalRoot and JournalDir locate the journal (DefaultJournalRoot
+	// JournalRoot and JournalDir locate the journal (record.DefaultRoot
 	// and this namespace's directory below it when empty).
 	JournalRoot, JournalDir string
 	// ConnFile is the kernel's connection table; "" means /proc/net/ip_vs_conn.
@@ -255,7 +255,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "lvsctl: internal error: %v\n", err)
-		return ExitFailed
+		return exitFailed
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -271,9 +271,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 		help := helpCommand(err)
 		fmt.Fprintf(stderr, "lvsctl: %s (see %s --help)\n", parseMessage(err), help)
 		if help == "lvsctl status" {
-			return StatusUnknown // 2 would read as critical to a monitoring system
+			return statusUnknown // 2 would read as critical to a monitoring system
 		}
-		return ExitUsage
+		return exitUsage
 	}
 	if env.Context == nil {
 		env.Context = context.Background()
@@ -329,11 +329,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) (co
 		if ue.Help {
 			fmt.Fprintf(stderr, "lvsctl: see lvsctl %s --help\n", strings.Fields(cmd)[0])
 		}
-		return ExitUsage
+		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "lvsctl: %v\n", err)
-		if status == ExitOK {
-			status = ExitFailed
+		if status == exitOK {
+			status = exitFailed
 		}
 		return status
 	}
@@ -418,7 +418,7 @@ func (r *runner) connFile() string {
 func (r *runner) journalPaths() (root, dir string) {
 	root = r.env.JournalRoot
 	if root == "" {
-		root = DefaultJournalRoot
+		root = defaultJournalRoot
 	}
 	dir = r.journalDir
 	if dir == "" {

@@ -24,16 +24,16 @@ import (
 func (r *runner) list(c *listCmd) (int, error) {
 	client, err := r.open()
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	defer client.Close()
 	set, err := rules.Read(client)
 	if err != nil {
-		return ExitFailed, cliutil.ReadError(err)
+		return exitFailed, cliutil.ReadError(err)
 	}
 	set.Sort()
 	if c.JSON {
-		return ExitOK, desired.WriteJSON(r.out, set, desired.Counters{Conns: true, Stats: c.Stats, Rate: c.Rate})
+		return exitOK, desired.WriteJSON(r.out, set, desired.Counters{Conns: true, Stats: c.Stats, Rate: c.Rate})
 	}
 	header := []string{"SERVICE", "SCHEDULER", "FLAGS", "PERSISTENCE", "REAL SERVER", "METHOD", "WEIGHT", "ACTIVE", "INACTIVE"}
 	if c.Stats {
@@ -77,7 +77,7 @@ func (r *runner) list(c *listCmd) (int, error) {
 			rows = append(rows, append(row, counters(&n.Stats)...))
 		}
 	}
-	return ExitOK, clitable.Write(r.out, header, rows)
+	return exitOK, clitable.Write(r.out, header, rows)
 }
 
 // readDesired reads and checks FILE completely: it must parse, hold at
@@ -135,13 +135,13 @@ func (r *runner) diffOptions(f *planFlags) rules.DiffOptions {
 func (r *runner) desiredAndKernel(f *planFlags) (*rules.Set, ipvs.Client, int, error) {
 	want, err := r.readDesired(f)
 	if err != nil {
-		return nil, nil, ExitUsage, err
+		return nil, nil, exitUsage, err
 	}
 	client, err := r.open()
 	if err != nil {
-		return nil, nil, ExitFailed, err
+		return nil, nil, exitFailed, err
 	}
-	return want, client, ExitOK, nil
+	return want, client, exitOK, nil
 }
 
 // plan prints the plan; the status says whether the kernel is in sync. A
@@ -155,7 +155,7 @@ func (r *runner) plan(f *planFlags) (int, error) {
 	held := r.runState().HoldOut(want)
 	p, err := rules.DiffKernel(client, want, r.diffOptions(f))
 	if err != nil {
-		return ExitFailed, cliutil.ReadError(err)
+		return exitFailed, cliutil.ReadError(err)
 	}
 	pending := r.pendingDrains()
 	if f.JSON {
@@ -164,15 +164,15 @@ func (r *runner) plan(f *planFlags) (int, error) {
 		err = r.writePlan(p, pending, held)
 	}
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	if err := f.RemovalGuard(p); err != nil {
-		return ExitUsage, err
+		return exitUsage, err
 	}
 	if p.InSync() {
-		return ExitOK, nil
+		return exitOK, nil
 	}
-	return ExitChanges, nil
+	return exitChanges, nil
 }
 
 // pendingDrains reads the journal without locking it, for display; a
@@ -395,14 +395,14 @@ func (r *runner) reportJSON(res *rules.ConvergeResult, applied []rules.Change) (
 	if res.Remaining != nil {
 		doc.Remaining = toJSONChanges(res.Remaining.Changes)
 	}
-	status := ExitOK
+	status := exitOK
 	switch {
 	case res.Stopped:
-		doc.Result, status = "stopped", ExitFailed
+		doc.Result, status = "stopped", exitFailed
 	case res.Drain != nil && len(res.Drain.Pending) > 0:
-		doc.Result, status = "interrupted", ExitInterrupted
+		doc.Result, status = "interrupted", exitInterrupted
 	case !res.Converged():
-		doc.Result, status = "not_converged", ExitFailed
+		doc.Result, status = "not_converged", exitFailed
 	default:
 		doc.Result = "converged"
 	}
@@ -410,7 +410,7 @@ func (r *runner) reportJSON(res *rules.ConvergeResult, applied []rules.Change) (
 }
 
 // status prints lvsctl run's record and the journal of interrupted
-// drains, and says by its status how the director is (see StatusOK).
+// drains, and says by its status how the director is (see statusOK).
 func (r *runner) status(c *statusCmd) (int, error) {
 	var jr *rules.Journal
 	dir := r.journalPath()
@@ -418,11 +418,11 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	switch {
 	case errors.Is(err, record.ErrNoJournal):
 	case err != nil:
-		return StatusUnknown, err
+		return statusUnknown, err
 	default:
 		defer j.Close()
 		if jr, err = j.Load(); err != nil {
-			return StatusUnknown, err
+			return statusUnknown, err
 		}
 	}
 	var drains []rules.DrainEntry
@@ -432,17 +432,17 @@ func (r *runner) status(c *statusCmd) (int, error) {
 	var st *record.Run
 	if j != nil {
 		if st, err = j.LoadRun(); err != nil {
-			return StatusUnknown, err
+			return statusUnknown, err
 		}
 	}
 	code, verdict := statusVerdict(st, len(drains))
 	if c.JSON {
 		doc := jsonStatus{Status: verdict, Journal: dir, PendingDrains: toJSONDrains(drains), Run: toJSONRun(st)}
 		if err := writeJSON(r.out, doc); err != nil {
-			return StatusUnknown, err
+			return statusUnknown, err
 		}
 	} else if err := r.writeRunStatus(st); err != nil {
-		return StatusUnknown, err
+		return statusUnknown, err
 	} else if len(drains) == 0 {
 		fmt.Fprintf(r.out, "no drain pending (journal %s)\n", dir)
 	} else {
@@ -458,7 +458,7 @@ func (r *runner) status(c *statusCmd) (int, error) {
 				e.Started.UTC().Format(time.RFC3339), e.Deadline.UTC().Format(time.RFC3339), then})
 		}
 		if err := clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "WEIGHT BEFORE", "STARTED", "DEADLINE", "THEN"}, rows); err != nil {
-			return StatusUnknown, err
+			return statusUnknown, err
 		}
 	}
 	return code, nil
@@ -472,7 +472,7 @@ func (r *runner) status(c *statusCmd) (int, error) {
 // ok otherwise.
 func statusVerdict(st *record.Run, drains int) (int, string) {
 	if st != nil && len(st.AllDown) > 0 {
-		return StatusCritical, "critical"
+		return statusCritical, "critical"
 	}
 	warn := drains > 0
 	if st != nil {
@@ -485,9 +485,9 @@ func statusVerdict(st *record.Run, drains int) (int, string) {
 		}
 	}
 	if warn {
-		return StatusWarning, "warning"
+		return statusWarning, "warning"
 	}
-	return StatusOK, "ok"
+	return statusOK, "ok"
 }
 
 // jsonStatus is status --json's document.

@@ -68,9 +68,9 @@ func TestFlagsCheckedBeforeAnyChange(t *testing.T) {
 		{[]string{"top", "-b", "-d"}, "lvsctl: --delay: no value; give seconds or a duration (see lvsctl top --help)"},
 	} {
 		r := run(t, env, "", tc.args...)
-		code := ExitUsage
+		code := exitUsage
 		if tc.args[0] == "status" {
-			code = StatusUnknown // a monitoring plugin's usage error
+			code = statusUnknown // a monitoring plugin's usage error
 		}
 		if r.code != code || r.stderr != tc.want+"\n" || r.stdout != "" {
 			t.Errorf("lvsctl %s: exit %d, stderr %q, stdout %q;\nwant exit %d, stderr %q", strings.Join(tc.args, " "), r.code, r.stderr, r.stdout, code, tc.want+"\n")
@@ -108,10 +108,10 @@ func TestGoodFlagsPass(t *testing.T) {
 func TestHelpPointsAtTheFullCommand(t *testing.T) {
 	env := testEnv(t, nil)
 	r := run(t, env, "", "import", "keepalived")
-	if want := "lvsctl: expected \"<FILE>\" (see lvsctl import keepalived --help)\n"; r.code != ExitUsage || r.stderr != want {
+	if want := "lvsctl: expected \"<FILE>\" (see lvsctl import keepalived --help)\n"; r.code != exitUsage || r.stderr != want {
 		t.Fatalf("import keepalived: exit %d, stderr %q; want 2, %q", r.code, r.stderr, want)
 	}
-	if h := run(t, env, "", "import", "keepalived", "--help"); h.code != ExitOK || !strings.Contains(h.stdout, "Usage: lvsctl import keepalived") {
+	if h := run(t, env, "", "import", "keepalived", "--help"); h.code != exitOK || !strings.Contains(h.stdout, "Usage: lvsctl import keepalived") {
 		t.Fatalf("the help it points at: %+v", h)
 	}
 }

@@ -26,7 +26,7 @@ func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 	res, err := keepalived.Import(c.File, keepalived.Options{Lossy: c.Lossy})
 	var refused keepalived.Errors
 	if err != nil && !errors.As(err, &refused) {
-		return ExitUsage, cliutil.UsageError{Err: err}
+		return exitUsage, cliutil.UsageError{Err: err}
 	}
 	for _, n := range res.Notices {
 		kind := "notice"
@@ -43,10 +43,10 @@ func (r *runner) importKeepalived(c *importKeepalivedCmd) (int, error) {
 		if len(refused) > 1 {
 			what = "refusals"
 		}
-		return ExitUsage, cliutil.UsageError{Err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
+		return exitUsage, cliutil.UsageError{Err: fmt.Errorf("%s: %d %s; nothing written", c.File, len(refused), what)}
 	}
 	if err := keepalived.WriteYAML(r.out, res); err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
-	return ExitOK, nil
+	return exitOK, nil
 }

@@ -25,7 +25,7 @@ func TestImportCommand(t *testing.T) {
 	}
 	good := write("good.conf", "vrrp_instance V { }\nvirtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    TCP_CHECK { }\n  }\n}\n")
 	r := run(t, env, "", "import", "keepalived", good)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "version: 2\n") || !strings.Contains(r.stdout, "\n    address: 192.0.2.1\n") ||
+	if r.code != exitOK || !strings.Contains(r.stdout, "version: 2\n") || !strings.Contains(r.stdout, "\n    address: 192.0.2.1\n") ||
 		!strings.Contains(r.stderr, "lvsctl: notice: "+good+":1: vrrp_instance: skipped") {
 		t.Errorf("good file: %+v", r)
 	}
@@ -39,7 +39,7 @@ func TestImportCommand(t *testing.T) {
 		{"two.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    FILE_CHECK { }\n  }\n  real_server 10.0.0.2 80 {\n    BFD_CHECK { }\n  }\n}\n", "two.conf:3: FILE_CHECK"},
 	} {
 		r := run(t, env, "", "import", "keepalived", write(c.name, c.text))
-		if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%s: %+v; want exit 2, nothing on stdout, %q", c.name, r, c.want)
 		}
 	}
@@ -50,23 +50,23 @@ func TestImportCommand(t *testing.T) {
 	}
 	lower := write("lower.conf", "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  lb_kind dr\n  real_server 10.0.0.1 80 {\n  }\n}\n")
 	r = run(t, env, "", "import", "keepalived", lower)
-	if r.code != ExitOK || !strings.Contains(r.stderr, "lvsctl: notice: "+lower+":3: lb_kind \"dr\"") || !strings.Contains(r.stdout, "method: masq") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "lvsctl: notice: "+lower+":3: lb_kind \"dr\"") || !strings.Contains(r.stdout, "method: masq") {
 		t.Errorf("lower-case lb_kind: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", regex)
-	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "regex.conf:7: regex:") || !strings.Contains(r.stderr, "--lossy") {
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "regex.conf:7: regex:") || !strings.Contains(r.stderr, "--lossy") {
 		t.Errorf("regex without --lossy: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", "--lossy", regex)
-	if r.code != ExitOK || !strings.Contains(r.stdout, "# CHANGED: regex.conf:7: regex:") || !strings.Contains(r.stderr, "warning: changed: "+regex+":7: regex:") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "# CHANGED: regex.conf:7: regex:") || !strings.Contains(r.stderr, "warning: changed: "+regex+":7: regex:") {
 		t.Errorf("regex with --lossy: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "absent.conf"))
-	if r.code != ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "absent.conf") {
+	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "absent.conf") {
 		t.Errorf("absent file: %+v", r)
 	}
 	r = run(t, env, "", "import", "keepalived", "--help")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl import keepalived") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl import keepalived") {
 		t.Errorf("help: %+v", r)
 	}
 }

@@ -52,11 +52,11 @@ func TestLvsctlListJSONRoundTrip(t *testing.T) {
 	if list.Code != 0 || !strings.Contains(list.Stdout, `"fwmark": 7`) || !strings.Contains(list.Stdout, `"upper_threshold": 100`) {
 		t.Fatalf("lvsctl list --json: %+v", list)
 	}
-	if p := labtest.Run(t, list.Stdout, lvsctlBin(), "plan", "-"); p.Code != ExitOK {
+	if p := labtest.Run(t, list.Stdout, lvsctlBin(), "plan", "-"); p.Code != exitOK {
 		t.Fatalf("lvsctl plan of list --json: %+v", p)
 	}
 	a := labtest.Run(t, list.Stdout, lvsctlBin(), "apply", "-")
-	if a.Code != ExitOK || !strings.Contains(a.Stdout, "in sync, no changes") {
+	if a.Code != exitOK || !strings.Contains(a.Stdout, "in sync, no changes") {
 		t.Fatalf("lvsctl apply of list --json: %+v", a)
 	}
 	if after := labtest.Run(t, "", labtest.RefIpvsadm, "-Sn").Stdout; after != before {
@@ -176,7 +176,7 @@ func TestLvsctlMHOrder(t *testing.T) {
 			fmt.Fprintf(&file, "-a -t 10.9.0.100:80 -r 10.9.0.%d:80 -g -w %d\n-a -t 10.9.0.101:80 -r 10.9.0.%d:80 -g -w %d\n", 11+i, weight(i), 11+i, weight(i))
 		}
 		a := labtest.Run(t, file.String(), lvsctlBin(), "apply", "--drain-timeout", "0", "-")
-		if a.Code != ExitOK {
+		if a.Code != exitOK {
 			t.Fatalf("lvsctl apply: %+v", a)
 		}
 		after := mismatches()

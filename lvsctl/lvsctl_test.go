@@ -76,7 +76,7 @@ func seeded(t *testing.T) (*ipvstest.Fake, Env) {
 	t.Helper()
 	f := ipvstest.New()
 	env := testEnv(t, f)
-	if r := run(t, env, seedRules, "apply", "--drain-timeout", "0", "-"); r.code != ExitOK {
+	if r := run(t, env, seedRules, "apply", "--drain-timeout", "0", "-"); r.code != exitOK {
 		t.Fatalf("seeding: %+v", r)
 	}
 	return f, env
@@ -98,11 +98,11 @@ func TestListJSONRoundTripIsInSync(t *testing.T) {
 		}
 	}
 	p := run(t, env, l.stdout, "plan", "-")
-	if p.code != ExitOK || !strings.Contains(p.stdout, "in sync") {
+	if p.code != exitOK || !strings.Contains(p.stdout, "in sync") {
 		t.Fatalf("plan of list --json: %+v", p)
 	}
 	a := run(t, env, l.stdout, "apply", "-")
-	if a.code != ExitOK || !strings.Contains(a.stdout, "in sync, no changes") {
+	if a.code != exitOK || !strings.Contains(a.stdout, "in sync, no changes") {
 		t.Fatalf("apply of list --json: %+v", a)
 	}
 }
@@ -113,8 +113,8 @@ func TestPlanShowsEditsAndExitStatus(t *testing.T) {
 	changed = strings.Replace(changed, "192.168.1.1:80 -m -w 3", "192.168.1.1:80 -m -w 5", 1)
 	changed = strings.Replace(changed, "-a -t 10.0.0.1:80 -r 192.168.1.2:80 -m -w 1\n", "", 1)
 	p := run(t, env, changed, "plan", "-")
-	if p.code != ExitChanges {
-		t.Fatalf("plan: status %d, want %d: %+v", p.code, ExitChanges, p)
+	if p.code != exitChanges {
+		t.Fatalf("plan: status %d, want %d: %+v", p.code, exitChanges, p)
 	}
 	for _, want := range []string{"edit-service", "wrr -> wlc", "edit-dest", "3 -> 5", "delete-dest", "192.168.1.2:80", "3 changes"} {
 		if !strings.Contains(p.stdout, want) {
@@ -144,10 +144,10 @@ func TestPlanShowsEditsAndExitStatus(t *testing.T) {
 	}
 	// Weights alone change without that window: no warning.
 	weights := strings.Replace(seedRules, "192.168.1.1:80 -m -w 3", "192.168.1.1:80 -m -w 5", 1)
-	if w := run(t, env, weights, "plan", "-"); w.code != ExitChanges || strings.Contains(w.stdout, "warning") {
+	if w := run(t, env, weights, "plan", "-"); w.code != exitChanges || strings.Contains(w.stdout, "warning") {
 		t.Errorf("plan of a weight edit: %+v", w)
 	}
-	if d := run(t, env, changed, "apply", "--dry-run", "-"); d.code != ExitChanges || d.stdout != p.stdout {
+	if d := run(t, env, changed, "apply", "--dry-run", "-"); d.code != exitChanges || d.stdout != p.stdout {
 		t.Errorf("apply --dry-run differs from plan: %+v", d)
 	}
 }
@@ -167,7 +167,7 @@ func TestBadFileChangesNothing(t *testing.T) {
 		{"{\"version\": 1, \"services\": [\n {\"protocol\": \"tcp\", \"address\": \"10.0.0.9\", \"port\": 80, \"family\": \"inet\", \"scheduler\": \"rr\", \"destinations\": [],\n  \"bogus\": 1}]}\n", "<stdin>:3: unknown field \"bogus\" (/usr/share/doc/lvskit/lvsctl.md lists them)"},
 	} {
 		r := run(t, env, tc.text, "apply", "-")
-		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
 			t.Errorf("apply of %q: status %d, stderr %q; want status 2 and %q", tc.text, r.code, r.stderr, tc.want)
 		}
 	}
@@ -199,7 +199,7 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 	}
 	without := strings.Replace(seedRules, "-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n", "", 1)
 	r := run(t, env, without, "apply", "-")
-	if r.code != ExitInterrupted || !strings.Contains(r.stdout, "interrupted: 1 real server still draining") {
+	if r.code != exitInterrupted || !strings.Contains(r.stdout, "interrupted: 1 real server still draining") {
 		t.Fatalf("interrupted apply: %+v", r)
 	}
 	ds, _ := f.Destinations(svc)
@@ -220,7 +220,7 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 	}
 	env.Context, env.Now = context.Background(), nil
 	st := run(t, env, "", "status")
-	if st.code != StatusWarning || !strings.Contains(st.stdout, "192.168.1.4:53") || !strings.Contains(st.stdout, "drain, keep service") {
+	if st.code != statusWarning || !strings.Contains(st.stdout, "192.168.1.4:53") || !strings.Contains(st.stdout, "drain, keep service") {
 		t.Fatalf("status: %+v", st)
 	}
 	// The connections end; the next apply finishes the drain.
@@ -228,16 +228,16 @@ func TestInterruptedDrainIsFinishedByTheNextApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, env, without, "apply", "-")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "journal: resuming -u 10.0.0.2:53 -r 192.168.1.4:53 (weight 1") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "journal: resuming -u 10.0.0.2:53 -r 192.168.1.4:53 (weight 1") {
 		t.Fatalf("second apply: %+v", r)
 	}
 	if s, _ := f.Service(svc); s.Flags&ipvs.FlagSched1 != 0 {
 		t.Errorf("mh-fallback left on after the drain: flags %#x", s.Flags)
 	}
-	if st := run(t, env, "", "status"); st.code != ExitOK || !strings.Contains(st.stdout, "no drain pending") {
+	if st := run(t, env, "", "status"); st.code != exitOK || !strings.Contains(st.stdout, "no drain pending") {
 		t.Errorf("status after: %+v", st)
 	}
-	if p := run(t, env, without, "plan", "-"); p.code != ExitOK {
+	if p := run(t, env, without, "plan", "-"); p.code != exitOK {
 		t.Errorf("plan after: %+v", p)
 	}
 }
@@ -255,15 +255,15 @@ func TestInterruptedDrainCancelledWhenTheFileKeepsTheServer(t *testing.T) {
 	cancel()
 	env.Context = ctx
 	without := strings.Replace(seedRules, "-a -t 10.0.0.1:80 -r 192.168.1.1:80 -m -w 3\n", "", 1)
-	if r := run(t, env, without, "apply", "-"); r.code != ExitInterrupted {
+	if r := run(t, env, without, "apply", "-"); r.code != exitInterrupted {
 		t.Fatalf("interrupted apply: %+v", r)
 	}
 	env.Context = context.Background()
 	r := run(t, env, seedRules, "apply", "-")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80 weight 0->3") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80 weight 0->3") {
 		t.Fatalf("cancelling apply: %+v", r)
 	}
-	if st := run(t, env, "", "status"); st.code != ExitOK {
+	if st := run(t, env, "", "status"); st.code != exitOK {
 		t.Errorf("status after cancel: %+v", st)
 	}
 }
@@ -274,10 +274,10 @@ func TestDeletedByHandIsRecreated(t *testing.T) {
 	if err := f.Exec(ipvs.Request{Cmd: ipvs.CmdDelService, Service: &svc}); err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitOK || !strings.Contains(r.stdout, "add-service -t 10.0.0.1:80") {
+	if r := run(t, env, seedRules, "apply", "-"); r.code != exitOK || !strings.Contains(r.stdout, "add-service -t 10.0.0.1:80") {
 		t.Fatalf("apply: %+v", r)
 	}
-	if p := run(t, env, seedRules, "plan", "-"); p.code != ExitOK {
+	if p := run(t, env, seedRules, "plan", "-"); p.code != exitOK {
 		t.Fatalf("plan: %+v", p)
 	}
 }
@@ -292,7 +292,7 @@ func TestJournalRefusesUntrustedState(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed || !strings.Contains(r.stderr, "lets others in") {
+	if r := run(t, env, seedRules, "apply", "-"); r.code != exitFailed || !strings.Contains(r.stderr, "lets others in") {
 		t.Errorf("world-writable journal directory: %+v", r)
 	}
 	os.Chmod(dir, 0o700)
@@ -301,20 +301,20 @@ func TestJournalRefusesUntrustedState(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, record.JournalName)); err != nil {
 		t.Fatal(err)
 	}
-	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed || !strings.Contains(r.stderr, "journal") {
+	if r := run(t, env, seedRules, "apply", "-"); r.code != exitFailed || !strings.Contains(r.stderr, "journal") {
 		t.Errorf("journal that is a symbolic link: %+v", r)
 	}
 	os.Remove(filepath.Join(dir, record.JournalName))
 	os.WriteFile(filepath.Join(dir, record.JournalName), []byte(`{"version":1}`), 0o666)
 	os.Chmod(filepath.Join(dir, record.JournalName), 0o666)
-	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed || !strings.Contains(r.stderr, "lets others in") {
+	if r := run(t, env, seedRules, "apply", "-"); r.code != exitFailed || !strings.Contains(r.stderr, "lets others in") {
 		t.Errorf("world-writable journal: %+v", r)
 	}
 	os.Remove(filepath.Join(dir, record.JournalName))
 	linkDir := filepath.Join(t.TempDir(), "link")
 	os.Symlink(dir, linkDir)
 	env.JournalDir = linkDir
-	if r := run(t, env, seedRules, "apply", "-"); r.code != ExitFailed {
+	if r := run(t, env, seedRules, "apply", "-"); r.code != exitFailed {
 		t.Errorf("journal directory that is a symbolic link: %+v", r)
 	}
 }
@@ -357,7 +357,7 @@ func TestMHOrderFollowsTheFile(t *testing.T) {
 	doc := `{"version": 1, "services": [{"protocol": "udp", "address": "10.0.0.2", "port": 53, "family": "inet", "scheduler": "mh",
   "destinations": [{"address": "192.168.1.4", "port": 53, "method": "route", "weight": 1},
                    {"address": "192.168.1.3", "port": 53, "method": "route", "weight": 1}]}]}`
-	if r := run(t, env, doc, "apply", "-"); r.code != ExitOK {
+	if r := run(t, env, doc, "apply", "-"); r.code != exitOK {
 		t.Fatalf("apply JSON: %+v", r)
 	}
 	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
@@ -376,15 +376,15 @@ func TestMHOrderFollowsTheFile(t *testing.T) {
 	if strings.Index(l.stdout, "192.168.1.4") > strings.Index(l.stdout, "192.168.1.3") {
 		t.Errorf("list --json does not show the kernel's mh order:\n%s", l.stdout)
 	}
-	if p := run(t, env, l.stdout, "plan", "-"); p.code != ExitOK {
+	if p := run(t, env, l.stdout, "plan", "-"); p.code != exitOK {
 		t.Errorf("plan of list --json: %+v", p)
 	}
 	text := "-A -u 10.0.0.2:53 -s mh\n-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n-a -u 10.0.0.2:53 -r 192.168.1.3:53 -g -w 1\n"
 	p := run(t, env, text, "plan", "-")
-	if p.code != ExitChanges || !strings.Contains(p.stdout, "re-add-dest") {
+	if p.code != exitChanges || !strings.Contains(p.stdout, "re-add-dest") {
 		t.Fatalf("plan of rules text: %+v", p)
 	}
-	if r := run(t, env, text, "apply", "-"); r.code != ExitOK {
+	if r := run(t, env, text, "apply", "-"); r.code != exitOK {
 		t.Fatalf("apply text: %+v", r)
 	}
 	if got := order(); got != "192.168.1.3 192.168.1.4" {
@@ -427,10 +427,10 @@ func TestTerminalProgressRedrawsTheDrainBlock(t *testing.T) {
 // ever journaled leave the journal directory uncreated.
 func TestReadersCreateNothing(t *testing.T) {
 	env := testEnv(t, ipvstest.New())
-	if r := run(t, env, "", "status"); r.code != ExitOK || !strings.Contains(r.stdout, "no drain pending") {
+	if r := run(t, env, "", "status"); r.code != exitOK || !strings.Contains(r.stdout, "no drain pending") {
 		t.Fatalf("status: %+v", r)
 	}
-	if r := run(t, env, seedRules, "plan", "-"); r.code != ExitChanges || r.stderr != "" {
+	if r := run(t, env, seedRules, "plan", "-"); r.code != exitChanges || r.stderr != "" {
 		t.Fatalf("plan: %+v", r)
 	}
 	if _, err := os.Lstat(env.JournalDir); !os.IsNotExist(err) {
@@ -447,21 +447,21 @@ func TestTableChangingUnderApply(t *testing.T) {
 	env := testEnv(t, f)
 	f.FailNext(ipvs.CmdNewService, unix.EEXIST)
 	r := run(t, env, seedRules, "apply", "-")
-	if r.code != ExitOK || !strings.Contains(r.stdout, "read and planned again 1 time\n") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "read and planned again 1 time\n") {
 		t.Fatalf("apply with a raced add: %+v", r)
 	}
-	if p := run(t, env, seedRules, "plan", "-"); p.code != ExitOK {
+	if p := run(t, env, seedRules, "plan", "-"); p.code != exitOK {
 		t.Fatalf("plan after: %+v", p)
 	}
 	changed := strings.Replace(seedRules, "-m -w 3", "-m -w 4", 1)
 	f.FailNext(ipvs.CmdSetDest, unix.ENOMEM)
 	r = run(t, env, changed, "apply", "-")
-	if r.code != ExitFailed || !strings.Contains(r.stdout, "stopped: the kernel refused 1 change; 0 other changes were made") ||
+	if r.code != exitFailed || !strings.Contains(r.stdout, "stopped: the kernel refused 1 change; 0 other changes were made") ||
 		!strings.Contains(r.stdout, "  refused: edit-dest -t 10.0.0.1:80 -r 192.168.1.1:80: ipvs SET_DEST: cannot allocate memory") ||
 		!strings.Contains(r.stdout, "nothing was drained or deleted") || strings.Contains(r.stdout, "planned again") {
 		t.Fatalf("apply with a refused edit: %+v", r)
 	}
-	if r := run(t, env, changed, "apply", "-"); r.code != ExitOK {
+	if r := run(t, env, changed, "apply", "-"); r.code != exitOK {
 		t.Fatalf("re-run: %+v", r)
 	}
 }

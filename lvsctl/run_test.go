@@ -287,7 +287,7 @@ func TestRunTakesFailedServersOutAndBack(t *testing.T) {
 	})
 	before := h.c.weights(t)
 	r := h.stop(t)
-	if r.code != ExitOK || !strings.Contains(r.stderr, "ALL REAL SERVERS OF -t 10.0.0.1:80 FAILED THEIR CHECKS: when_all_down keep") {
+	if r.code != exitOK || !strings.Contains(r.stderr, "ALL REAL SERVERS OF -t 10.0.0.1:80 FAILED THEIR CHECKS: when_all_down keep") {
 		t.Errorf("run: %+v", r)
 	}
 	if after := h.c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] {
@@ -445,7 +445,7 @@ func TestManualCommandsSeeTheRun(t *testing.T) {
 
 	env.Open = func() (ipvs.Client, error) { return h.c, nil }
 	p := run(t, env, runYAML, "plan", "-")
-	if p.code != ExitOK || !strings.Contains(p.stdout, "held: "+rs2+" is out of service by lvsctl run's check (") {
+	if p.code != exitOK || !strings.Contains(p.stdout, "held: "+rs2+" is out of service by lvsctl run's check (") {
 		t.Errorf("plan during a run: %+v", p)
 	}
 	other := filepath.Join(t.TempDir(), "other.rules")
@@ -453,7 +453,7 @@ func TestManualCommandsSeeTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := run(t, env, "", "apply", other)
-	if a.code != ExitFailed || !strings.Contains(a.stderr, "keeps this table as "+file+" says") {
+	if a.code != exitFailed || !strings.Contains(a.stderr, "keeps this table as "+file+" says") {
 		t.Errorf("apply of another file during a run: %+v", a)
 	}
 	if w := h.c.weights(t); w[rs2] != 0 || len(w) != 2 {
@@ -550,7 +550,7 @@ func TestRunMetrics(t *testing.T) {
 // are kept.
 func TestRunRefusesABadRecord(t *testing.T) {
 	f, env, file := runFixture(t)
-	if r := run(t, env, runYAML, "apply", "--drain-timeout", "0", "-"); r.code != ExitOK {
+	if r := run(t, env, runYAML, "apply", "--drain-timeout", "0", "-"); r.code != exitOK {
 		t.Fatalf("seeding: %+v", r)
 	}
 	c := lockedClient{&sync.Mutex{}, f}
@@ -575,7 +575,7 @@ func TestRunRefusesABadRecord(t *testing.T) {
 		env.Open = func() (ipvs.Client, error) { return c, nil }
 		var out, errb strings.Builder
 		code := Main([]string{"lvsctl", "run", file}, nil, &out, &errb, env)
-		if code != ExitFailed || !strings.Contains(errb.String(), record.RunName) || !strings.Contains(errb.String(), "the kernel's weights are kept") {
+		if code != exitFailed || !strings.Contains(errb.String(), record.RunName) || !strings.Contains(errb.String(), "the kernel's weights are kept") {
 			t.Errorf("%s record: status %d, stderr %q", name, code, errb.String())
 		}
 		if after := c.weights(t); len(after) != len(before) || after[rs1] != before[rs1] || after[rs2] != before[rs2] {

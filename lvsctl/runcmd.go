@@ -60,10 +60,10 @@ func (r *runner) run(f *runCmd) (int, error) {
 	var ue cliutil.UsageError
 	switch {
 	case err == nil:
-		return ExitOK, nil
+		return exitOK, nil
 	case errors.As(err, &ue):
-		return ExitUsage, err
+		return exitUsage, err
 	default:
-		return ExitFailed, err
+		return exitFailed, err
 	}
 }

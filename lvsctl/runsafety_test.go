@@ -144,7 +144,7 @@ func TestRunReloadIsAnApply(t *testing.T) {
 		t.Errorf("a reload without real servers:\n%s\nwant %q", log, want)
 	}
 	st := statusOf(t, env)
-	if st.code != StatusWarning || !strings.Contains(st.stdout, "last reload REFUSED") || !strings.Contains(st.stdout, "--max-delete 50%") {
+	if st.code != statusWarning || !strings.Contains(st.stdout, "last reload REFUSED") || !strings.Contains(st.stdout, "--max-delete 50%") {
 		t.Errorf("status after a refused reload: %+v", st)
 	}
 
@@ -182,7 +182,7 @@ func TestRunReloadIsAnApply(t *testing.T) {
 	// Probes of 200 ms run late on a loaded machine, which status says
 	// too (exit 1): the refusal must be gone either way.
 	if st := statusOf(t, env); strings.Contains(st.stdout, "REFUSED") ||
-		st.code != StatusOK && !(st.code == StatusWarning && strings.Contains(st.stdout, "probes LATE")) {
+		st.code != statusOK && !(st.code == statusWarning && strings.Contains(st.stdout, "probes LATE")) {
 		t.Errorf("status after a reload that took effect: %+v", st)
 	}
 }
@@ -196,13 +196,13 @@ func TestRunFirstStartGuard(t *testing.T) {
 		"-A -t 10.0.0.9:80 -s rr",
 		"-a -t 10.0.0.9:80 -r 192.168.9.1:80 -m",
 		"-a -t 10.0.0.9:80 -r 192.168.9.2:80 -m",
-		"-a -t 10.0.0.9:80 -r 192.168.9.3:80 -m", ""}, "\n"), "apply", "-"); r.code != ExitOK {
+		"-a -t 10.0.0.9:80 -r 192.168.9.3:80 -m", ""}, "\n"), "apply", "-"); r.code != exitOK {
 		t.Fatalf("apply: %+v", r)
 	}
 	env.Probe = (&fakeProbes{down: map[string]bool{}}).probe
 	var out, errOut syncBuffer
 	code := Main([]string{"lvsctl", "run", file}, nil, &out, &errOut, env)
-	if code != ExitUsage || !strings.Contains(errOut.String(), "the plan takes out 3 of the kernel's 3 real servers (100%), more than --max-delete 50%") {
+	if code != exitUsage || !strings.Contains(errOut.String(), "the plan takes out 3 of the kernel's 3 real servers (100%), more than --max-delete 50%") {
 		t.Errorf("run on a file without the kernel's services: %d\n%s", code, errOut.String())
 	}
 	if w := (lockedClient{mu: new(sync.Mutex), f: f}).weights(t); len(w) != 3 {
@@ -239,7 +239,7 @@ func TestRunMetricsListenBeforeTheTable(t *testing.T) {
 	defer ln.Close()
 	env.Probe = (&fakeProbes{down: map[string]bool{}}).probe
 	r := run(t, env, "", "run", "--metrics-listen", ln.Addr().String(), file)
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "--metrics-listen") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--metrics-listen") {
 		t.Errorf("run on a taken address: %+v", r)
 	}
 	if svcs, _ := f.Services(); len(svcs) != 0 {
@@ -262,21 +262,21 @@ func TestStatusVerdict(t *testing.T) {
 		drains int
 		want   int
 	}{
-		{"no run, no drain", nil, 0, StatusOK},
-		{"all announced", live(func(st *record.Run) { st.Announce = []record.Announcement{{Announced: true}} }), 0, StatusOK},
+		{"no run, no drain", nil, 0, statusOK},
+		{"all announced", live(func(st *record.Run) { st.Announce = []record.Announcement{{Announced: true}} }), 0, statusOK},
 		{"a prefix not announced", live(func(st *record.Run) {
 			st.Announce = []record.Announcement{{Announced: true}, {Why: "withdrawn by lvsctl withdraw"}}
-		}), 0, StatusWarning},
+		}), 0, statusWarning},
 		{"all down and not announced", live(func(st *record.Run) {
 			st.AllDown, st.Announce = []string{"-t 10.0.0.1:80"}, []record.Announcement{{Why: "no real server in service"}}
-		}), 0, StatusCritical},
-		{"all in service", live(nil), 0, StatusOK},
-		{"a drain pending", nil, 1, StatusWarning},
-		{"one held out", live(func(st *record.Run) { st.Servers[1].InService = false }), 0, StatusWarning},
-		{"reload refused", live(func(st *record.Run) { st.Refused = "the plan takes out" }), 0, StatusWarning},
-		{"probes late", live(func(st *record.Run) { st.Late = true }), 0, StatusWarning},
-		{"run stopped", live(func(st *record.Run) { st.PID = 0 }), 0, StatusWarning},
-		{"all down", live(func(st *record.Run) { st.AllDown = []string{"-t 10.0.0.1:80"} }), 1, StatusCritical},
+		}), 0, statusCritical},
+		{"all in service", live(nil), 0, statusOK},
+		{"a drain pending", nil, 1, statusWarning},
+		{"one held out", live(func(st *record.Run) { st.Servers[1].InService = false }), 0, statusWarning},
+		{"reload refused", live(func(st *record.Run) { st.Refused = "the plan takes out" }), 0, statusWarning},
+		{"probes late", live(func(st *record.Run) { st.Late = true }), 0, statusWarning},
+		{"run stopped", live(func(st *record.Run) { st.PID = 0 }), 0, statusWarning},
+		{"all down", live(func(st *record.Run) { st.AllDown = []string{"-t 10.0.0.1:80"} }), 1, statusCritical},
 	} {
 		if got, _ := statusVerdict(tc.st, tc.drains); got != tc.want {
 			t.Errorf("%s: status %d, want %d", tc.name, got, tc.want)
@@ -285,7 +285,7 @@ func TestStatusVerdict(t *testing.T) {
 	// A command-line mistake is unknown to a monitoring system, not
 	// critical.
 	_, env, _ := runFixture(t)
-	if r := run(t, env, "", "status", "--no-such-flag"); r.code != StatusUnknown || !strings.Contains(r.stderr, "lvsctl status --help") {
+	if r := run(t, env, "", "status", "--no-such-flag"); r.code != statusUnknown || !strings.Contains(r.stderr, "lvsctl status --help") {
 		t.Errorf("status --no-such-flag: %+v", r)
 	}
 }

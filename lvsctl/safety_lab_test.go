@@ -53,7 +53,7 @@ func TestLvsctlRefusesWhatTheKernelWouldRefuse(t *testing.T) {
 			before := liveDirector(t)
 			for _, args := range [][]string{{"plan", "-"}, {"apply", "-"}, {"apply", "--drain-timeout", "0", "--max-delete", "100", "-"}} {
 				r := labtest.Run(t, tc.file, lvsctlBin(), args...)
-				if r.Code != ExitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+				if r.Code != exitUsage || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
 					t.Errorf("lvsctl %s: %+v; want status 2 and %q", strings.Join(args, " "), r, tc.want)
 				}
 			}
@@ -81,11 +81,11 @@ func TestLvsctlKernelRefusalMidPlanRemovesNothing(t *testing.T) {
 			file := "-A -t 10.1.1.1:22 -s rr\n-a -t 10.1.1.1:22 -r 192.168.10.5:22 -m\n" +
 				"-A -t 10.1.1.1:80 -s wlc\n-a -t 10.1.1.1:80 -r 192.168.10.1:80 -m -w 3\n" +
 				"-A -t 10.1.1.1:8080 -s rr\n-a -t 10.1.1.1:8080 -r 10.9.0.255:8080 -m\n"
-			if p := labtest.Run(t, file, lvsctlBin(), "plan", "--max-delete", "100", "-"); p.Code != ExitChanges {
+			if p := labtest.Run(t, file, lvsctlBin(), "plan", "--max-delete", "100", "-"); p.Code != exitChanges {
 				t.Fatalf("plan: %+v", p)
 			}
 			r := labtest.Run(t, file, lvsctlBin(), "apply", "--max-delete", "100", "--drain-timeout", timeout, "-")
-			if r.Code != ExitFailed {
+			if r.Code != exitFailed {
 				t.Fatalf("apply: status %d, want 1: %+v", r.Code, r)
 			}
 			for _, want := range []string{

@@ -54,7 +54,7 @@ func TestRulesTheKernelRefusesAreRefusedFirst(t *testing.T) {
 		before := saveOf(t, f)
 		for _, cmd := range [][]string{{"plan", "-"}, {"apply", "-"}, {"apply", "--drain-timeout", "0", "-"}} {
 			r := run(t, env, tc.rules, cmd...)
-			if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "nothing was changed") || r.stdout != "" {
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "nothing was changed") || r.stdout != "" {
 				t.Errorf("%s of %q: %+v; want status 2 and %q", cmd[0], tc.rules, r, tc.want)
 			}
 		}
@@ -80,7 +80,7 @@ func TestKernelRefusalMidPlanRemovesNothing(t *testing.T) {
 		before := saveOf(t, f)
 		f.FailNth(ipvs.CmdNewService, 2, unix.ENOENT)
 		r := run(t, env, file, "apply", "--max-delete", "100", "--drain-timeout", timeout, "-")
-		if r.code != ExitFailed {
+		if r.code != exitFailed {
 			t.Fatalf("timeout %s: status %d; want 1: %+v", timeout, r.code, r)
 		}
 		for _, want := range []string{
@@ -109,7 +109,7 @@ func TestKernelRefusalMidPlanRemovesNothing(t *testing.T) {
 		if !strings.Contains(after, "-t 10.1.1.1:443 rr\n") {
 			t.Errorf("timeout %s: the add made before the refusal is missing:\n%s", timeout, after)
 		}
-		if s := run(t, env, "", "status"); s.code != ExitOK {
+		if s := run(t, env, "", "status"); s.code != exitOK {
 			t.Errorf("timeout %s: status after a stopped apply: %+v", timeout, s)
 		}
 	}
@@ -123,14 +123,14 @@ func TestEmptyFileIsRefused(t *testing.T) {
 		before := saveOf(t, f)
 		for _, cmd := range []string{"plan", "apply"} {
 			r := run(t, env, file, cmd, "-")
-			if r.code != ExitUsage || !strings.Contains(r.stderr, "<stdin> holds no service") || !strings.Contains(r.stderr, "--allow-empty") {
+			if r.code != exitUsage || !strings.Contains(r.stderr, "<stdin> holds no service") || !strings.Contains(r.stderr, "--allow-empty") {
 				t.Errorf("%s of %q: %+v", cmd, file, r)
 			}
 		}
 		if saveOf(t, f) != before {
 			t.Fatalf("%q changed the table", file)
 		}
-		if r := run(t, env, file, "apply", "--allow-empty", "--max-delete", "100", "--drain-timeout", "0", "-"); r.code != ExitOK || saveOf(t, f) != "" {
+		if r := run(t, env, file, "apply", "--allow-empty", "--max-delete", "100", "--drain-timeout", "0", "-"); r.code != exitOK || saveOf(t, f) != "" {
 			t.Errorf("apply --allow-empty of %q: %+v, table %q", file, r, saveOf(t, f))
 		}
 	}
@@ -144,18 +144,18 @@ func TestMaxDelete(t *testing.T) {
 	// Keeps 1 of the table's 5 real servers: 4 of 5 (80 %) leave.
 	file := "-A -t 10.0.0.1:80 -s wrr\n-a -t 10.0.0.1:80 -r 192.168.1.1:80 -m -w 3\n"
 	p := run(t, env, file, "plan", "-")
-	if p.code != ExitUsage || !strings.Contains(p.stdout, "delete-service") ||
+	if p.code != exitUsage || !strings.Contains(p.stdout, "delete-service") ||
 		!strings.Contains(p.stderr, "the plan takes out 4 of the kernel's 5 real servers (80%), more than --max-delete 50%") {
 		t.Errorf("plan: %+v", p)
 	}
 	a := run(t, env, file, "apply", "-")
-	if a.code != ExitUsage || !strings.Contains(a.stderr, "more than --max-delete 50%; nothing was changed") || saveOf(t, f) != before {
+	if a.code != exitUsage || !strings.Contains(a.stderr, "more than --max-delete 50%; nothing was changed") || saveOf(t, f) != before {
 		t.Errorf("apply: %+v", a)
 	}
-	if r := run(t, env, file, "plan", "--max-delete", "80", "-"); r.code != ExitChanges {
+	if r := run(t, env, file, "plan", "--max-delete", "80", "-"); r.code != exitChanges {
 		t.Errorf("plan --max-delete 80: %+v", r)
 	}
-	if r := run(t, env, file, "apply", "--max-delete", "80", "--drain-timeout", "0", "-"); r.code != ExitOK {
+	if r := run(t, env, file, "apply", "--max-delete", "80", "--drain-timeout", "0", "-"); r.code != exitOK {
 		t.Errorf("apply --max-delete 80: %+v", r)
 	}
 }
@@ -178,7 +178,7 @@ func TestMachineOutputIsOneSchema(t *testing.T) {
 	a := run(t, env, file, "apply", "--json", "-")
 	env.Context = context.Background()
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(a.stdout), &doc); err != nil || a.code != ExitInterrupted {
+	if err := json.Unmarshal([]byte(a.stdout), &doc); err != nil || a.code != exitInterrupted {
 		t.Fatalf("apply --json: %v, %+v", err, a)
 	}
 	if doc["result"] != "interrupted" {
@@ -223,7 +223,7 @@ func TestHelpHelps(t *testing.T) {
 	for _, cmd := range []string{"", "list", "plan", "apply", "status"} {
 		args := strings.Fields(cmd + " --help")
 		r := run(t, env, "", args...)
-		if r.code != ExitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl "+cmd) {
+		if r.code != exitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl "+cmd) {
 			t.Errorf("lvsctl %s --help has no examples: %+v", cmd, r)
 		}
 		if (cmd == "list" || cmd == "") && strings.Contains(r.stdout, "--journal-dir") {
@@ -237,7 +237,7 @@ func TestHelpHelps(t *testing.T) {
 		}
 	}
 	r := run(t, env, "", "apply", "--bogus")
-	if r.code != ExitUsage || !strings.Contains(r.stderr, "see lvsctl apply --help") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "see lvsctl apply --help") {
 		t.Errorf("a bad flag does not point at the command's help: %+v", r)
 	}
 }
@@ -248,7 +248,7 @@ func TestNotRootSaysSo(t *testing.T) {
 	env := testEnv(t, ipvstest.New())
 	env.Open = func() (ipvs.Client, error) { return nil, &ipvs.OpError{Op: ipvs.CmdGetInfo, Err: unix.EPERM} }
 	r := run(t, env, "", "list")
-	if r.code != ExitFailed || !strings.Contains(r.stderr, "you must be root") || strings.Contains(r.stderr, "module") {
+	if r.code != exitFailed || !strings.Contains(r.stderr, "you must be root") || strings.Contains(r.stderr, "module") {
 		t.Errorf("list as non-root: %+v", r)
 	}
 }

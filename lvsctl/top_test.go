@@ -25,7 +25,7 @@ func TestTopBatchFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := run(t, env, "", "top", "-b", "-n", "3", "-d", "0.1")
-	if r.code != ExitOK || r.stderr != "" {
+	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("top -b: %+v", r)
 	}
 	frames := strings.Split(strings.TrimSuffix(r.stdout, "\n\n"), "\n\n")
@@ -56,7 +56,7 @@ func TestTopBatchFrames(t *testing.T) {
 		t.Errorf("sorted and filtered:\n%s", r.stdout)
 	}
 	for _, bad := range [][]string{{"--sort", "colour"}, {"-d", "0.01"}, {"-d", "soon"}} {
-		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, bad...)...); r.code != ExitUsage {
+		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, bad...)...); r.code != exitUsage {
 			t.Errorf("top %q: %+v", bad, r)
 		}
 	}
@@ -81,12 +81,12 @@ func TestTopJSONFramesAndDrainState(t *testing.T) {
 		return time.Unix(1e9, 0)
 	}
 	without := strings.Replace(seedRules, "-a -u 10.0.0.2:53 -r 192.168.1.4:53 -g -w 1\n", "", 1)
-	if r := run(t, applyEnv, without, "apply", "-"); r.code != ExitInterrupted {
+	if r := run(t, applyEnv, without, "apply", "-"); r.code != exitInterrupted {
 		t.Fatalf("apply: %+v", r)
 	}
 	env.Now = func() time.Time { return time.Unix(1e9+60, 0) }
 	r := run(t, env, "", "top", "--json", "-n", "2", "-d", "100ms")
-	if r.code != ExitOK || r.stderr != "" {
+	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("top --json: %+v", r)
 	}
 	docs := strings.Split(strings.TrimSpace(r.stdout), "\n")
@@ -143,7 +143,7 @@ func TestTopEndsOnHangUp(t *testing.T) {
 	hup <- syscall.SIGHUP
 	select {
 	case r := <-done:
-		if r.code != ExitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
+		if r.code != exitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
 			t.Errorf("after SIGHUP: %+v", r)
 		}
 	case <-time.After(10 * time.Second):
@@ -334,13 +334,13 @@ func TestTopRefusesBadDelayAndIterations(t *testing.T) {
 		{[]string{"--iterations=-3"}, "--iterations: -3 is negative"},
 	} {
 		r := run(t, env, "", append([]string{"top", "-b"}, c.args...)...)
-		if r.code != ExitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "lvsctl: "+c.want) || strings.Contains(r.stderr, "expected") {
-			t.Errorf("top -b %q: %+v, want exit %d and %q", c.args, r, ExitUsage, c.want)
+		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "lvsctl: "+c.want) || strings.Contains(r.stderr, "expected") {
+			t.Errorf("top -b %q: %+v, want exit %d and %q", c.args, r, exitUsage, c.want)
 		}
 	}
 	// Values as top(1) takes them still work, -d=2 too.
 	for _, args := range [][]string{{"-d", "0.1"}, {"-d=100ms"}, {"--delay", "1"}} {
-		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, args...)...); r.code != ExitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
+		if r := run(t, env, "", append([]string{"top", "-b", "-n", "1"}, args...)...); r.code != exitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
 			t.Errorf("top -b -n 1 %q: %+v", args, r)
 		}
 	}
@@ -368,7 +368,7 @@ func TestTopShowsTheRunRecordsAllDown(t *testing.T) {
 	}
 	j.Close()
 	out := run(t, env, "", "top", "-b", "-n", "1")
-	if out.code != ExitOK {
+	if out.code != exitOK {
 		t.Fatalf("top: %+v", out)
 	}
 	frame := strings.Join(strings.Fields(out.stdout), " ")

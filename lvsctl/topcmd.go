@@ -293,7 +293,7 @@ func readShown(client ipvs.Client, want top.Want, last *rules.Set, cache map[rul
 func (r *runner) top(c *topCmd) (int, error) {
 	col, err := top.ParseColumn(c.Sort) // checked by Validate
 	if err != nil {
-		return ExitUsage, cliutil.UsageError{Err: fmt.Errorf("--sort: %w", err), Help: true}
+		return exitUsage, cliutil.UsageError{Err: fmt.Errorf("--sort: %w", err), Help: true}
 	}
 	// A hang-up (the ssh session or the terminal gone) ends top as it
 	// ends top(1); lvsctl's main catches SIGHUP for run's reload.
@@ -309,7 +309,7 @@ func (r *runner) top(c *topCmd) (int, error) {
 	r.env.Context = ctx
 	client, err := r.open()
 	if err != nil {
-		return ExitFailed, err
+		return exitFailed, err
 	}
 	defer client.Close()
 	// top drops each read's table for the next: the default pace keeps
@@ -326,10 +326,10 @@ func (r *runner) top(c *topCmd) (int, error) {
 		err = scr.Init()
 	}
 	if err != nil {
-		return ExitFailed, fmt.Errorf("cannot draw on this terminal (%v); lvsctl top -b prints frames", err)
+		return exitFailed, fmt.Errorf("cannot draw on this terminal (%v); lvsctl top -b prints frames", err)
 	}
 	defer scr.Fini()
-	return ExitOK, top.Run(r.env.Context, scr, m, src, top.ColorWanted(os.Getenv))
+	return exitOK, top.Run(r.env.Context, scr, m, src, top.ColorWanted(os.Getenv))
 }
 
 // topBatch prints frames as top -b does: --iterations of them (0: until
@@ -341,13 +341,13 @@ func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) 
 			select {
 			case <-r.env.Context.Done():
 				t.Stop()
-				return ExitOK, nil
+				return exitOK, nil
 			case <-t.C:
 			}
 		}
 		in, err := src(top.Want{Full: true})
 		if err != nil {
-			return ExitFailed, err
+			return exitFailed, err
 		}
 		m.Update(in)
 		if c.JSON {
@@ -356,8 +356,8 @@ func (r *runner) topBatch(c *topCmd, m *top.Model, src top.Source) (int, error) 
 			err = m.WriteText(r.out)
 		}
 		if err != nil {
-			return ExitFailed, err
+			return exitFailed, err
 		}
 	}
-	return ExitOK, nil
+	return exitOK, nil
 }

@@ -127,7 +127,7 @@ type realServerNATCmd struct {
 // profiler is a profile command: it builds its profile from the flags; for
 // --undo only the flags that name the state file are needed.
 type profiler interface {
-	profile(undo bool) (Profile, error)
+	profile(undo bool) (profile, error)
 }
 
 func parseAddr(flag, s string) (netip.Addr, error) {
@@ -202,136 +202,136 @@ func sameFamily(flag1 string, a netip.Addr, flag2 string, b netip.Addr) error {
 	return nil
 }
 
-func (c *directorNATCmd) profile(undo bool) (Profile, error) {
+func (c *directorNATCmd) profile(undo bool) (profile, error) {
 	vip, err := parseVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "director nat", Key: "director-nat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "director nat", Key: "director-nat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, true); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if err := checkDev("--out-dev", c.OutDev, false); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if c.RSNet == "" {
-		return Profile{}, usagef("--rs-net is required")
+		return profile{}, usagef("--rs-net is required")
 	}
 	rsNet, err := parsePrefix("--rs-net", c.RSNet)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if err := sameFamily("--vip", vip.Addr(), "--rs-net", rsNet.Addr()); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	p := DirectorNAT(vip, c.Dev, rsNet, c.OutDev, c.FTP)
+	p := directorNAT(vip, c.Dev, rsNet, c.OutDev, c.FTP)
 	if c.VRRP {
 		p = leaveVIPToVRRP(p)
 	}
 	return p, nil
 }
 
-func (c *directorDirectCmd) profile(undo bool) (Profile, error) {
+func (c *directorDirectCmd) profile(undo bool) (profile, error) {
 	vip, err := parseVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "director " + c.mode, Key: "director-" + c.mode + "-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "director " + c.mode, Key: "director-" + c.mode + "-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, true); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	p := DirectorDirect(c.mode, vip, c.Dev)
+	p := directorDirect(c.mode, vip, c.Dev)
 	if c.VRRP {
 		p = leaveVIPToVRRP(p)
 	}
 	return p, nil
 }
 
-func (c *directorECMPCmd) profile(undo bool) (Profile, error) {
+func (c *directorECMPCmd) profile(undo bool) (profile, error) {
 	vip, err := parseHostVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "director ecmp", Key: "director-ecmp-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "director ecmp", Key: "director-ecmp-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, true); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	return DirectorECMP(vip, c.Dev), nil
+	return directorECMP(vip, c.Dev), nil
 }
 
-func (c *directorFullNATCmd) profile(undo bool) (Profile, error) {
+func (c *directorFullNATCmd) profile(undo bool) (profile, error) {
 	vip, err := parseVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "director fullnat", Key: "director-fullnat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "director fullnat", Key: "director-fullnat-" + vip.Addr().String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, true); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if c.SNAT == "" {
-		return Profile{}, usagef("--snat is required")
+		return profile{}, usagef("--snat is required")
 	}
 	snat, err := parseAddr("--snat", c.SNAT)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if err := sameFamily("--vip", vip.Addr(), "--snat", snat); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return Profile{}, usagef("--port %d: out of range 0-65535 (0: every port)", c.Port)
+		return profile{}, usagef("--port %d: out of range 0-65535 (0: every port)", c.Port)
 	}
-	return DirectorFullNAT(vip, c.Dev, snat, c.Proto, c.Port), nil
+	return directorFullNAT(vip, c.Dev, snat, c.Proto, c.Port), nil
 }
 
-func (c *realServerDRCmd) profile(undo bool) (Profile, error) {
+func (c *realServerDRCmd) profile(undo bool) (profile, error) {
 	vip, err := parseHostVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "realserver dr", Key: "realserver-dr-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "realserver dr", Key: "realserver-dr-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, true); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	return RealServerDR(vip, c.Dev), nil
+	return realServerDR(vip, c.Dev), nil
 }
 
-func (c *realServerTUNCmd) profile(undo bool) (Profile, error) {
+func (c *realServerTUNCmd) profile(undo bool) (profile, error) {
 	vip, err := parseHostVIP("--vip", c.VIP)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "realserver tun", Key: "realserver-tun-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
+		return profile{Name: "realserver tun", Key: "realserver-tun-" + vip.String(), Args: []string{"--vip", vip.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, false); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	return RealServerTUN(vip, c.Dev), nil
+	return realServerTUN(vip, c.Dev), nil
 }
 
-func (c *realServerNATCmd) profile(undo bool) (Profile, error) {
+func (c *realServerNATCmd) profile(undo bool) (profile, error) {
 	gw, err := parseAddr("--gateway", c.Gateway)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if undo {
-		return Profile{Name: "realserver nat", Key: "realserver-nat-" + familyOf(gw).String(), Args: []string{"--gateway", gw.String()}}, nil
+		return profile{Name: "realserver nat", Key: "realserver-nat-" + familyOf(gw).String(), Args: []string{"--gateway", gw.String()}}, nil
 	}
 	if err := checkDev("--dev", c.Dev, false); err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
-	return RealServerNAT(gw, c.Dev), nil
+	return realServerNAT(gw, c.Dev), nil
 }
 
 // exitRequest carries kong's exit (after --help or --version) out of the
@@ -370,7 +370,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, h *Host) (co
 	var c cli
 	stateDir := h.StateDir
 	if stateDir == "" {
-		stateDir = DefaultStateDir
+		stateDir = defaultStateDir
 	}
 	parser, err := newParser(&c, stdout, stderr, stateDir)
 	if err != nil {
@@ -421,14 +421,14 @@ var profileNames = []string{"director nat", "director fullnat", "director dr", "
 // rebuildProfile builds the profile that a state file names from the flags
 // it recorded, through the same command line as the user's. The flags must
 // come back in their canonical order, exactly as lvsprep writes them.
-func rebuildProfile(name string, args []string) (p Profile, err error) {
+func rebuildProfile(name string, args []string) (p profile, err error) {
 	if !slices.Contains(profileNames, name) {
-		return Profile{}, errors.New("not a profile")
+		return profile{}, errors.New("not a profile")
 	}
 	var c cli
-	parser, err := newParser(&c, io.Discard, io.Discard, DefaultStateDir)
+	parser, err := newParser(&c, io.Discard, io.Discard, defaultStateDir)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	code := -1
 	defer func() {
@@ -439,23 +439,23 @@ func rebuildProfile(name string, args []string) (p Profile, err error) {
 	defer recoverExit(&code)
 	kctx, err := parser.Parse(append(strings.Fields(name), args...))
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	prof, err := selectedProfile(kctx, false)
 	if err != nil {
-		return Profile{}, err
+		return profile{}, err
 	}
 	if prof.Name != name || !slices.Equal(prof.Args, args) {
-		return Profile{}, errors.New("flags not in the form lvsprep writes")
+		return profile{}, errors.New("flags not in the form lvsprep writes")
 	}
 	return prof, nil
 }
 
 // selectedProfile builds the profile of the command kong selected.
-func selectedProfile(kctx *kong.Context, undo bool) (Profile, error) {
+func selectedProfile(kctx *kong.Context, undo bool) (profile, error) {
 	p, ok := kctx.Selected().Target.Addr().Interface().(profiler)
 	if !ok {
-		return Profile{}, fmt.Errorf("internal error: %q is not a profile command", kctx.Command())
+		return profile{}, fmt.Errorf("internal error: %q is not a profile command", kctx.Command())
 	}
 	if d, ok := p.(*directorDirectCmd); ok {
 		d.mode = kctx.Selected().Name

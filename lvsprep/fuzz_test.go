@@ -24,7 +24,7 @@ func FuzzDecodeState(f *testing.F) {
 			return
 		}
 		for _, rec := range st.Records {
-			if !slices.ContainsFunc(p.Steps, func(s Step) bool { return sameStep(s, rec.Step) }) {
+			if !slices.ContainsFunc(p.Steps, func(s step) bool { return sameStep(s, rec.step) }) {
 				t.Fatalf("accepted a record of no step of %s: %+v", p.describe(), rec)
 			}
 			if rec.Kind == kindSysctl && !strings.HasPrefix(rec.Sysctl, "net/") {

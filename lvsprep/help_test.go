@@ -14,7 +14,7 @@ import (
 func commandNodes(t *testing.T) map[string]*kong.Node {
 	t.Helper()
 	var c cli
-	parser, err := newParser(&c, io.Discard, io.Discard, DefaultStateDir)
+	parser, err := newParser(&c, io.Discard, io.Discard, defaultStateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func parses(line string) string {
 		return "does not run lvsprep"
 	}
 	var c cli
-	parser, err := newParser(&c, io.Discard, io.Discard, DefaultStateDir)
+	parser, err := newParser(&c, io.Discard, io.Discard, defaultStateDir)
 	if err != nil {
 		return err.Error()
 	}

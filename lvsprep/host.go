@@ -70,7 +70,7 @@ func RealHost(mods netfilter.Modules) *Host {
 		IPVS:       openIPVS,
 		IsRoot:     func() bool { return os.Geteuid() == 0 },
 		Now:        time.Now,
-		StateDir:   netnsid.Dir(DefaultStateDir),
+		StateDir:   netnsid.Dir(defaultStateDir),
 		UID:        os.Geteuid(),
 		Identity:   netnsid.Current,
 		SourceAddr: sourceAddr,

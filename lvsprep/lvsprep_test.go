@@ -236,7 +236,7 @@ func (th *testHost) stateFiles() []string {
 	return keys
 }
 
-func (th *testHost) loadState(key string) (*State, error) {
+func (th *testHost) loadState(key string) (*state, error) {
 	s, err := openStore(th.stateDir, os.Geteuid(), false)
 	if err != nil {
 		return nil, err

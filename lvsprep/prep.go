@@ -40,7 +40,7 @@ func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.out, format, a
 // preflight finds the errors that must stop lvsprep before it changes
 // anything: unknown interfaces, a source address that is not the host's, an
 // address that clashes with one already configured.
-func (r *runner) preflight(p Profile) error {
+func (r *runner) preflight(p profile) error {
 	for _, d := range p.Devs {
 		if _, err := r.h.Links.IsUp(d); errors.Is(err, netfilter.ErrNoLink) {
 			return fmt.Errorf("no network interface %q on this host (ip link lists them)", d)
@@ -87,8 +87,8 @@ func (r *runner) isLocal(a netip.Addr) (bool, error) {
 	return false, nil
 }
 
-func findRecord(recs []Record, key string) int {
-	return slices.IndexFunc(recs, func(r Record) bool { return r.Key() == key })
+func findRecord(recs []record, key string) int {
+	return slices.IndexFunc(recs, func(r record) bool { return r.Key() == key })
 }
 
 // open opens this namespace's state directory. For a change (write), the
@@ -171,7 +171,7 @@ func (r *runner) setAside(s *store, was netnsid.Identity, write bool) (*store, e
 // the value it replaces) and again after, so a kill at any point leaves a
 // record for --undo. If a step fails, the changes of this run are reverted
 // in reverse order and the state is put back as it was.
-func (r *runner) apply(p Profile) error {
+func (r *runner) apply(p profile) error {
 	if !r.h.IsRoot() {
 		return errNotRoot
 	}
@@ -193,13 +193,13 @@ func (r *runner) apply(p Profile) error {
 	}
 	fresh := st == nil
 	if fresh {
-		st = &State{Profile: p.Name, Args: p.Args, Applied: r.h.Now().UTC()}
+		st = &state{Profile: p.Name, Args: p.Args, Applied: r.h.Now().UTC()}
 	}
 	original := slices.Clone(st.Records)
 
-	var changed []Record // this run's changes, for rollback
+	var changed []record // this run's changes, for rollback
 	changes, inPlace := 0, 0
-	fail := func(s0 Step, failed *Record, err error) error {
+	fail := func(s0 step, failed *record, err error) error {
 		r.logf("failed    %s\n", strings.Join(applyCommands(s0, nil), "; "))
 		if failed != nil {
 			// The failed change undid itself; reverting it again is
@@ -207,7 +207,7 @@ func (r *runner) apply(p Profile) error {
 			_, _ = r.h.revert(*failed)
 		}
 		var rollbackErrs []error
-		var kept []Record
+		var kept []record
 		var leftAlone []string
 		for i := len(changed) - 1; i >= 0; i-- {
 			left, rerr := r.h.revert(changed[i])
@@ -259,7 +259,7 @@ func (r *runner) apply(p Profile) error {
 		}
 		if cur.OK {
 			if idx < 0 {
-				st.Records = append(st.Records, Record{Step: step})
+				st.Records = append(st.Records, record{step: step})
 				if err := s.save(p.Key, st); err != nil {
 					return fail(step, nil, err)
 				}
@@ -284,7 +284,7 @@ func (r *runner) apply(p Profile) error {
 				return fail(step, nil, err)
 			}
 		} else if !st.Records[idx].Changed {
-			st.Records[idx] = Record{Step: step} // the original state was the wanted one
+			st.Records[idx] = record{step: step} // the original state was the wanted one
 		}
 		if err := r.h.change(rec); err != nil {
 			if st.Records[idx].Pending {
@@ -317,7 +317,7 @@ func (r *runner) apply(p Profile) error {
 // also relies on is left in place; if that profile found it already set, it
 // inherits this record, so its own undo later restores the value from
 // before either of them.
-func (r *runner) undo(p Profile) error {
+func (r *runner) undo(p profile) error {
 	if !r.h.IsRoot() {
 		return errNotRoot
 	}
@@ -393,7 +393,7 @@ func (r *runner) undo(p Profile) error {
 type otherState struct {
 	s   *store
 	key string
-	st  *State
+	st  *state
 	// local is true in the same network namespace. Only there do profiles
 	// share sysctls, addresses and rules; kernel modules are shared by all
 	// namespaces of the machine.
@@ -460,7 +460,7 @@ func (r *runner) otherStates(self *store, selfKey string) ([]*otherState, error)
 // handOver looks for another applied profile that relies on the record's
 // setting. If there is one, the record's memory of the prior value moves to
 // it (when it found the setting already in place) and it is returned.
-func handOver(others []*otherState, rec Record) *otherState {
+func handOver(others []*otherState, rec record) *otherState {
 	for _, o := range others {
 		if !o.local && rec.Kind != kindModule {
 			continue
@@ -483,7 +483,7 @@ func handOver(others []*otherState, rec Record) *otherState {
 // on this host, without changing anything. Settings already in place are
 // shown as comments; where the state cannot be read (iptables needs root)
 // the command is shown.
-func (r *runner) plan(p Profile, undo bool) error {
+func (r *runner) plan(p profile, undo bool) error {
 	if undo {
 		s, done, err := r.open(false)
 		if err != nil {
@@ -545,14 +545,14 @@ func (c checkRow) fine() bool { return c.status == "ok" || c.status == statusInf
 
 // vrrpNote says, in apply's log and the dry run, that the VIP is not
 // added.
-func (p Profile) vrrpNote() string {
+func (p profile) vrrpNote() string {
 	return fmt.Sprintf("VIP %s on %s left to VRRP: keepalived adds it on the master", p.VRRPVIP, p.VRRPDev)
 }
 
 // checkVRRPVIP is check's row for a VIP left to VRRP: whether this host
 // holds it now (it is the master) or not (a backup, or keepalived is not
 // running). Either is right at some time, so the row is information.
-func (r *runner) checkVRRPVIP(p Profile) checkRow {
+func (r *runner) checkVRRPVIP(p profile) checkRow {
 	row := checkRow{status: statusInfo, check: "VIP " + p.VRRPVIP.String() + " on " + p.VRRPDev + " held by VRRP"}
 	addrs, err := r.h.Links.Addrs(p.VRRPDev)
 	if err != nil {
@@ -584,7 +584,7 @@ func (r *runner) unreadable(err error) string {
 // check prints, for each setting of the profile, what it checks and what
 // the host has, then for each line that is not ok the command that fixes
 // it. It reports whether everything is in place.
-func (r *runner) check(p Profile) (bool, error) {
+func (r *runner) check(p profile) (bool, error) {
 	var rows []checkRow
 	var missingDevs []string
 	for _, d := range p.Devs {
@@ -674,7 +674,7 @@ func (r *runner) check(p Profile) (bool, error) {
 
 // appliedNote tells whether lvsprep applied the profile, from its state
 // file; a user who may not read the state directory is told so.
-func (r *runner) appliedNote(p Profile) error {
+func (r *runner) appliedNote(p profile) error {
 	s, done, err := r.open(false)
 	var rn rootNeeded
 	if errors.As(err, &rn) {
@@ -736,7 +736,7 @@ func (r *runner) status() error {
 			changed += fmt.Sprintf(" (%d interrupted)", pending)
 		}
 		rows = append(rows, []string{st.Profile, strings.Join(st.Args, " "), changed, st.Applied.Format("2006-01-02 15:04:05 MST")})
-		undos = append(undos, Profile{Name: st.Profile, Args: st.Args}.undoCommand())
+		undos = append(undos, profile{Name: st.Profile, Args: st.Args}.undoCommand())
 	}
 	if err := clitable.Write(r.out, []string{"PROFILE", "SETTINGS", "CHANGED", "APPLIED"}, rows); err != nil {
 		return err

@@ -10,10 +10,10 @@ import (
 	"github.com/lvskit/lvskit/netfilter"
 )
 
-// A Profile is what one role needs on a host: the steps, in the order they
+// profile is what one role needs on a host: the steps, in the order they
 // are applied (modules first, so that their sysctls and devices exist), and
 // the key under which its state file is kept.
-type Profile struct {
+type profile struct {
 	Name string // "director nat"
 	// Key names the state file. It holds only what identifies an instance
 	// (the VIP, or the route's family), so --undo needs no other flags.
@@ -34,14 +34,14 @@ type Profile struct {
 	// this host holds it now.
 	VRRPVIP netip.Prefix
 	VRRPDev string
-	Steps   []Step
+	Steps   []step
 }
 
 // leaveVIPToVRRP is p without its VIP step, for directors whose VIP
 // moves between them by VRRP: applying it on every director prepares all
 // of them alike, and the VIP is only on the one VRRP made master. The
 // flag is recorded in the state file like the others.
-func leaveVIPToVRRP(p Profile) Profile {
+func leaveVIPToVRRP(p profile) profile {
 	for i, s := range p.Steps {
 		if s.Kind == kindAddr {
 			p.VRRPVIP, p.VRRPDev = s.Addr, s.Dev
@@ -53,13 +53,13 @@ func leaveVIPToVRRP(p Profile) Profile {
 	return p
 }
 
-func (p Profile) undoCommand() string {
+func (p profile) undoCommand() string {
 	flags := p.keyFlags()
 	return "lvsprep " + p.Name + " " + strings.Join(flags, " ") + " --undo"
 }
 
 // keyFlags are the flags --undo needs to find the state file again.
-func (p Profile) keyFlags() []string {
+func (p profile) keyFlags() []string {
 	var out []string
 	for i := 0; i+1 < len(p.Args); i += 2 {
 		if p.Args[i] == "--vip" || p.Args[i] == "--gateway" {
@@ -76,8 +76,8 @@ func familyOf(a netip.Addr) netfilter.Family {
 	return netfilter.IPv4
 }
 
-func forwardingStep(f netfilter.Family) Step {
-	s := Step{Kind: kindSysctl, Value: "1", Why: "forward packets between clients and real servers"}
+func forwardingStep(f netfilter.Family) step {
+	s := step{Kind: kindSysctl, Value: "1", Why: "forward packets between clients and real servers"}
 	if f == netfilter.IPv6 {
 		s.Sysctl = "net/ipv6/conf/all/forwarding"
 	} else {
@@ -92,20 +92,20 @@ func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen
 // addresses of the receiving interface (arp_ignore=1), and never use the VIP
 // as the source of an ARP request (arp_announce=2), so only the director
 // answers for it on the shared segment.
-func arpSteps(devs ...string) []Step {
-	var out []Step
+func arpSteps(devs ...string) []step {
+	var out []step
 	for _, d := range devs {
 		out = append(out,
-			Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_ignore"), Value: "1",
+			step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_ignore"), Value: "1",
 				Why: "answer ARP only for addresses of the asking interface, so the VIP stays the director's"},
-			Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_announce"), Value: "2",
+			step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", d, "arp_announce"), Value: "2",
 				Why: "never announce the VIP as an ARP source address"},
 		)
 	}
 	return out
 }
 
-// DirectorNAT prepares a VS/NAT director: the VIP on dev, forwarding (the
+// directorNAT prepares a VS/NAT director: the VIP on dev, forwarding (the
 // real servers' replies are routed back through the director, where IPVS
 // rewrites them), and masquerading of the real servers' subnet so their own
 // outbound connections (updates, DNS) reach the outside.
@@ -113,7 +113,7 @@ func arpSteps(devs ...string) []Step {
 // With ftp, the kernel's FTP helper for IPVS (ip_vs_ftp) is loaded too: in
 // VS/NAT it rewrites the real server's address in FTP's passive-mode replies
 // and expects the data connection, for services on port 21.
-func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string, ftp bool) Profile {
+func directorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string, ftp bool) profile {
 	f := familyOf(vip.Addr())
 	rsNet = rsNet.Masked()
 	rule := []string{"-s", rsNet.String(), "!", "-d", rsNet.String()}
@@ -127,39 +127,39 @@ func DirectorNAT(vip netip.Prefix, dev string, rsNet netip.Prefix, outDev string
 		args = append(args, "--out-dev", outDev)
 		devs = append(devs, outDev)
 	}
-	var steps []Step
+	var steps []step
 	if ftp {
 		args = append(args, "--ftp")
-		steps = append(steps, Step{Kind: kindModule, Module: "ip_vs_ftp",
+		steps = append(steps, step{Kind: kindModule, Module: "ip_vs_ftp",
 			Why: "FTP helper: rewrites passive-mode replies and expects the data connection"})
 	}
-	return Profile{
+	return profile{
 		Name: "director nat",
 		Key:  "director-nat-" + vip.Addr().String(),
 		Args: args,
 		Devs: devs,
 		Steps: append(steps,
 			forwardingStep(f),
-			Step{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
-			Step{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
+			step{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"},
+			step{Kind: kindRule, Family: f, Table: "nat", Chain: "POSTROUTING", Rule: rule,
 				Why: "real servers' own outbound traffic leaves with the director's address"},
 		),
 	}
 }
 
-// DirectorDirect prepares a VS/DR or VS/TUN director ("dr" or "tun"): it
+// directorDirect prepares a VS/DR or VS/TUN director ("dr" or "tun"): it
 // needs the VIP, since IPVS itself forwards the frames (DR) or
 // encapsulates the packets (TUN), and the replies bypass it. lvsctl run's
 // checks of such real servers go through the VIP and get their answers
 // from it, an address of the director's own, which an IPv4 interface
 // drops unless it accepts local sources (accept_local).
-func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
-	steps := []Step{{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"}}
+func directorDirect(mode string, vip netip.Prefix, dev string) profile {
+	steps := []step{{Kind: kindAddr, Dev: dev, Addr: vip, Why: "the virtual IP that clients connect to"}}
 	if vip.Addr().Is4() {
-		steps = append(steps, Step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", dev, "accept_local"), Value: "1",
+		steps = append(steps, step{Kind: kindSysctl, Sysctl: netfilter.SysctlPath("net", "ipv4", "conf", dev, "accept_local"), Value: "1",
 			Why: "accept the real servers' answers from the VIP to lvsctl run's health probes through it"})
 	}
-	return Profile{
+	return profile{
 		Name:  "director " + mode,
 		Key:   "director-" + mode + "-" + vip.Addr().String(),
 		Args:  []string{"--vip", vip.String(), "--dev", dev},
@@ -168,7 +168,7 @@ func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
 	}
 }
 
-// DirectorECMP prepares a director that is one of several behind a router
+// directorECMP prepares a director that is one of several behind a router
 // spreading packets over them with ECMP (each announces the VIP over BGP,
 // with BIRD for example). Any director may receive any packet of a flow, so
 // every one must pick the same real server without asking the others, and
@@ -190,9 +190,9 @@ func DirectorDirect(mode string, vip netip.Prefix, dev string) Profile {
 //     hidden from ARP, so only the router's BGP routes draw traffic to it;
 //   - accept_local on every interface: lvsctl run's probes through the VIP
 //     get their answers from it, an address of the director's own.
-func DirectorECMP(vip netip.Addr, dev string) Profile {
+func directorECMP(vip netip.Addr, dev string) profile {
 	f := familyOf(vip)
-	steps := []Step{
+	steps := []step{
 		{Kind: kindModule, Module: "ip_vs", Why: "IPVS itself; its sysctls exist once it is loaded"},
 		{Kind: kindModule, Module: "ip_vs_mh", Why: "the Maglev hashing scheduler: every director picks the same real server for a flow"},
 		{Kind: kindSysctl, Sysctl: "net/ipv4/vs/sloppy_tcp", Value: "1",
@@ -208,13 +208,13 @@ func DirectorECMP(vip netip.Addr, dev string) Profile {
 	}
 	if vip.Is4() {
 		steps = append(steps, arpSteps("all")...)
-		steps = append(steps, Step{Kind: kindSysctl, Sysctl: "net/ipv4/conf/all/accept_local", Value: "1",
+		steps = append(steps, step{Kind: kindSysctl, Sysctl: "net/ipv4/conf/all/accept_local", Value: "1",
 			Why: "accept the real servers' answers from the VIP to lvsctl run's health probes through it"})
 	}
-	steps = append(steps, Step{Kind: kindRule, Family: f, Table: "raw", Chain: "PREROUTING",
+	steps = append(steps, step{Kind: kindRule, Family: f, Table: "raw", Chain: "PREROUTING",
 		Rule: []string{"-d", hostPrefix(vip).String(), "-j", "CT", "--notrack"},
 		Why:  "no conntrack entry for the VIP's packets: this director sees one direction of each flow, maybe from its middle"})
-	return Profile{
+	return profile{
 		Name:  "director ecmp",
 		Key:   "director-ecmp-" + vip.String(),
 		Args:  []string{"--vip", vip.String(), "--dev", dev},
@@ -224,13 +224,13 @@ func DirectorECMP(vip netip.Addr, dev string) Profile {
 	}
 }
 
-// DirectorFullNAT prepares a full-NAT director: VS/NAT (masquerading)
+// directorFullNAT prepares a full-NAT director: VS/NAT (masquerading)
 // services whose packets to the real servers also get their client source
 // rewritten to snat, a director address, so the real servers answer the
 // director without any route change. The rewrite is an iptables SNAT rule
 // matching IPVS connections of the VIP (-m ipvs); it applies only when IPVS
 // keeps conntrack entries (net.ipv4.vs.conntrack=1).
-func DirectorFullNAT(vip netip.Prefix, dev string, snat netip.Addr, proto string, port int) Profile {
+func directorFullNAT(vip netip.Prefix, dev string, snat netip.Addr, proto string, port int) profile {
 	f := familyOf(vip.Addr())
 	rule := []string{"-m", "ipvs", "--vaddr", hostPrefix(vip.Addr()).String()}
 	args := []string{"--vip", vip.String(), "--dev", dev, "--snat", snat.String()}
@@ -239,13 +239,13 @@ func DirectorFullNAT(vip netip.Prefix, dev string, snat netip.Addr, proto string
 		args = append(args, "--proto", proto, "--port", strconv.Itoa(port))
 	}
 	rule = append(rule, "--vmethod", "MASQ", "-j", "SNAT", "--to-source", snat.String())
-	return Profile{
+	return profile{
 		Name: "director fullnat",
 		Key:  "director-fullnat-" + vip.Addr().String(),
 		Args: args,
 		Devs: []string{dev},
 		SNAT: snat,
-		Steps: []Step{
+		Steps: []step{
 			{Kind: kindModule, Module: "ip_vs", Why: "IPVS itself; its sysctls exist once it is loaded"},
 			{Kind: kindModule, Module: "xt_ipvs", Why: "the iptables match for IPVS connections (-m ipvs)"},
 			forwardingStep(f),
@@ -258,19 +258,19 @@ func DirectorFullNAT(vip netip.Prefix, dev string, snat netip.Addr, proto string
 	}
 }
 
-// RealServerDR prepares a VS/DR real server: the VIP on lo as a host
+// realServerDR prepares a VS/DR real server: the VIP on lo as a host
 // address, so packets the director forwards unchanged at layer 2 are
 // accepted, hidden from ARP on every interface and on dev, the interface
 // facing the director.
-func RealServerDR(vip netip.Addr, dev string) Profile {
-	steps := []Step{
+func realServerDR(vip netip.Addr, dev string) profile {
+	steps := []step{
 		{Kind: kindLinkUp, Dev: "lo", Why: "addresses on lo are local only while it is up"},
 		{Kind: kindAddr, Dev: "lo", Addr: hostPrefix(vip), Why: "accept packets for the VIP without owning it on the wire"},
 	}
 	if vip.Is4() {
 		steps = append(steps, arpSteps("all", dev)...)
 	}
-	return Profile{
+	return profile{
 		Name:  "realserver dr",
 		Key:   "realserver-dr-" + vip.String(),
 		Args:  []string{"--vip", vip.String(), "--dev", dev},
@@ -279,22 +279,22 @@ func RealServerDR(vip netip.Addr, dev string) Profile {
 	}
 }
 
-// RealServerTUN prepares a VS/TUN real server: the IP-in-IP tunnel module,
+// realServerTUN prepares a VS/TUN real server: the IP-in-IP tunnel module,
 // its catch-all device up with the VIP, so decapsulated packets for the VIP
 // are accepted, and reverse-path filtering relaxed where it would drop them
 // (the client's address is not routed via the tunnel). The VIP is also
 // hidden from ARP, on every interface and on dev when given, for real
 // servers that share a segment with the director or clients.
-func RealServerTUN(vip netip.Addr, dev string) Profile {
+func realServerTUN(vip netip.Addr, dev string) profile {
 	args := []string{"--vip", vip.String()}
 	var devs []string
 	if dev != "" {
 		args = append(args, "--dev", dev)
 		devs = []string{dev}
 	}
-	var steps []Step
+	var steps []step
 	if vip.Is4() {
-		steps = []Step{
+		steps = []step{
 			{Kind: kindModule, Module: "ipip", Why: "IP-in-IP decapsulation; creates tunl0"},
 			{Kind: kindLinkUp, Dev: "tunl0", Why: "receive encapsulated packets from the director"},
 			{Kind: kindAddr, Dev: "tunl0", Addr: hostPrefix(vip), Why: "accept decapsulated packets for the VIP"},
@@ -305,13 +305,13 @@ func RealServerTUN(vip netip.Addr, dev string) Profile {
 		}
 		steps = append(steps, arpSteps(append([]string{"all"}, devs...)...)...)
 	} else {
-		steps = []Step{
+		steps = []step{
 			{Kind: kindModule, Module: "ip6_tunnel", Why: "IPv6-in-IPv6 decapsulation; creates ip6tnl0"},
 			{Kind: kindLinkUp, Dev: "ip6tnl0", Why: "receive encapsulated packets from the director"},
 			{Kind: kindAddr, Dev: "ip6tnl0", Addr: hostPrefix(vip), Why: "accept decapsulated packets for the VIP"},
 		}
 	}
-	return Profile{
+	return profile{
 		Name:  "realserver tun",
 		Key:   "realserver-tun-" + vip.String(),
 		Args:  args,
@@ -320,11 +320,11 @@ func RealServerTUN(vip netip.Addr, dev string) Profile {
 	}
 }
 
-// RealServerNAT prepares a VS/NAT real server: its default route via the
+// realServerNAT prepares a VS/NAT real server: its default route via the
 // director, so replies go back through it to be rewritten. Other default
 // routes of the family are removed (and put back by --undo), since any of
 // them could carry replies past the director.
-func RealServerNAT(gateway netip.Addr, dev string) Profile {
+func realServerNAT(gateway netip.Addr, dev string) profile {
 	args := []string{"--gateway", gateway.String()}
 	var devs []string
 	if dev != "" {
@@ -332,17 +332,17 @@ func RealServerNAT(gateway netip.Addr, dev string) Profile {
 		devs = []string{dev}
 	}
 	f := familyOf(gateway)
-	return Profile{
+	return profile{
 		Name: "realserver nat",
 		Key:  "realserver-nat-" + f.String(),
 		Args: args,
 		Devs: devs,
-		Steps: []Step{{Kind: kindRoute, Route: &netfilter.Route{Gateway: gateway, Dev: dev},
+		Steps: []step{{Kind: kindRoute, Route: &netfilter.Route{Gateway: gateway, Dev: dev},
 			Why: "replies must go back through the director to be rewritten"}},
 	}
 }
 
 // describe is a one-line summary of a profile for messages.
-func (p Profile) describe() string {
+func (p profile) describe() string {
 	return fmt.Sprintf("%s %s", p.Name, strings.Join(p.Args, " "))
 }

@@ -15,25 +15,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultStateDir is where state files live. /run is right for them: it is
+// defaultStateDir is where state files live. /run is right for them: it is
 // emptied at boot, exactly like every setting lvsprep makes (sysctls,
 // addresses, routes, rules and modules do not survive a reboot either), so
 // a state file never describes changes that are gone.
-const DefaultStateDir = "/run/lvsprep"
+const defaultStateDir = "/run/lvsprep"
 
 // maxStateSize bounds what is read from a state file: a real one holds a
 // dozen records, a few KiB.
 const maxStateSize = 1 << 20
 
-// State is a state file: the journal of an applied profile. Each change is
+// state is a state file: the journal of an applied profile. Each change is
 // recorded before it is made (a pending record) and again once it is made,
 // so after a kill at any point --undo finds everything that may have
 // changed.
-type State struct {
+type state struct {
 	Profile string    `json:"profile"`
 	Args    []string  `json:"args"`
 	Applied time.Time `json:"applied"`
-	Records []Record  `json:"records"`
+	Records []record  `json:"records"`
 }
 
 func statePath(dir, key string) string { return filepath.Join(dir, key+".json") }
@@ -296,7 +296,7 @@ func (s *store) removeFile(name string) error {
 
 // load reads and checks a state file; it returns nil, nil when there is
 // none.
-func (s *store) load(key string) (*State, error) {
+func (s *store) load(key string) (*state, error) {
 	b, err := s.readFile(key + ".json")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -314,7 +314,7 @@ func (s *store) load(key string) (*State, error) {
 }
 
 // save writes the state file atomically and durably.
-func (s *store) save(key string, st *State) error {
+func (s *store) save(key string, st *state) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
@@ -354,27 +354,27 @@ func (s *store) keys() ([]string, error) {
 // it, and records only of that profile's steps, with values that are safe
 // to put back. A state file is an instruction to root; anything else in it
 // is refused.
-func decodeState(b []byte) (*State, Profile, error) {
+func decodeState(b []byte) (*state, profile, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var st State
+	var st state
 	if err := dec.Decode(&st); err != nil {
-		return nil, Profile{}, fmt.Errorf("not a state file: %w", err)
+		return nil, profile{}, fmt.Errorf("not a state file: %w", err)
 	}
 	if dec.More() {
-		return nil, Profile{}, errors.New("not a state file: data after the JSON object")
+		return nil, profile{}, errors.New("not a state file: data after the JSON object")
 	}
 	p, err := rebuildProfile(st.Profile, st.Args)
 	if err != nil {
-		return nil, Profile{}, fmt.Errorf("profile %q %q: %w (%w)", st.Profile, st.Args, err, errUntrusted)
+		return nil, profile{}, fmt.Errorf("profile %q %q: %w (%w)", st.Profile, st.Args, err, errUntrusted)
 	}
 	seen := map[string]bool{}
 	for _, rec := range st.Records {
 		if err := checkRecord(p, rec); err != nil {
-			return nil, Profile{}, fmt.Errorf("record %s: %w (%w)", rec.Key(), err, errUntrusted)
+			return nil, profile{}, fmt.Errorf("record %s: %w (%w)", rec.Key(), err, errUntrusted)
 		}
 		if seen[rec.Key()] {
-			return nil, Profile{}, fmt.Errorf("record %s appears twice (%w)", rec.Key(), errUntrusted)
+			return nil, profile{}, fmt.Errorf("record %s appears twice (%w)", rec.Key(), errUntrusted)
 		}
 		seen[rec.Key()] = true
 	}
@@ -383,8 +383,8 @@ func decodeState(b []byte) (*State, Profile, error) {
 
 // checkRecord accepts a record only for a step of the profile, with a
 // prior value that can be written back.
-func checkRecord(p Profile, rec Record) error {
-	i := slices.IndexFunc(p.Steps, func(s Step) bool { return sameStep(s, rec.Step) })
+func checkRecord(p profile, rec record) error {
+	i := slices.IndexFunc(p.Steps, func(s step) bool { return sameStep(s, rec.step) })
 	if i < 0 {
 		return fmt.Errorf("not a step of %s", p.describe())
 	}
@@ -413,7 +413,7 @@ func checkRecord(p Profile, rec Record) error {
 
 // sameStep compares what two steps change (their explanations may differ
 // between versions).
-func sameStep(a, b Step) bool {
+func sameStep(a, b step) bool {
 	a.Why, b.Why = "", ""
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)

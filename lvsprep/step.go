@@ -11,7 +11,7 @@ import (
 	"github.com/lvskit/lvskit/netfilter"
 )
 
-// kind names what a Step changes; it is also the step's tag in state files.
+// kind names what a step changes; it is also the step's tag in state files.
 type kind string
 
 const (
@@ -23,10 +23,10 @@ const (
 	kindRule   kind = "iptables-rule"
 )
 
-// A Step is one host setting a profile wants. It is plain data so that a
+// step is one host setting a profile wants. It is plain data so that a
 // state file can hold it and --undo can revert it without the profile's
 // flags.
-type Step struct {
+type step struct {
 	Kind kind   `json:"kind"`
 	Why  string `json:"why"`
 
@@ -47,10 +47,10 @@ type Step struct {
 	Rule   []string         `json:"rule,omitempty"`
 }
 
-// Record is a Step as applied: whether lvsprep changed anything and what was
+// record is a step as applied: whether lvsprep changed anything and what was
 // there before, which is what --undo restores.
-type Record struct {
-	Step
+type record struct {
+	step
 	// Changed is false when the setting was already in place: undo then
 	// leaves it alone, because that is how lvsprep found it.
 	Changed bool `json:"changed"`
@@ -65,7 +65,7 @@ type Record struct {
 
 // Key identifies the setting a step changes, so that two profiles touching
 // the same setting can be recognised (see undo's hand-over).
-func (s Step) Key() string {
+func (s step) Key() string {
 	switch s.Kind {
 	case kindModule:
 		return "module " + s.Module
@@ -84,7 +84,7 @@ func (s Step) Key() string {
 }
 
 // Setting is the step's setting in a few words, for tables.
-func (s Step) Setting() string {
+func (s step) Setting() string {
 	switch s.Kind {
 	case kindModule:
 		return "module " + s.Module
@@ -106,7 +106,7 @@ func (s Step) Setting() string {
 }
 
 // uses reports whether the step concerns the interface dev.
-func (s Step) uses(dev string) bool {
+func (s step) uses(dev string) bool {
 	return s.Dev == dev || (s.Kind == kindSysctl && strings.Contains(s.Sysctl, "/conf/"+dev+"/"))
 }
 
@@ -126,7 +126,7 @@ var sysctlRoles = map[string]string{
 // Check is what check verifies for the step, in words with the wanted
 // value: "ARP: arp_ignore=1 on eth0", "VIP 10.0.0.100/32 on lo". It names
 // the setting, never the command that makes it.
-func (s Step) Check() string {
+func (s step) Check() string {
 	switch s.Kind {
 	case kindModule:
 		if role, ok := moduleRoles[s.Module]; ok {
@@ -216,7 +216,7 @@ func (st status) word() string {
 }
 
 // check reads the host's current state for the step.
-func (h *Host) check(s Step) status {
+func (h *Host) check(s step) status {
 	switch s.Kind {
 	case kindModule:
 		ok, err := h.Modules.Loaded(s.Module)
@@ -296,8 +296,8 @@ func (h *Host) check(s Step) status {
 // prepare returns the record of a change about to be made: what is there
 // now, which --undo puts back. The caller has checked that the setting is
 // not yet in place.
-func (h *Host) prepare(s Step) (Record, error) {
-	rec := Record{Step: s, Changed: true}
+func (h *Host) prepare(s step) (record, error) {
+	rec := record{step: s, Changed: true}
 	switch s.Kind {
 	case kindSysctl:
 		prior, err := h.Sysctl.Get(s.Sysctl)
@@ -316,8 +316,8 @@ func (h *Host) prepare(s Step) (Record, error) {
 }
 
 // change makes the change that prepare recorded.
-func (h *Host) change(rec Record) error {
-	s := rec.Step
+func (h *Host) change(rec record) error {
+	s := rec.step
 	switch s.Kind {
 	case kindModule:
 		if err := h.Modules.Load(s.Module); err != nil {
@@ -434,7 +434,7 @@ func switchCommands(old, new []netfilter.Route) []string {
 // with the reason, when the setting stays as lvsprep made it without that
 // being a failure (a module that something uses stays loaded): the caller
 // must then not report it as reverted.
-func (h *Host) revert(r Record) (left string, err error) {
+func (h *Host) revert(r record) (left string, err error) {
 	if !r.Changed {
 		return "", nil
 	}
@@ -499,7 +499,7 @@ func (h *Host) revert(r Record) (left string, err error) {
 		}
 		if ok {
 			if err := ipt.Delete(r.Table, r.Chain, r.Rule...); err != nil {
-				return "", fmt.Errorf("removing rule %s: %w", ruleCommand(r.Step, "-D"), err)
+				return "", fmt.Errorf("removing rule %s: %w", ruleCommand(r.step, "-D"), err)
 			}
 		}
 	default:
@@ -508,7 +508,7 @@ func (h *Host) revert(r Record) (left string, err error) {
 	return "", nil
 }
 
-func ruleCommand(s Step, op string) string {
+func ruleCommand(s step, op string) string {
 	return strings.Join(append([]string{netfilter.IPTablesCommand(s.Family), "-t", s.Table, op, s.Chain}, s.Rule...), " ")
 }
 
@@ -525,7 +525,7 @@ func routeCommand(op string, r netfilter.Route) string {
 
 // applyCommands are the shell commands equivalent to applying the step;
 // priorRoutes are the default routes a route step would replace.
-func applyCommands(s Step, priorRoutes []netfilter.Route) []string {
+func applyCommands(s step, priorRoutes []netfilter.Route) []string {
 	switch s.Kind {
 	case kindModule:
 		return []string{"modprobe " + s.Module}
@@ -552,7 +552,7 @@ func applyCommands(s Step, priorRoutes []netfilter.Route) []string {
 }
 
 // revertCommands are the shell commands equivalent to reverting the record.
-func revertCommands(r Record) []string {
+func revertCommands(r record) []string {
 	if !r.Changed {
 		return nil
 	}
@@ -568,7 +568,7 @@ func revertCommands(r Record) []string {
 	case kindRoute:
 		return switchCommands([]netfilter.Route{*r.Route}, r.PriorRoutes)
 	case kindRule:
-		return []string{ruleCommand(r.Step, "-D")}
+		return []string{ruleCommand(r.step, "-D")}
 	}
 	return nil
 }

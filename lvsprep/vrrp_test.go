@@ -147,7 +147,7 @@ func TestVRRPStateHoldsNoVIP(t *testing.T) {
 	if _, _, err := decodeState(b); err != nil {
 		t.Fatalf("lvsprep's own state refused: %v", err)
 	}
-	st.Records = append(st.Records, Record{Step: Step{Kind: kindAddr, Dev: "eth1", Addr: netip.MustParsePrefix("10.0.0.100/24"),
+	st.Records = append(st.Records, record{step: step{Kind: kindAddr, Dev: "eth1", Addr: netip.MustParsePrefix("10.0.0.100/24"),
 		Why: "the virtual IP that clients connect to"}, Changed: true})
 	b, _ = json.Marshal(st)
 	if _, _, err := decodeState(b); err == nil {

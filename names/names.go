@@ -24,9 +24,9 @@ import (
 
 // Default file locations used by NewResolver.
 const (
-	DefaultHostsPath    = "/etc/hosts"
-	DefaultServicesPath = "/etc/services"
-	DefaultNSSwitchPath = "/etc/nsswitch.conf"
+	defaultHostsPath    = "/etc/hosts"
+	defaultServicesPath = "/etc/services"
+	defaultNSSwitchPath = "/etc/nsswitch.conf"
 )
 
 // dnsTimeout bounds one DNS question so a listing cannot hang forever on a
@@ -66,7 +66,7 @@ type portKey struct {
 // NewResolver returns a resolver for the system files /etc/hosts,
 // /etc/services and /etc/nsswitch.conf.
 func NewResolver() *Resolver {
-	return &Resolver{hostsPath: DefaultHostsPath, servicesPath: DefaultServicesPath, nsswitchPath: DefaultNSSwitchPath}
+	return &Resolver{hostsPath: defaultHostsPath, servicesPath: defaultServicesPath, nsswitchPath: defaultNSSwitchPath}
 }
 
 // NewResolverFiles returns a resolver reading the given files. An empty

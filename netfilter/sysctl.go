@@ -25,7 +25,7 @@ type ProcSys struct {
 var _ Sysctl = ProcSys{}
 
 func (p ProcSys) path(name string) (string, error) {
-	if err := ValidSysctlName(name); err != nil {
+	if err := validSysctlName(name); err != nil {
 		return "", err
 	}
 	root := p.Root
@@ -71,9 +71,9 @@ func (p ProcSys) Set(name, value string) error {
 	return nil
 }
 
-// ValidSysctlName checks that name is a relative slash path without empty,
+// validSysctlName checks that name is a relative slash path without empty,
 // "." or ".." components, so it cannot escape the sysctl root.
-func ValidSysctlName(name string) error {
+func validSysctlName(name string) error {
 	if name == "" {
 		return errors.New("empty sysctl name")
 	}

@@ -18,8 +18,8 @@ import (
 // connections before it is deleted anyway.
 const DefaultDrainTimeout = 5 * time.Minute
 
-// DefaultPollInterval is how often a drain reads the connection counts.
-const DefaultPollInterval = 200 * time.Millisecond
+// defaultPollInterval is how often a drain reads the connection counts.
+const defaultPollInterval = 200 * time.Millisecond
 
 // Journal is the record of drains in progress, kept so that an interrupted
 // apply (a signal, a crash, a reboot of the program) is finished or
@@ -87,8 +87,8 @@ type Applier struct {
 	// DrainTimeout bounds each drain; 0 deletes leaving destinations at
 	// once without a drain.
 	DrainTimeout time.Duration
-	PollInterval time.Duration // 0 means DefaultPollInterval
-	Window       int           // pipeline window; 0 means DefaultWindow
+	PollInterval time.Duration // 0 means 200 ms (defaultPollInterval)
+	Window       int           // pipeline window; 0 means 256 (defaultWindow)
 	// Journal records drains in progress; nil keeps no record.
 	Journal JournalStore
 	Source  string // recorded in the journal
@@ -155,9 +155,9 @@ func Describe(c *Change) string {
 	return s
 }
 
-// DefaultWindow is how many changes Changes keeps in flight: as many as
+// defaultWindow is how many changes Changes keeps in flight: as many as
 // ipvsadm -R does (ipvsadm.DefaultWindow), whose reasons hold here too.
-const DefaultWindow = 256
+const defaultWindow = 256
 
 // Changes makes the plan's adds, re-adds and edits through one pipeline
 // and returns the changes the kernel refused; the others are made. Deletes
@@ -178,7 +178,7 @@ func (a *Applier) Deletes(p *Plan) ([]ChangeError, error) {
 func (a *Applier) pipeline(p *Plan, take func(*Change) bool) ([]ChangeError, error) {
 	window := a.Window
 	if window < 1 {
-		window = DefaultWindow
+		window = defaultWindow
 	}
 	pipe := a.Client.Pipeline(window)
 	var failed []ChangeError
@@ -344,7 +344,7 @@ func (a *Applier) Drain(ctx context.Context, p *Plan, prior []DrainEntry) (*Drai
 	}
 	poll := a.PollInterval
 	if poll <= 0 {
-		poll = DefaultPollInterval
+		poll = defaultPollInterval
 	}
 	for {
 		if err := a.drainRound(res, &order); err != nil {

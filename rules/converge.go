@@ -7,9 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxRounds bounds how often Converge re-reads the kernel after changes it
+// maxRounds bounds how often Converge re-reads the kernel after changes it
 // refused because the table changed under it.
-const MaxRounds = 3
+const maxRounds = 3
 
 // ConvergeResult is what one apply did.
 type ConvergeResult struct {
@@ -35,8 +35,8 @@ func (r *ConvergeResult) Converged() bool { return r.Remaining == nil }
 // Converge makes the kernel equal desired: it reads the kernel, plans and
 // makes the adds and edits; when the kernel refuses a change because the
 // table changed meanwhile (someone else added or deleted the same
-// service or real server), it reads again and plans again, at most
-// MaxRounds times. Only when every add and edit was made does it delete
+// service or real server), it reads again and plans again, at most three
+// times (maxRounds). Only when every add and edit was made does it delete
 // what leaves: at once, or through a drain (see Drain). A refusal of any
 // other kind (a scheduler the kernel lacks, say), or a race that outlasts
 // the rounds, stops the apply there: nothing is drained or deleted, so a
@@ -51,7 +51,7 @@ func (a *Applier) Converge(ctx context.Context, desired *Set, o DiffOptions, pri
 	res := &ConvergeResult{}
 	o.Draining = a.DrainTimeout > 0
 	var p *Plan
-	for res.Rounds < MaxRounds {
+	for res.Rounds < maxRounds {
 		var err error
 		if p, err = DiffKernel(a.Client, desired, o); err != nil {
 			return res, err

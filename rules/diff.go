@@ -118,7 +118,7 @@ type DiffOptions struct {
 // destinations in the kernel's list order) into desired. Changes come in
 // apply order: new services with their destinations, new and re-added (mh)
 // destinations of kept services, each service's from the last in canonical
-// order to the first (see CanonicalDests), service edits, destination
+// order to the first (see DestKey.Compare), service edits, destination
 // edits, leaving destinations, leaving services.
 // Within each group, services are in key order.
 func Diff(current, desired *Set, o DiffOptions) *Plan {
@@ -530,7 +530,7 @@ func canonicalCopy(ds []Dest) []Dest {
 	for i := 1; i < len(ds); i++ {
 		if CompareDests(&ds[i-1].Destination, &ds[i].Destination) > 0 {
 			out := slices.Clone(ds)
-			CanonicalDests(out)
+			canonicalDests(out)
 			return out
 		}
 	}

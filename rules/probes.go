@@ -10,10 +10,10 @@ import "github.com/lvskit/lvskit/ipvs"
 // come from one reserved range, so that plans leave them to lvsctl run.
 const (
 	ProbeMarkBase uint32 = 0x4c560000 // "LV" in the upper half
-	ProbeMarks    uint32 = 1 << 16
+	probeMarks    uint32 = 1 << 16
 )
 
 // IsProbeService reports whether svc is one of lvsctl run's probe services.
 func IsProbeService(svc *ipvs.Service) bool {
-	return svc.FWMark >= ProbeMarkBase && svc.FWMark-ProbeMarkBase < ProbeMarks
+	return svc.FWMark >= ProbeMarkBase && svc.FWMark-ProbeMarkBase < probeMarks
 }

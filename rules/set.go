@@ -126,7 +126,7 @@ func (k ServiceKey) String() string {
 		}
 		return s
 	}
-	return notation.Protocol(k.Protocol).Option + " " + AddrPort(svc.Family, svc.Addr, svc.Port)
+	return notation.Protocol(k.Protocol).Option + " " + addrPort(svc.Family, svc.Addr, svc.Port)
 }
 
 // DestKey identifies a destination within its service.
@@ -142,16 +142,16 @@ func DestKeyOf(d *ipvs.Destination) DestKey {
 }
 
 // String writes the destination as "10.0.0.2:80" or "[2001:db8::2]:80".
-func (k DestKey) String() string { return AddrPort(k.Family, k.Addr, k.Port) }
+func (k DestKey) String() string { return addrPort(k.Family, k.Addr, k.Port) }
 
-// AddrPort writes an address and port numerically, IPv6 in brackets.
-func AddrPort(family ipvs.Family, a netip.Addr, port uint16) string {
+// addrPort writes an address and port numerically, IPv6 in brackets.
+func addrPort(family ipvs.Family, a netip.Addr, port uint16) string {
 	return string(notation.AppendAddrPort(nil, family, a, port))
 }
 
 // Compare orders destination keys canonically: IPv4 before IPv6, then by
 // address bytes, then by port. It is the order lvsctl builds destination
-// lists in (see CanonicalDests).
+// lists in.
 func (k DestKey) Compare(o DestKey) int {
 	return compareKeys(k.Family, o.Family, &k.Addr, &o.Addr, k.Port, o.Port)
 }
@@ -221,12 +221,12 @@ func (s *Set) Sort() {
 			s.Services[i].Ordered = true
 			continue
 		}
-		CanonicalDests(s.Services[i].Dests)
+		canonicalDests(s.Services[i].Dests)
 	}
 }
 
-// CanonicalDests sorts destinations in canonical order (DestKey.Compare).
-func CanonicalDests(ds []Dest) { slices.SortFunc(ds, compareDests) }
+// canonicalDests sorts destinations in canonical order (DestKey.Compare).
+func canonicalDests(ds []Dest) { slices.SortFunc(ds, compareDests) }
 
 func compareDests(a, b Dest) int { return CompareDests(&a.Destination, &b.Destination) }
 

@@ -23,17 +23,17 @@ func Chain(proto uint16, addr [4]byte, port uint16, fwmark uint32) int {
 	return int(h & 0xff)
 }
 
-// Chains is the number of chains Chain returns.
-const Chains = 512
+// chains is the number of chains Chain returns.
+const chains = 512
 
-// A chain is long when it holds at least MinLong services and at least
-// 1/LongShare of the IPv4 services: a count in bulk copies every IPv4
+// A chain is long when it holds at least minLong services and at least
+// 1/longShare of the IPv4 services: a count in bulk copies every IPv4
 // service entry (104 bytes), where a chain walk compares a few fields a
 // service, so counts in bulk pay only where they spare a service's count
 // a walk that long.
 const (
-	MinLong   = 64
-	LongShare = 32
+	minLong   = 64
+	longShare = 32
 )
 
 // Long reports which of n services lie in long chains, given each
@@ -41,7 +41,7 @@ const (
 // serve), or nil when none do. chain is called twice for each service
 // (a listing's memory counts: no slice of chains is kept).
 func Long(n int, chain func(i int) int) []bool {
-	var length [Chains]int
+	var length [chains]int
 	v4 := 0
 	for i := range n {
 		if h := chain(i); h >= 0 {
@@ -49,7 +49,7 @@ func Long(n int, chain func(i int) int) []bool {
 			v4++
 		}
 	}
-	least := max(MinLong, v4/LongShare)
+	least := max(minLong, v4/longShare)
 	var long []bool
 	for i := range n {
 		if h := chain(i); h >= 0 && length[h] >= least {

@@ -23,14 +23,14 @@ func TestChain(t *testing.T) {
 	}
 }
 
-// TestLong: a chain is long at MinLong services and 1/LongShare of the
+// TestLong: a chain is long at minLong services and 1/longShare of the
 // IPv4 ones, not one service fewer; services not served never are.
 func TestLong(t *testing.T) {
 	chains := make([]int, 0, 4000)
-	for range MinLong {
+	for range minLong {
 		chains = append(chains, 3)
 	}
-	for range MinLong - 1 {
+	for range minLong - 1 {
 		chains = append(chains, 4)
 	}
 	chains = append(chains, -1, -1)
@@ -40,12 +40,12 @@ func TestLong(t *testing.T) {
 			t.Fatalf("service %d in chain %d: long %v, want %v", i, h, long[i], want)
 		}
 	}
-	// With (LongShare × MinLong) more IPv4 services elsewhere, MinLong
-	// is no longer 1/LongShare of them.
-	for i := range LongShare * MinLong {
+	// With (longShare × minLong) more IPv4 services elsewhere, minLong
+	// is no longer 1/longShare of them.
+	for i := range longShare * minLong {
 		chains = append(chains, 8+i%200)
 	}
 	if long := Long(len(chains), func(i int) int { return chains[i] }); long != nil {
-		t.Errorf("long chains among %d services, the longest holding %d", len(chains), MinLong)
+		t.Errorf("long chains among %d services, the longest holding %d", len(chains), minLong)
 	}
 }

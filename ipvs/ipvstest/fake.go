@@ -53,9 +53,9 @@ const (
 // DefaultSchedulers are the schedulers Debian 12's kernel provides.
 var DefaultSchedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "fo", "ovf", "mh"}
 
-// DefaultPersistenceEngines are the persistence engines Debian 12's kernel
+// defaultPersistenceEngines are the persistence engines Debian 12's kernel
 // provides.
-var DefaultPersistenceEngines = []string{"sip"}
+var defaultPersistenceEngines = []string{"sip"}
 
 // Option configures a Fake.
 type Option func(*Fake)
@@ -131,7 +131,7 @@ func New(opts ...Option) *Fake {
 	f := &Fake{
 		info:       ipvs.Info{Version: ipvsVersion, ConnTabSize: connTabSize},
 		schedulers: set(DefaultSchedulers),
-		pes:        set(DefaultPersistenceEngines),
+		pes:        set(defaultPersistenceEngines),
 		ifaces:     map[string]int{"lo": loopbackMTU},
 		hz:         defaultHZ,
 		timeouts:   ipvs.Timeouts{TCP: defaultTCP, TCPFin: defaultTCPFin, UDP: defaultUDP},

@@ -64,8 +64,8 @@ func loadSpecMatrix(t *testing.T) specMatrix {
 			m.cells[[2]int{c, idx}] = cell
 		}
 	}
-	if len(m.commands) != NumMatrixCommands || len(m.options) != NumOptions {
-		t.Fatalf("spec matrix is %d×%d, implementation %d×%d", len(m.commands), len(m.options), NumMatrixCommands, NumOptions)
+	if len(m.commands) != NumMatrixCommands || len(m.options) != numOptions {
+		t.Fatalf("spec matrix is %d×%d, implementation %d×%d", len(m.commands), len(m.options), NumMatrixCommands, numOptions)
 	}
 	return m
 }

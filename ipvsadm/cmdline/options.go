@@ -108,10 +108,10 @@ const (
 	OptTunRemCsum
 )
 
-// NumOptions is the number of option bits (matrix columns).
-const NumOptions = int(OptTunRemCsum) + 1
+// numOptions is the number of option bits (matrix columns).
+const numOptions = int(OptTunRemCsum) + 1
 
-var optionNames = [NumOptions]string{
+var optionNames = [numOptions]string{
 	"numeric", "connection", "service-address", "scheduler", "persistent",
 	"netmask", "real-server", "forwarding-method", "weight", "u-threshold",
 	"l-threshold", "mcast-interface", "timeout", "daemon", "stats", "rate",
@@ -123,19 +123,19 @@ var optionNames = [NumOptions]string{
 // Name is the option's name as ipvsadm's messages spell it
 // ("service-address" for -t/-u/--sctp-service/-f).
 func (o Option) Name() string {
-	if o < 0 || int(o) >= NumOptions {
+	if o < 0 || int(o) >= numOptions {
 		return ""
 	}
 	return optionNames[o]
 }
 
-// OptionSet is a set of option bits.
-type OptionSet uint64
+// optionSet is a set of option bits.
+type optionSet uint64
 
 // Has reports whether o is in the set.
-func (s OptionSet) Has(o Option) bool { return o >= 0 && s&(1<<uint(o)) != 0 }
+func (s optionSet) Has(o Option) bool { return o >= 0 && s&(1<<uint(o)) != 0 }
 
-func (s *OptionSet) add(o Option) { *s |= 1 << uint(o) }
+func (s *optionSet) add(o Option) { *s |= 1 << uint(o) }
 
 // ArgKind says whether an option takes an argument.
 type ArgKind int
@@ -187,7 +187,7 @@ var OptionTable = []OptionSpec{
 	{Long: "udp-service", Short: "u", Arg: ArgRequired, ArgName: "service-address", Command: NoCommand, Option: OptService, Help: "service-address is host[:port]", Documented: true},
 	{Long: "sctp-service", Arg: ArgRequired, ArgName: "service-address", Command: NoCommand, Option: OptService, Help: "service-address is host[:port]", Documented: true},
 	{Long: "fwmark-service", Short: "f", Arg: ArgRequired, ArgName: "fwmark", Command: NoCommand, Option: OptService, Help: "fwmark is an integer greater than zero", Documented: true},
-	{Long: "scheduler", Short: "s", Arg: ArgRequired, ArgName: "scheduler", Command: NoCommand, Option: OptScheduler, Help: "one of " + SchedulerList + ", the default scheduler is wlc.", Documented: true},
+	{Long: "scheduler", Short: "s", Arg: ArgRequired, ArgName: "scheduler", Command: NoCommand, Option: OptScheduler, Help: "one of " + schedulerList + ", the default scheduler is wlc.", Documented: true},
 	{Long: "persistent", Short: "p", Arg: ArgOptional, ArgName: "timeout", Command: NoCommand, Option: OptPersistent, Help: "persistent service", Documented: true},
 	{Long: "netmask", Short: "M", Arg: ArgRequired, ArgName: "netmask", Command: NoCommand, Option: OptNetmask, Help: "persistent granularity mask", Documented: true},
 	{Long: "real-server", Short: "r", Arg: ArgRequired, ArgName: "server-address", Command: NoCommand, Option: OptRealServer, Help: "server-address is host (and port)", Documented: true},
@@ -212,7 +212,7 @@ var OptionTable = []OptionSpec{
 	{Long: "exact", Short: "X", Command: NoCommand, Option: OptExact, Help: "expand numbers (display exact values)", Documented: true, ShortUndocumented: true},
 	{Long: "ipv6", Short: "6", Command: NoCommand, Option: NoOption, Help: "fwmark entry uses IPv6", Documented: true},
 	{Long: "ops", Short: "o", Command: NoCommand, Option: OptOps, Help: "one-packet scheduling", Documented: true},
-	{Long: "pe", Arg: ArgRequired, ArgName: "engine", Command: NoCommand, Option: OptPE, Help: "alternate persistence engine may be " + PEList + ", not set by default.", Documented: true},
+	{Long: "pe", Arg: ArgRequired, ArgName: "engine", Command: NoCommand, Option: OptPE, Help: "alternate persistence engine may be " + peList + ", not set by default.", Documented: true},
 	{Long: "sched-flags", Short: "b", Arg: ArgRequired, ArgName: "flags", Command: NoCommand, Option: OptSchedFlags, Help: "scheduler flags (comma-separated)", Documented: true},
 	{Long: "mcast-group", Arg: ArgRequired, ArgName: "address", Command: NoCommand, Option: OptMcastGroup, Help: "IPv4/IPv6 group (default=224.0.0.81)", Documented: true},
 	{Long: "mcast-port", Arg: ArgRequired, ArgName: "port", Command: NoCommand, Option: OptMcastPort, Help: "UDP port (default=8848)", Documented: true},
@@ -226,11 +226,11 @@ var OptionTable = []OptionSpec{
 	{Long: "tun-remcsum", Command: NoCommand, Option: OptTunRemCsum, Help: "tunnel encapsulation with remote checksum", Documented: true},
 }
 
-// SchedulerList and PEList are the names ipvsadm's help text offers; they are
+// schedulerList and peList are the names ipvsadm's help text offers; they are
 // compile-time strings in ipvsadm, not what the kernel supports.
 const (
-	SchedulerList = "rr|wrr|lc|wlc|lblc|lblcr|dh|sh|sed|nq|fo|ovf|mh"
-	PEList        = "sip"
+	schedulerList = "rr|wrr|lc|wlc|lblc|lblcr|dh|sh|sed|nq|fo|ovf|mh"
+	peList        = "sip"
 )
 
 // Allowance is what the matrix says about one option with one command.
@@ -276,7 +276,7 @@ var matrix = [NumMatrixCommands]string{
 
 // Allowed returns the matrix cell for command c and option o.
 func Allowed(c Command, o Option) Allowance {
-	if c < 0 || int(c) >= NumMatrixCommands || o < 0 || int(o) >= NumOptions {
+	if c < 0 || int(c) >= NumMatrixCommands || o < 0 || int(o) >= numOptions {
 		return Illegal
 	}
 	return Allowance(matrix[c][o])
@@ -331,10 +331,10 @@ func findShort(c byte) *OptionSpec {
 	return nil
 }
 
-// OptionsFor lists the options that command c accepts after it, in table
+// optionsFor lists the options that command c accepts after it, in table
 // order: those the matrix does not make illegal, plus --sort and -6, which
 // every command accepts (-6 only after -f). Help and version take nothing.
-func OptionsFor(c Command) []OptionSpec {
+func optionsFor(c Command) []OptionSpec {
 	if c < 0 || int(c) >= NumMatrixCommands {
 		return nil
 	}

@@ -33,7 +33,7 @@ func TestOptionTable(t *testing.T) {
 			t.Errorf("--%s has no argument name", o.Long)
 		}
 	}
-	for o := Option(0); int(o) < NumOptions; o++ {
+	for o := Option(0); int(o) < numOptions; o++ {
 		if !bits[o] {
 			t.Errorf("no option sets bit %s", o.Name())
 		}
@@ -51,7 +51,7 @@ func TestOptionTable(t *testing.T) {
 func TestOptionsFor(t *testing.T) {
 	names := func(c Command) string {
 		var s []string
-		for _, o := range OptionsFor(c) {
+		for _, o := range optionsFor(c) {
 			s = append(s, o.Long)
 		}
 		return strings.Join(s, " ")

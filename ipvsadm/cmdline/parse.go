@@ -29,7 +29,7 @@ type Invocation struct {
 	Argv    []string
 	Command Command
 	// Options holds the option bits given on the line.
-	Options OptionSet
+	Options optionSet
 	// Service is the virtual service named by -t/-u/--sctp-service/-f with
 	// the -s/-p/-M/--pe/-o/-b settings. For -f its Protocol is TCP, as in
 	// ipvsadm (used for port-name lookups); ServiceKey and Request drop it.
@@ -398,7 +398,7 @@ func (inv *Invocation) applyDaemon(name, value string) *Outcome {
 // checkMatrix is ipvsadm's generic_opt_check: walk the options in column
 // order and report the first missing compulsory option, illegal option or
 // second exclusive option.
-func checkMatrix(cmd Command, given OptionSet) *Outcome {
+func checkMatrix(cmd Command, given optionSet) *Outcome {
 	if cmd >= 0 && int(cmd) < NumMatrixCommands {
 		// Most lines are fine: say so without walking the columns.
 		m := &matrixMasks[cmd]
@@ -408,7 +408,7 @@ func checkMatrix(cmd Command, given OptionSet) *Outcome {
 	}
 	count := 0
 	var first Option
-	for o := Option(0); int(o) < NumOptions; o++ {
+	for o := Option(0); int(o) < numOptions; o++ {
 		a := Allowed(cmd, o)
 		if !given.Has(o) {
 			if a == Required {
@@ -433,9 +433,9 @@ func checkMatrix(cmd Command, given OptionSet) *Outcome {
 
 // matrixMasks are the matrix rows as option sets, for checkMatrix's
 // quick answer.
-var matrixMasks = func() (rows [NumMatrixCommands]struct{ required, illegal, oneOf OptionSet }) {
+var matrixMasks = func() (rows [NumMatrixCommands]struct{ required, illegal, oneOf optionSet }) {
 	for c := range rows {
-		for o := Option(0); int(o) < NumOptions; o++ {
+		for o := Option(0); int(o) < numOptions; o++ {
 			switch Allowed(Command(c), o) {
 			case Required:
 				rows[c].required.add(o)
@@ -450,7 +450,7 @@ var matrixMasks = func() (rows [NumMatrixCommands]struct{ required, illegal, one
 }()
 
 // tunnelOptionSet holds the tunnelOptions.
-var tunnelOptionSet = func() (set OptionSet) {
+var tunnelOptionSet = func() (set optionSet) {
 	for _, o := range tunnelOptions {
 		set.add(o)
 	}
@@ -503,7 +503,7 @@ func (inv *Invocation) checkSemantics() *Outcome {
 }
 
 // checkTunnel is ipvsadm's tunnel_opt_check for tunnel type t.
-func checkTunnel(t ipvs.TunType, given OptionSet) *Outcome {
+func checkTunnel(t ipvs.TunType, given optionSet) *Outcome {
 	if int(t) >= len(tunnelTypes) {
 		return nil
 	}

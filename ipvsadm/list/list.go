@@ -322,10 +322,10 @@ func (p *printer) title() {
 	p.w.WriteString(t)
 }
 
-// AppendServiceName appends the listing's service designator: "FWM  <mark>"
+// appendServiceName appends the listing's service designator: "FWM  <mark>"
 // (signed, plus " IPv6") or "<proto> <addr:port>" with the protocol padded
 // to four columns, cut to 33 characters unless the service is IPv6.
-func AppendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
+func appendServiceName(b []byte, svc *ipvs.Service, o *Options) []byte {
 	if svc.FWMark != 0 {
 		return notation.AppendFWMark(b, svc, "FWM  ", " IPv6")
 	}
@@ -346,11 +346,11 @@ func (p *printer) serviceEntry(svc *ipvs.ServiceEntry, dests []ipvs.DestinationE
 	switch o.Format {
 	case Stats, Rate:
 		start := len(b)
-		b = AppendServiceName(b, &svc.Service, o)
+		b = appendServiceName(b, &svc.Service, o)
 		b = padTo(b, start, 33)
 		b = appendStats(b, &svc.Stats, o.Format, o.Exact, false)
 	default:
-		b = AppendServiceName(b, &svc.Service, o)
+		b = appendServiceName(b, &svc.Service, o)
 		b = append(b, ' ')
 		b = append(b, svc.Scheduler...)
 		if notation.HasSchedFlags(svc.Flags) {

@@ -50,8 +50,6 @@ func destKey(d *ipvs.Destination, i int) sortKey {
 	return sortKey{family: d.Family, port: d.Port, words: addrWords(d.Addr), index: int32(i)}
 }
 
-func serviceEntryKey(s *ipvs.ServiceEntry, i int) sortKey { return serviceKey(&s.Service, i) }
-
 func destEntryKey(d *ipvs.DestinationEntry, i int) sortKey { return destKey(&d.Destination, i) }
 
 // CompareServices is libipvs's service comparator: fwmark, family,
@@ -95,12 +93,6 @@ func compareDestKeys(a, b *sortKey) int {
 		}
 	}
 	return int(a.port) - int(b.port)
-}
-
-// SortServices orders services as ipvsadm lists them.
-func SortServices(s []ipvs.ServiceEntry) {
-	var k keySorter
-	sortBy(&k, s, make([]ipvs.ServiceEntry, len(s)), serviceEntryKey, compareServiceKeys)
 }
 
 // SortDestinations orders destinations as ipvsadm lists them.

@@ -290,16 +290,16 @@ func AppendAddrPort(b []byte, family ipvs.Family, addr netip.Addr, port uint16) 
 	return strconv.AppendUint(b, uint64(port), 10)
 }
 
-// Protocols are the protocols ipvsadm knows, in its order.
-var Protocols = [...]ipvs.Protocol{ipvs.ProtoTCP, ipvs.ProtoUDP, ipvs.ProtoSCTP}
+// protocols are the protocols ipvsadm knows, in its order.
+var protocols = [...]ipvs.Protocol{ipvs.ProtoTCP, ipvs.ProtoUDP, ipvs.ProtoSCTP}
 
-// Methods are the forwarding methods ipvsadm names.
-var Methods = [...]ipvs.FwdMethod{ipvs.FwdMasq, ipvs.FwdLocal, ipvs.FwdTunnel, ipvs.FwdRoute}
+// methods are the forwarding methods ipvsadm names.
+var methods = [...]ipvs.FwdMethod{ipvs.FwdMasq, ipvs.FwdLocal, ipvs.FwdTunnel, ipvs.FwdRoute}
 
 // ProtocolNamed is the protocol whose name (ipvs.Protocol.String: "tcp")
 // or listing column ("TCP") is name.
 func ProtocolNamed(name string) (ipvs.Protocol, bool) {
-	for _, p := range Protocols {
+	for _, p := range protocols {
 		if name == p.String() || name == Protocol(p).Column {
 			return p, true
 		}
@@ -310,7 +310,7 @@ func ProtocolNamed(name string) (ipvs.Protocol, bool) {
 // MethodNamed is the forwarding method whose name (ipvs.FwdMethod.String:
 // "masq") or listing column ("Masq") is name.
 func MethodNamed(name string) (ipvs.FwdMethod, bool) {
-	for _, m := range Methods {
+	for _, m := range methods {
 		if name == m.String() || name == Method(m).Column {
 			return m, true
 		}

@@ -10,41 +10,41 @@ import (
 	"github.com/lvskit/lvskit/ipvsadm/cmdline"
 )
 
-// A Problem is a reason not to restore some input: Debian's
+// problem is a reason not to restore some input: Debian's
 // ipvsadm-restore script would flush the table and then restore less than
 // the input holds (or nothing), silently or with a status that only tells
 // about the last line.
-type Problem struct {
+type problem struct {
 	Line int    // line number in the input, from 1; 0 for the whole input
 	Text string // what is wrong, one line
 }
 
-func (p Problem) String() string {
+func (p problem) String() string {
 	if p.Line == 0 {
 		return p.Text
 	}
 	return fmt.Sprintf("line %d: %s", p.Line, p.Text)
 }
 
-// maxProblems bounds what Check reports: enough to fix a file, not a
+// maxProblems bounds what check reports: enough to fix a file, not a
 // flood for a binary one.
 const maxProblems = 10
 
-// Check looks at restore input as the wrapper script would use it (lines
+// check looks at restore input as the wrapper script would use it (lines
 // starting with '#' dropped) and reports what would make the restore
 // destroy rules: a NUL byte (grep then passes nothing on), a line that is
 // not valid UTF-8 when utf8 is set (grep drops it), and a line that
 // ipvsadm's own parser rejects (ipvsadm -R stops there, or skips it), or
 // that is a nested -R. Lines are parsed by p, without a kernel; host
 // names are resolved by p's resolver.
-func Check(data []byte, utf8 bool, p *cmdline.Parser) Checked {
-	var c Checked
+func check(data []byte, utf8 bool, p *cmdline.Parser) checkResult {
+	var c checkResult
 	problems := &c.Problems
 	count := 0
 	report := func(line int, format string, args ...any) {
 		count++
 		if len(*problems) < maxProblems {
-			*problems = append(*problems, Problem{line, fmt.Sprintf(format, args...)})
+			*problems = append(*problems, problem{line, fmt.Sprintf(format, args...)})
 		}
 	}
 	var inv cmdline.Invocation
@@ -92,15 +92,15 @@ func Check(data []byte, utf8 bool, p *cmdline.Parser) Checked {
 		}
 	}
 	if count > len(*problems) {
-		*problems = append(*problems, Problem{0, fmt.Sprintf("and %d more lines like these", count-len(*problems))})
+		*problems = append(*problems, problem{0, fmt.Sprintf("and %d more lines like these", count-len(*problems))})
 	}
 	return c
 }
 
-// Checked is what Check found.
-type Checked struct {
+// checkResult is what check found.
+type checkResult struct {
 	// Problems is empty when the input can be restored.
-	Problems []Problem
+	Problems []problem
 	// Lines holds the input line number of each line ipvsadm -R will
 	// read, in order (every line not starting with '#').
 	Lines []int32
@@ -113,7 +113,7 @@ type Checked struct {
 }
 
 // InputLine is the input line number of the n-th line -R reads (from 1).
-func (c *Checked) InputLine(n int) int {
+func (c *checkResult) InputLine(n int) int {
 	if n < 1 || n > len(c.Lines) {
 		return n
 	}

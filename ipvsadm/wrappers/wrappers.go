@@ -3,8 +3,8 @@
 // The ipvsadm package ships them beside the binary. SaveMain and RestoreMain
 // behave like the bash scripts, running ipvsadm in-process, except where a
 // script would lose a rule set (docs/compatibility.md lists those
-// differences). Check reads a restore's whole input with ipvsadm's parser,
-// and RestoreMain tries it in a scratch table, before the real table is
+// differences). RestoreMain reads a restore's whole input with ipvsadm's
+// parser and tries it in a scratch table, before the real table is
 // flushed.
 package wrappers
 
@@ -168,7 +168,7 @@ func scriptName(arg0 string) string {
 // Where Debian's script would flush the table and then restore less than
 // the input, it refuses before flushing, names the lines and exits 1:
 //   - a read error on stdin, a NUL byte, a line grep would drop as not
-//     UTF-8, a line ipvsadm cannot parse (see Check);
+//     UTF-8, a line ipvsadm cannot parse (see check);
 //   - a line the kernel refuses, or a restore that ends before the last
 //     line (-h, -v, a failed listing): the input is first restored into
 //     an empty table of its own (Scratch), and the real table is flushed
@@ -251,7 +251,7 @@ func (r restoreRun) run() int {
 		return statusRefused
 	}
 	utf8 := utf8Locale(r.Getenv)
-	checked := Check(data, utf8, &cmdline.Parser{Resolver: r.Env.Resolver, Posix: r.Env.Posix})
+	checked := check(data, utf8, &cmdline.Parser{Resolver: r.Env.Resolver, Posix: r.Env.Posix})
 	if len(checked.Problems) > 0 {
 		for _, p := range checked.Problems {
 			say("%s", p)
@@ -323,7 +323,7 @@ func (r restoreRun) run() int {
 // must not be restored: a line failed there, the restore would end early,
 // a signal came, or no scratch table could be had while the real table
 // can be changed.
-func (r restoreRun) try(input []byte, checked *Checked, say func(string, ...any)) (status int, done bool) {
+func (r restoreRun) try(input []byte, checked *checkResult, say func(string, ...any)) (status int, done bool) {
 	client, err := r.openScratch()
 	if err != nil {
 		if !r.tableOpens() {
@@ -398,7 +398,7 @@ func (s scratchTable) Close() error {
 }
 
 // failedLines is "N lines failed (input lines a, b, ...)" for pr.
-func failedLines(pr *ipvsadm.Progress, checked *Checked) string {
+func failedLines(pr *ipvsadm.Progress, checked *checkResult) string {
 	lines := make([]string, len(pr.Failed))
 	for i, n := range pr.Failed {
 		lines[i] = strconv.Itoa(checked.InputLine(n))

@@ -55,14 +55,14 @@ const RunTimeout = 60 * time.Second
 // Ours returns the path of one of our binaries inside the lab.
 func Ours(name string) string { return filepath.Join(OurBinDir, name) }
 
-// InLab reports whether the process runs inside the lab VM.
-func InLab() bool { return os.Getenv("LVSKIT_LAB") == "1" }
+// inLab reports whether the process runs inside the lab VM.
+func inLab() bool { return os.Getenv("LVSKIT_LAB") == "1" }
 
 // Require fails the test unless it runs inside the lab. Lab tests never skip:
 // a lab test that runs elsewhere is a mistake in how it was started.
 func Require(t testing.TB) {
 	t.Helper()
-	if !InLab() {
+	if !inLab() {
 		t.Fatal("this is a lab test: run it inside the QEMU lab (make lab), not on the host (LVSKIT_LAB=1 is not set)")
 	}
 }
@@ -146,19 +146,20 @@ func Run(t testing.TB, stdin string, path string, args ...string) Result {
 	return RunCmd(t, cmd, RunOptions{Stdin: stdin})
 }
 
-// LongRunTimeout bounds every command started by RunClean: the reference
+// longRunTimeout bounds every command started by RunClean: the reference
 // restores 11,000 lines in 6 to 9 seconds on an idle host, several times
 // that on a busy one.
-const LongRunTimeout = 10 * time.Minute
+const longRunTimeout = 10 * time.Minute
 
 // RunClean is Run with only a standard PATH in the environment, as init or
-// an admin's clean shell starts a program, and bounded by LongRunTimeout.
+// an admin's clean shell starts a program, and bounded by ten minutes
+// (longRunTimeout).
 func RunClean(t testing.TB, stdin string, path string, args ...string) Result {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Args[0] = filepath.Base(path)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
-	return RunCmd(t, cmd, RunOptions{Stdin: stdin, Timeout: LongRunTimeout})
+	return RunCmd(t, cmd, RunOptions{Stdin: stdin, Timeout: longRunTimeout})
 }
 
 // Sh runs script with /bin/sh -c (dash in the lab) in the calling

@@ -52,8 +52,8 @@ func armResults(console string) []string {
 	}
 }
 
-// Arches are the architectures the lab can boot.
-var Arches = map[string]*Arch{
+// arches are the architectures the lab can boot.
+var arches = map[string]*Arch{
 	"amd64": {
 		Name: "amd64", Root: "/", Packages: Packages,
 		Qemu: "qemu-system-x86_64", triplet: "x86_64-linux-gnu", flavour: "cloud-amd64",
@@ -75,7 +75,7 @@ func ArchFor(name, root string) (*Arch, error) {
 	if name == "" {
 		name = runtime.GOARCH
 	}
-	a, ok := Arches[name]
+	a, ok := arches[name]
 	if !ok {
 		return nil, fmt.Errorf("lab: no lab for the architecture %q (amd64, arm64)", name)
 	}

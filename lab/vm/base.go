@@ -105,9 +105,9 @@ var terminfos = []string{
 	"/usr/lib/locale/C.utf8/LC_CTYPE",
 }
 
-// FindKernel returns the newest Debian cloud kernel image of a's guest
+// findKernel returns the newest Debian cloud kernel image of a's guest
 // files and its release.
-func FindKernel(a *Arch) (vmlinuz, kver string, err error) {
+func findKernel(a *Arch) (vmlinuz, kver string, err error) {
 	matches, _ := filepath.Glob(a.hostPath("/boot/vmlinuz-*-" + a.flavour))
 	if len(matches) == 0 {
 		return "", "", fmt.Errorf("lab: no %s (install linux-image-%s)", a.hostPath("/boot/vmlinuz-*-"+a.flavour), a.flavour)
@@ -205,12 +205,12 @@ func (m manifest) addHostFile(a *Arch, p string, seen map[string]bool) error {
 	return nil
 }
 
-// BuildBase returns the base initramfs of a for its newest cloud kernel,
+// buildBase returns the base initramfs of a for its newest cloud kernel,
 // building it into cacheDir unless a base built from the same inputs is
 // there.
-func BuildBase(cacheDir string, a *Arch, log io.Writer) (*Base, error) {
+func buildBase(cacheDir string, a *Arch, log io.Writer) (*Base, error) {
 	start := time.Now()
-	vmlinuz, kver, err := FindKernel(a)
+	vmlinuz, kver, err := findKernel(a)
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func baseManifest(a *Arch, kver string) (manifest, error) {
 	// same data on every architecture (and Arch: all packages are not in a
 	// foreign architecture's tree): the host's serve every guest.
 	for _, p := range terminfos {
-		if err := m.addHostFile(Arches["amd64"], p, seen); err != nil {
+		if err := m.addHostFile(arches["amd64"], p, seen); err != nil {
 			return nil, err
 		}
 	}

@@ -39,9 +39,9 @@ var Packages = []string{
 // LAB_GUEST_PACKAGES).
 var Arm64Packages = []string{"qemu-system-arm", "qemu-user-static", "kmod", "cpio", "netbase", "iptables"}
 
-// MissingPackages returns the packages of pkgs that dpkg does not list as
+// missingPackages returns the packages of pkgs that dpkg does not list as
 // installed (on the host: only the host's own architecture counts).
-func MissingPackages(pkgs []string) ([]string, error) {
+func missingPackages(pkgs []string) ([]string, error) {
 	if _, err := exec.LookPath("dpkg-query"); err != nil {
 		return nil, fmt.Errorf("lab: dpkg-query not found: the lab needs a Debian 12 host (packages: %s)", strings.Join(pkgs, " "))
 	}
@@ -65,13 +65,13 @@ func MissingPackages(pkgs []string) ([]string, error) {
 	return missing, nil
 }
 
-// CheckPackages returns an error naming the lab packages that are missing
+// checkPackages returns an error naming the lab packages that are missing
 // and the command that installs them. The lab installs nothing itself:
 // `make deps` installs every package the suite needs, once, before any test
 // runs (several test processes installing at once is what made a fresh
 // machine's first run fail).
-func CheckPackages(pkgs []string) error {
-	missing, err := MissingPackages(pkgs)
+func checkPackages(pkgs []string) error {
+	missing, err := missingPackages(pkgs)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ type Lab struct {
 // checks that the lab's packages are installed (`make deps` installs them),
 // builds or reuses the base image, builds the guest's /init.
 func New(root string, a *Arch, log io.Writer) (*Lab, error) {
-	if err := CheckPackages(a.Packages); err != nil {
+	if err := checkPackages(a.Packages); err != nil {
 		return nil, err
 	}
 	l := &Lab{
@@ -70,7 +70,7 @@ func New(root string, a *Arch, log io.Writer) (*Lab, error) {
 		SlowBoot:    90 * time.Second,
 		Log:         log,
 	}
-	base, err := BuildBase(l.CacheDir, a, log)
+	base, err := buildBase(l.CacheDir, a, log)
 	if err != nil {
 		return nil, err
 	}

@@ -162,7 +162,7 @@ func TestVersionLessOrdersKernelsNumerically(t *testing.T) {
 }
 
 func TestSharedLibsOfDash(t *testing.T) {
-	libs, err := sharedLibs(Arches["amd64"], "/bin/dash", map[string]bool{})
+	libs, err := sharedLibs(arches["amd64"], "/bin/dash", map[string]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,16 +10,16 @@ import (
 )
 
 // numeric columns are right-aligned.
-func numeric(c Column) bool { return c >= ColCPS && c <= ColWeight }
+func numeric(c Column) bool { return c >= colCPS && c <= colWeight }
 
 // WriteText writes one plain-text frame: the header line, then the table
 // of every line under the filter and folds, every column, exact numbers,
 // and a blank line. No escape codes.
 func (m *Model) WriteText(w io.Writer) error {
 	lines := m.Lines(0, m.Len(), false)
-	var width [NumColumns]int
-	for c := range NumColumns {
-		width[c] = len(ColumnNames[c])
+	var width [numColumns]int
+	for c := range numColumns {
+		width[c] = len(columnNames[c])
 		for i := range lines {
 			width[c] = max(width[c], len(lines[i].Cells[c]))
 		}
@@ -27,8 +27,8 @@ func (m *Model) WriteText(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString(m.Header())
 	b.WriteByte('\n')
-	var head [NumColumns]string
-	copy(head[:], ColumnNames[:])
+	var head [numColumns]string
+	copy(head[:], columnNames[:])
 	writeRow(&b, &head, &width)
 	for i := range lines {
 		writeRow(&b, &lines[i].Cells, &width)
@@ -38,9 +38,9 @@ func (m *Model) WriteText(w io.Writer) error {
 	return err
 }
 
-func writeRow(b *strings.Builder, cells *[NumColumns]string, width *[NumColumns]int) {
+func writeRow(b *strings.Builder, cells *[numColumns]string, width *[numColumns]int) {
 	var line strings.Builder
-	for c := range NumColumns {
+	for c := range numColumns {
 		if c > 0 {
 			line.WriteByte(' ')
 		}
@@ -55,9 +55,9 @@ func writeRow(b *strings.Builder, cells *[NumColumns]string, width *[NumColumns]
 	b.WriteByte('\n')
 }
 
-// JSONFrame is one frame of lvsctl top --json: the fields of lvsctl list
+// jsonFrame is one frame of lvsctl top --json: the fields of lvsctl list
 // --json --rate, with each real server's state.
-type JSONFrame struct {
+type jsonFrame struct {
 	Version int       `json:"version"`
 	Time    time.Time `json:"time"`
 	// PeriodSeconds is the refresh period.
@@ -73,22 +73,22 @@ type JSONFrame struct {
 	// status --json has them, none announced once the run stopped);
 	// absent when it announces nothing.
 	Announce    []Announcement `json:"announce,omitempty"`
-	Services    []JSONService  `json:"services"`
+	Services    []jsonService  `json:"services"`
 	RealServers int            `json:"real_servers"`
 }
 
-// JSONService is a service of list --json --rate with its real servers'
+// jsonService is a service of list --json --rate with its real servers'
 // states; AllDown marks one whose real servers all failed their checks.
-type JSONService struct {
+type jsonService struct {
 	desired.JSONService
 	State        string     `json:"state"`
 	AllDown      bool       `json:"all_down,omitempty"`
-	Destinations []JSONDest `json:"destinations"`
+	Destinations []jsonDest `json:"destinations"`
 }
 
-// JSONDest is a real server of list --json --rate with its state, and
+// jsonDest is a real server of list --json --rate with its state, and
 // while lvsctl run is active, its configured weight.
-type JSONDest struct {
+type jsonDest struct {
 	desired.JSONDestination
 	State            string `json:"state"`
 	ConfiguredWeight *int64 `json:"configured_weight,omitempty"`
@@ -96,9 +96,9 @@ type JSONDest struct {
 
 // Frame is the JSON frame of the last refresh, under the filter (folds do
 // not apply: every matching real server is in it).
-func (m *Model) Frame() JSONFrame {
-	f := JSONFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), AllDown: m.AllDown(),
-		Announce: m.Announce(), Services: []JSONService{}}
+func (m *Model) Frame() jsonFrame {
+	f := jsonFrame{Version: desired.SchemaVersion, Time: m.now.UTC(), PeriodSeconds: m.Period.Seconds(), AllDown: m.AllDown(),
+		Announce: m.Announce(), Services: []jsonService{}}
 	if !m.ratesChanged.IsZero() {
 		t := m.ratesChanged.UTC()
 		f.RatesChanged = &t
@@ -114,13 +114,13 @@ func (m *Model) Frame() JSONFrame {
 			continue
 		}
 		m.fill(g)
-		js := JSONService{JSONService: doc.Services[i], State: stateText(&g.svc, false), AllDown: g.svc.allDown, Destinations: []JSONDest{}}
+		js := jsonService{JSONService: doc.Services[i], State: stateText(&g.svc, false), AllDown: g.svc.allDown, Destinations: []jsonDest{}}
 		for j := range g.dests {
 			r := &g.dests[j]
 			if !keep(r) {
 				continue
 			}
-			jd := JSONDest{JSONDestination: doc.Services[i].Destinations[j], State: stateText(r, false)}
+			jd := jsonDest{JSONDestination: doc.Services[i].Destinations[j], State: stateText(r, false)}
 			if m.runActive && r.conf >= 0 {
 				c := r.conf
 				jd.ConfiguredWeight = &c

@@ -25,7 +25,7 @@ func TestDynamicWeightDetail(t *testing.T) {
 	}
 	defer sim.Fini()
 	sim.SetSize(100, 24)
-	s := NewScreen(sim, m, false)
+	s := newView(sim, m, false)
 	s.Draw()
 	special(s, tcell.KeyDown)
 	key(s, 'i')

@@ -105,43 +105,43 @@ type Column int
 // The columns, in the order the screen shows them; those that do not fit
 // are dropped from the right, the two address columns stay.
 const (
-	ColService Column = iota
-	ColServer
-	ColState
-	ColCPS
-	ColInPPS
-	ColOutPPS
-	ColInBPS
-	ColOutBPS
-	ColActive
-	ColInactive
-	ColWeight
-	ColMethod
-	NumColumns
+	colService Column = iota
+	colServer
+	colState
+	colCPS
+	colInPPS
+	colOutPPS
+	colInBPS
+	colOutBPS
+	colActive
+	colInactive
+	colWeight
+	colMethod
+	numColumns
 )
 
-// ColumnNames are the headers, also the names --sort takes (lower case).
-var ColumnNames = [NumColumns]string{"SERVICE", "SERVER", "STATE", "CPS", "INPPS", "OUTPPS", "INBPS", "OUTBPS",
+// columnNames are the headers, also the names --sort takes (lower case).
+var columnNames = [numColumns]string{"SERVICE", "SERVER", "STATE", "CPS", "INPPS", "OUTPPS", "INBPS", "OUTBPS",
 	"ACTIVE", "INACT", "WEIGHT", "FWD"}
 
 // ParseColumn returns the column named name (case does not matter).
 func ParseColumn(name string) (Column, error) {
-	for i, n := range ColumnNames {
+	for i, n := range columnNames {
 		if strings.EqualFold(n, name) {
 			return Column(i), nil
 		}
 	}
-	return 0, fmt.Errorf("no column %q (one of %s)", name, strings.ToLower(strings.Join(ColumnNames[:], ", ")))
+	return 0, fmt.Errorf("no column %q (one of %s)", name, strings.ToLower(strings.Join(columnNames[:], ", ")))
 }
 
 // State labels.
 const (
-	StateInService = "in service"
-	StateUnknown   = "unknown"
-	StateSorry     = "sorry server"
-	// AllDownMark starts the state of a service whose real servers all
+	labelInService = "in service"
+	labelUnknown   = "unknown"
+	labelSorry     = "sorry server"
+	// allDownMark starts the state of a service whose real servers all
 	// failed their checks: "ALL DOWN: 1/2 in service".
-	AllDownMark = "ALL DOWN"
+	allDownMark = "ALL DOWN"
 )
 
 // row is one service's totals or one real server, as numbers; its text is
@@ -203,7 +203,7 @@ type Model struct {
 
 // NewModel returns an empty model refreshed every period.
 func NewModel(period time.Duration) *Model {
-	return &Model{Period: period, Sort: ColService, collapsed: map[string]bool{}, seed: maphash.MakeSeed()}
+	return &Model{Period: period, Sort: colService, collapsed: map[string]bool{}, seed: maphash.MakeSeed()}
 }
 
 // Update replaces the rows with those of in. It reads only the
@@ -376,11 +376,11 @@ func stateText(r *row, short bool) string {
 	case stateService:
 		n := strconv.Itoa(r.inService) + "/" + strconv.Itoa(r.servers) + " in service"
 		if r.allDown {
-			return AllDownMark + ": " + n
+			return allDownMark + ": " + n
 		}
 		return n
 	case stateIn:
-		return StateInService
+		return labelInService
 	case stateDraining:
 		if short {
 			return fmt.Sprintf("draining %d conns %ds", r.left, r.deadline)
@@ -397,9 +397,9 @@ func stateText(r *row, short bool) string {
 		}
 		return "kept in service, all failed (" + r.reason + ")"
 	case stateSorry:
-		return StateSorry
+		return labelSorry
 	}
-	return StateUnknown
+	return labelUnknown
 }
 
 // Size is the table's size: services and real servers.
@@ -418,7 +418,7 @@ func (m *Model) RatesChanged() time.Time { return m.ratesChanged }
 func (m *Model) Header() string {
 	services := plural(m.services, "service", "services")
 	if len(m.allDown) > 0 {
-		services += " (" + strconv.Itoa(len(m.allDown)) + " " + AllDownMark + ")"
+		services += " (" + strconv.Itoa(len(m.allDown)) + " " + allDownMark + ")"
 	}
 	h := fmt.Sprintf("lvsctl top - %s  %s, %s  every %s", m.now.Format("15:04:05"),
 		services, plural(m.servers, "real server", "real servers")+m.announced(), shortDuration(m.Period))
@@ -495,20 +495,20 @@ func (m *Model) SetAllCollapsed(c bool) {
 // Collapsed reports whether a service's real servers are folded.
 func (m *Model) Collapsed(service string) bool { return m.collapsed[service] }
 
-// Line is one shown row, as text by column.
-type Line struct {
+// line is one shown row, as text by column.
+type line struct {
 	// Service is the service key; Server is empty on a service's row.
 	Service, Server string
 	// Key is the service's key.
 	Key   rules.ServiceKey
-	Cells [NumColumns]string
+	Cells [numColumns]string
 	// DynamicWeight says that a real server's weight is the one its
 	// dynamic exec check set (lvsctl run's record).
 	DynamicWeight bool
 }
 
 // IsService reports whether the line is a service's totals.
-func (l *Line) IsService() bool { return l.Server == "" }
+func (l *line) IsService() bool { return l.Server == "" }
 
 // matches reports whether a group is shown under the filter, and which of
 // its real servers are.
@@ -559,11 +559,11 @@ func (m *Model) Len() int {
 func (m *Model) compare(a, b *row) int {
 	c := 0
 	switch m.Sort {
-	case ColService, ColServer:
+	case colService, colServer:
 		c = identity(a, b)
-	case ColState:
+	case colState:
 		c = strings.Compare(stateText(a, false), stateText(b, false))
-	case ColMethod:
+	case colMethod:
 		c = strings.Compare(method(a), method(b))
 	default:
 		x, y := m.number(a), m.number(b)
@@ -599,7 +599,7 @@ func identity(a, b *row) int {
 // comes from its real servers (totals, or how many are in service).
 func (m *Model) sortNeedsServers() bool {
 	switch m.Sort {
-	case ColState, ColActive, ColInactive, ColWeight:
+	case colState, colActive, colInactive, colWeight:
 		return true
 	}
 	return false
@@ -607,14 +607,14 @@ func (m *Model) sortNeedsServers() bool {
 
 func (m *Model) number(r *row) int64 {
 	switch m.Sort {
-	case ColWeight:
+	case colWeight:
 		return r.weight
-	case ColActive:
+	case colActive:
 		return int64(r.active)
-	case ColInactive:
+	case colInactive:
 		return int64(r.inactive)
-	case ColCPS, ColInPPS, ColOutPPS, ColInBPS, ColOutBPS:
-		return int64(r.rates[m.Sort-ColCPS])
+	case colCPS, colInPPS, colOutPPS, colInBPS, colOutBPS:
+		return int64(r.rates[m.Sort-colCPS])
 	}
 	return 0
 }
@@ -647,7 +647,7 @@ func (h *groupHeap) Pop() any {
 // sort order, each followed by its real servers (unless folded) in the
 // same order. Only the services those lines need are sorted, and only the
 // lines returned are written as text; human writes rates in short units.
-func (m *Model) Lines(offset, n int, human bool) []Line {
+func (m *Model) Lines(offset, n int, human bool) []line {
 	if n <= 0 {
 		return nil
 	}
@@ -674,7 +674,7 @@ func (m *Model) Lines(offset, n int, human bool) []Line {
 	for i := len(ordered) - 1; i >= 0; i-- {
 		ordered[i] = heap.Pop(h).(*group)
 	}
-	var out []Line
+	var out []line
 	pos := 0
 	for _, g := range ordered {
 		if pos >= k {
@@ -745,36 +745,36 @@ func (h *rowHeap) Push(x any)         { h.rs = append(h.rs, x.(*row)) }
 func (h *rowHeap) Pop() any           { x := h.rs[len(h.rs)-1]; h.rs = h.rs[:len(h.rs)-1]; return x }
 
 // line writes a row's cells.
-func (m *Model) line(r *row, human bool) Line {
-	var l Line
+func (m *Model) line(r *row, human bool) line {
+	var l line
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	if r.dest == nil {
 		l.Service = m.nameOf(r)
 		l.Key = rules.KeyOf(&r.service.Service)
-		l.Cells[ColService] = l.Service
+		l.Cells[colService] = l.Service
 		fold := "-"
 		if m.collapsed[l.Service] {
 			fold = "+"
 		}
-		l.Cells[ColServer] = fold + " " + plural(r.servers, "server", "servers")
-		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
+		l.Cells[colServer] = fold + " " + plural(r.servers, "server", "servers")
+		l.Cells[colWeight] = strconv.FormatInt(r.weight, 10)
 	} else {
 		l.Key = rules.KeyOf(&r.service.Service)
 		l.Service = l.Key.String()
 		l.Server = r.name
-		l.Cells[ColServer] = r.name
-		l.Cells[ColWeight] = strconv.FormatInt(r.weight, 10)
+		l.Cells[colServer] = r.name
+		l.Cells[colWeight] = strconv.FormatInt(r.weight, 10)
 		if m.runActive && r.conf >= 0 {
-			l.Cells[ColWeight] += "/" + strconv.FormatInt(r.conf, 10)
+			l.Cells[colWeight] += "/" + strconv.FormatInt(r.conf, 10)
 		}
 		l.DynamicWeight = r.dynamic
 	}
-	l.Cells[ColState] = stateText(r, human)
-	l.Cells[ColActive] = u(r.active)
-	l.Cells[ColInactive] = u(r.inactive)
+	l.Cells[colState] = stateText(r, human)
+	l.Cells[colActive] = u(r.active)
+	l.Cells[colInactive] = u(r.inactive)
 	for i, v := range r.rates {
-		l.Cells[ColCPS+Column(i)] = FormatRate(v, human)
+		l.Cells[colCPS+Column(i)] = FormatRate(v, human)
 	}
-	l.Cells[ColMethod] = method(r)
+	l.Cells[colMethod] = method(r)
 	return l
 }

@@ -31,14 +31,14 @@ type Source func(want Want) (Input, error)
 // want is what the screen's next refresh needs: the real servers of the
 // services on screen, or the whole table while the filter, the sort or the
 // folds look at every real server.
-func (s *Screen) want() Want {
+func (s *view) want() Want {
 	switch {
-	case s.m.read == 0, s.m.Filter != "", s.m.Sort == ColState, s.m.Sort == ColActive, s.m.Sort == ColInactive, s.m.Sort == ColWeight:
+	case s.m.read == 0, s.m.Filter != "", s.m.Sort == colState, s.m.Sort == colActive, s.m.Sort == colInactive, s.m.Sort == colWeight:
 		return Want{Full: true}
 	}
 	// Sorted by key or scheduler, the services on screen stay those
 	// whatever the others' figures.
-	w := Want{Services: map[rules.ServiceKey]bool{}, Only: s.m.Sort == ColService || s.m.Sort == ColServer || s.m.Sort == ColMethod}
+	w := Want{Services: map[rules.ServiceKey]bool{}, Only: s.m.Sort == colService || s.m.Sort == colServer || s.m.Sort == colMethod}
 	for _, l := range s.m.Lines(s.offset, s.rows(), true) {
 		w.Services[l.Key] = true
 	}
@@ -66,8 +66,8 @@ const (
 
 // Fixed widths of the screen's columns (the addresses and state are
 // measured on the rows shown).
-var screenWidth = [NumColumns]int{ColWeight: 6, ColActive: 6, ColInactive: 6, ColCPS: 6, ColInPPS: 6, ColOutPPS: 6,
-	ColInBPS: 6, ColOutBPS: 6, ColMethod: 6}
+var screenWidth = [numColumns]int{colWeight: 6, colActive: 6, colInactive: 6, colCPS: 6, colInPPS: 6, colOutPPS: 6,
+	colInBPS: 6, colOutBPS: 6, colMethod: 6}
 
 // minState is the narrowest state column kept; maxState the widest the
 // state column takes before the columns right of it, which it may widen
@@ -81,9 +81,9 @@ const cutMark = '…'
 // headerLines are the lines above the rows: header, status, column names.
 const headerLines = 3
 
-// Screen is the full-screen view: the model drawn on a tcell screen and
+// view is lvsctl top's full screen: the model drawn on a tcell screen and
 // driven by keys.
-type Screen struct {
+type view struct {
 	m      *Model
 	scr    tcell.Screen
 	color  bool
@@ -98,23 +98,23 @@ type Screen struct {
 	periodChanged bool
 	// detail is the line i shows whole: the selected line as the last
 	// frame that had it under the selection.
-	detail Line
+	detail line
 }
 
-// NewScreen returns the view of m on scr (initialised by the caller).
-func NewScreen(scr tcell.Screen, m *Model, color bool) *Screen {
+// newView returns the view of m on scr (initialised by the caller).
+func newView(scr tcell.Screen, m *Model, color bool) *view {
 	scr.RegisterRuneFallback(cutMark, "~")
-	return &Screen{m: m, scr: scr, color: color}
+	return &view{m: m, scr: scr, color: color}
 }
 
 // Quit reports whether q was pressed.
-func (s *Screen) Quit() bool { return s.quit }
+func (s *view) Quit() bool { return s.quit }
 
 // Paused reports whether p paused the refresh.
-func (s *Screen) Paused() bool { return s.paused }
+func (s *view) Paused() bool { return s.paused }
 
 // SetError shows a failed refresh on the status line ("" clears it).
-func (s *Screen) SetError(err error) {
+func (s *view) SetError(err error) {
 	s.msg = ""
 	if err != nil {
 		s.msg = "read failed: " + err.Error()
@@ -144,7 +144,7 @@ WEIGHT is current/configured while lvsctl run runs. Rates are the kernel's
 estimates (updated every 2 s), K = 1000.`
 
 // Key handles one key.
-func (s *Screen) Key(ev *tcell.EventKey) {
+func (s *view) Key(ev *tcell.EventKey) {
 	switch s.mode {
 	case modeHelp, modeDetail:
 		s.mode = modeTable
@@ -176,9 +176,9 @@ func (s *Screen) Key(ev *tcell.EventKey) {
 		case 'q':
 			s.quit = true
 		case '<':
-			s.m.Sort = (s.m.Sort + NumColumns - 1) % NumColumns
+			s.m.Sort = (s.m.Sort + numColumns - 1) % numColumns
 		case '>':
-			s.m.Sort = (s.m.Sort + 1) % NumColumns
+			s.m.Sort = (s.m.Sort + 1) % numColumns
 		case 'r':
 			s.m.Reverse = !s.m.Reverse
 		case '/':
@@ -209,7 +209,7 @@ func (s *Screen) Key(ev *tcell.EventKey) {
 }
 
 // editKey edits the filter or the period.
-func (s *Screen) editKey(ev *tcell.EventKey) {
+func (s *view) editKey(ev *tcell.EventKey) {
 	switch ev.Key() {
 	case tcell.KeyEscape:
 		if s.mode == modeFilter {
@@ -242,7 +242,7 @@ func (s *Screen) editKey(ev *tcell.EventKey) {
 }
 
 // toggle folds or unfolds the selected line's service.
-func (s *Screen) toggle() {
+func (s *view) toggle() {
 	ls := s.m.Lines(s.cursor, 1, true)
 	if len(ls) == 0 {
 		return
@@ -261,12 +261,12 @@ func (s *Screen) toggle() {
 }
 
 // rows is the number of table lines the screen has room for.
-func (s *Screen) rows() int {
+func (s *view) rows() int {
 	_, h := s.scr.Size()
 	return max(0, h-headerLines)
 }
 
-func (s *Screen) clamp() {
+func (s *view) clamp() {
 	n := s.m.Len()
 	s.cursor = max(0, min(s.cursor, n-1))
 	rows := s.rows()
@@ -281,23 +281,23 @@ func (s *Screen) clamp() {
 
 // layout picks the columns that fit width w and their widths: the two
 // address columns always, then the others from the left while they fit.
-func layout(lines []Line, w int) ([]Column, []int) {
+func layout(lines []line, w int) ([]Column, []int) {
 	var cols []Column
 	var widths []int
 	used, stateNeed := 0, 0
-	for c := range NumColumns {
+	for c := range numColumns {
 		cw := screenWidth[c]
 		switch c {
-		case ColService, ColServer, ColState:
-			cw = len(ColumnNames[c])
+		case colService, colServer, colState:
+			cw = len(columnNames[c])
 			for i := range lines {
 				n := utf8.RuneCountInString(lines[i].Cells[c])
-				if c == ColServer && !lines[i].IsService() {
+				if c == colServer && !lines[i].IsService() {
 					n++ // indented under its service
 				}
 				cw = max(cw, n)
 			}
-			if c == ColState {
+			if c == colState {
 				stateNeed, cw = cw, min(cw, maxState)
 			}
 		}
@@ -305,8 +305,8 @@ func layout(lines []Line, w int) ([]Column, []int) {
 		if len(cols) > 0 {
 			gap = 1
 		}
-		if c > ColServer && used+gap+cw > w {
-			if c != ColState || w-used-gap < minState {
+		if c > colServer && used+gap+cw > w {
+			if c != colState || w-used-gap < minState {
 				break
 			}
 			cw = w - used - gap
@@ -317,7 +317,7 @@ func layout(lines []Line, w int) ([]Column, []int) {
 	}
 	// The room the columns leave goes to the state, up to its longest:
 	// a check's error shows whole where the screen is wide enough.
-	if len(cols) > 2 && cols[2] == ColState && used < w {
+	if len(cols) > 2 && cols[2] == colState && used < w {
 		widths[2] += min(stateNeed-widths[2], w-used)
 	}
 	return cols, widths
@@ -325,7 +325,7 @@ func layout(lines []Line, w int) ([]Column, []int) {
 
 // Draw draws the whole screen: only the lines it shows are sorted into
 // place and written.
-func (s *Screen) Draw() {
+func (s *view) Draw() {
 	s.clamp()
 	s.scr.Clear()
 	w, h := s.scr.Size()
@@ -350,7 +350,7 @@ func (s *Screen) Draw() {
 		s.scr.Show()
 		return
 	}
-	status := fmt.Sprintf("sort %s", strings.ToLower(ColumnNames[s.m.Sort]))
+	status := fmt.Sprintf("sort %s", strings.ToLower(columnNames[s.m.Sort]))
 	if s.m.Reverse {
 		status += " reversed"
 	}
@@ -374,7 +374,7 @@ func (s *Screen) Draw() {
 	cols, widths := layout(lines, w)
 	x := 0
 	for i, c := range cols {
-		name := ColumnNames[c]
+		name := columnNames[c]
 		st := inverse
 		if c == s.m.Sort {
 			st = st.Bold(true).Underline(true)
@@ -401,14 +401,14 @@ func (s *Screen) Draw() {
 		x := 0
 		for i, c := range cols {
 			text := l.Cells[c]
-			if c == ColServer && !l.IsService() {
+			if c == colServer && !l.IsService() {
 				text = " " + text
 			}
 			cs := st
-			if s.color && c == ColState {
+			if s.color && c == colState {
 				switch {
 				case strings.HasPrefix(text, "held out"), strings.HasPrefix(text, "kept"),
-					strings.HasPrefix(text, AllDownMark), text == StateSorry:
+					strings.HasPrefix(text, allDownMark), text == labelSorry:
 					cs = cs.Foreground(tcell.ColorRed)
 				case strings.HasPrefix(text, "draining"):
 					cs = cs.Foreground(tcell.ColorYellow)
@@ -438,7 +438,7 @@ func pad(text string, n int, right bool) string {
 }
 
 // put writes text from x on line y, at most n cells (a rune a cell).
-func (s *Screen) put(x, y, n int, text string, st tcell.Style) {
+func (s *view) put(x, y, n int, text string, st tcell.Style) {
 	i := 0
 	for _, r := range text {
 		if i >= n {
@@ -453,7 +453,7 @@ func (s *Screen) put(x, y, n int, text string, st tcell.Style) {
 // full (the long form batch frames write), wrapped to width w. It follows
 // the line's figures while the line stays selected, and keeps the last
 // it had when a refresh moves another line under the selection.
-func (s *Screen) detailLines(w int) []string {
+func (s *view) detailLines(w int) []string {
 	if ls := s.m.Lines(s.cursor, 1, false); len(ls) == 1 && ls[0].Service == s.detail.Service && ls[0].Server == s.detail.Server {
 		s.detail = ls[0]
 	}
@@ -461,21 +461,21 @@ func (s *Screen) detailLines(w int) []string {
 	c := &l.Cells
 	var out []string
 	if l.IsService() {
-		_, servers, _ := strings.Cut(c[ColServer], " ") // after the fold mark
-		out = append(out, l.Service+"  "+servers+", scheduler "+c[ColMethod])
+		_, servers, _ := strings.Cut(c[colServer], " ") // after the fold mark
+		out = append(out, l.Service+"  "+servers+", scheduler "+c[colMethod])
 	} else {
-		out = append(out, l.Service+" -r "+l.Server+"  "+c[ColMethod])
+		out = append(out, l.Service+" -r "+l.Server+"  "+c[colMethod])
 	}
-	out = append(out, "state: "+c[ColState])
-	if strings.HasPrefix(c[ColState], AllDownMark) {
+	out = append(out, "state: "+c[colState])
+	if strings.HasPrefix(c[colState], allDownMark) {
 		out = append(out, "every real server of the service failed its check; lvsctl run's when_all_down chose which stay in service")
 	}
-	weight := "weight " + c[ColWeight]
+	weight := "weight " + c[colWeight]
 	if l.DynamicWeight {
 		weight += " (set by its dynamic check)"
 	}
-	out = append(out, weight+"  active "+c[ColActive]+"  inactive "+c[ColInactive],
-		"per second: conns "+c[ColCPS]+"  packets in "+c[ColInPPS]+" out "+c[ColOutPPS]+"  bytes in "+c[ColInBPS]+" out "+c[ColOutBPS],
+	out = append(out, weight+"  active "+c[colActive]+"  inactive "+c[colInactive],
+		"per second: conns "+c[colCPS]+"  packets in "+c[colInPPS]+" out "+c[colOutPPS]+"  bytes in "+c[colInBPS]+" out "+c[colOutBPS],
 		"", "any key returns")
 	var wrapped []string
 	for _, t := range out {
@@ -510,7 +510,7 @@ func wrap(text string, w int) []string {
 // once and then every m.Period (unless paused), and redraws on each read,
 // key and resize. scr must be initialised; Run does not finalise it.
 func Run(ctx context.Context, scr tcell.Screen, m *Model, src Source, color bool) error {
-	s := NewScreen(scr, m, color)
+	s := newView(scr, m, color)
 	events := make(chan tcell.Event, 16)
 	stop := make(chan struct{})
 	defer close(stop)

@@ -54,7 +54,7 @@ func model(t *testing.T) *Model {
 	return m
 }
 
-func cells(ls []Line, c Column) []string {
+func cells(ls []line, c Column) []string {
 	var out []string
 	for _, l := range ls {
 		out = append(out, l.Cells[c])
@@ -67,7 +67,7 @@ func TestStates(t *testing.T) {
 	ls := m.Lines(0, m.Len(), false)
 	got := map[string]string{}
 	for _, l := range ls {
-		got[l.Server] = l.Cells[ColState]
+		got[l.Server] = l.Cells[colState]
 	}
 	want := map[string]string{
 		"192.168.1.1:80": "in service",
@@ -81,18 +81,18 @@ func TestStates(t *testing.T) {
 			t.Errorf("state of %q: %q, want %q", k, got[k], v)
 		}
 	}
-	if ls[0].Cells[ColState] != "1/4 in service" {
-		t.Errorf("service state %q", ls[0].Cells[ColState])
+	if ls[0].Cells[colState] != "1/4 in service" {
+		t.Errorf("service state %q", ls[0].Cells[colState])
 	}
 	// Configured weight beside the kernel's while run runs.
-	if ls[1].Cells[ColWeight] != "3/4" {
-		t.Errorf("weight of .1: %q, want 3/4", ls[1].Cells[ColWeight])
+	if ls[1].Cells[colWeight] != "3/4" {
+		t.Errorf("weight of .1: %q, want 3/4", ls[1].Cells[colWeight])
 	}
 	// The deadline counts down with the clock, and stops at 0.
 	later := fixture(t0.Add(100 * time.Second))
 	later.Drains = fixture(t0).Drains
 	m.Update(later)
-	if s := m.Lines(2, 1, false)[0].Cells[ColState]; s != "draining (3 conns, 0 s to deadline)" {
+	if s := m.Lines(2, 1, false)[0].Cells[colState]; s != "draining (3 conns, 0 s to deadline)" {
 		t.Errorf("past the deadline: %q", s)
 	}
 	// A run that is not running holds nothing out and shows no configured weight.
@@ -100,17 +100,17 @@ func TestStates(t *testing.T) {
 	in.RunActive = false
 	m.Update(in)
 	ls = m.Lines(0, 5, false)
-	if ls[3].Cells[ColState] != "unknown" || ls[1].Cells[ColWeight] != "3" {
-		t.Errorf("without a live run: %q %q", ls[3].Cells[ColState], ls[1].Cells[ColWeight])
+	if ls[3].Cells[colState] != "unknown" || ls[1].Cells[colWeight] != "3" {
+		t.Errorf("without a live run: %q %q", ls[3].Cells[colState], ls[1].Cells[colWeight])
 	}
 }
 
 func TestSortAndReverse(t *testing.T) {
 	m := model(t)
-	if got := cells(m.Lines(0, 3, false), ColService); strings.Join(got, ",") != "-t 10.0.0.1:80,," {
+	if got := cells(m.Lines(0, 3, false), colService); strings.Join(got, ",") != "-t 10.0.0.1:80,," {
 		t.Errorf("by service: %q", got)
 	}
-	m.Sort = ColCPS
+	m.Sort = colCPS
 	ls := m.Lines(0, m.Len(), false)
 	if ls[0].Service != "-t 10.0.0.2:443" || ls[1].Server != "192.168.2.1:80" || ls[2].Server != "192.168.2.2:80" || ls[3].Service != "-t 10.0.0.1:80" || ls[4].Server != "192.168.1.1:80" {
 		t.Errorf("by cps, largest first: %v", ls[:5])
@@ -157,7 +157,7 @@ func TestFilterAndFold(t *testing.T) {
 	}
 	m.Filter = ""
 	m.Toggle("-t 10.0.0.1:80")
-	if m.Len() != 6 || m.Lines(0, 1, false)[0].Cells[ColServer] != "+ 4 servers" {
+	if m.Len() != 6 || m.Lines(0, 1, false)[0].Cells[colServer] != "+ 4 servers" {
 		t.Errorf("folded: Len %d, %v", m.Len(), m.Lines(0, 1, false))
 	}
 	m.SetAllCollapsed(true)
@@ -220,7 +220,7 @@ func TestTextAndJSONFrames(t *testing.T) {
 	if len(lines) != 2+10 || !strings.HasPrefix(lines[0], "lvsctl top - ") {
 		t.Fatalf("frame:\n%s", b.String())
 	}
-	if strings.Join(strings.Fields(lines[1]), " ") != strings.Join(ColumnNames[:], " ") {
+	if strings.Join(strings.Fields(lines[1]), " ") != strings.Join(columnNames[:], " ") {
 		t.Errorf("column line %q", lines[1])
 	}
 	if !strings.Contains(b.String(), "1234567") || strings.ContainsRune(b.String(), 0x1b) {
@@ -264,7 +264,7 @@ func TestTextAndJSONFrames(t *testing.T) {
 }
 
 // screen returns a view on an 80x24 simulated terminal.
-func screen(t *testing.T, w, h int) (*Screen, tcell.SimulationScreen) {
+func screen(t *testing.T, w, h int) (*view, tcell.SimulationScreen) {
 	t.Helper()
 	sim := tcell.NewSimulationScreen("UTF-8")
 	if err := sim.Init(); err != nil {
@@ -272,7 +272,7 @@ func screen(t *testing.T, w, h int) (*Screen, tcell.SimulationScreen) {
 	}
 	t.Cleanup(sim.Fini)
 	sim.SetSize(w, h)
-	s := NewScreen(sim, model(t), false)
+	s := newView(sim, model(t), false)
 	s.Draw()
 	return s, sim
 }
@@ -295,8 +295,8 @@ func text(sim tcell.SimulationScreen) []string {
 	return out
 }
 
-func key(s *Screen, r rune) { s.Key(tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone)); s.Draw() }
-func special(s *Screen, k tcell.Key) {
+func key(s *view, r rune) { s.Key(tcell.NewEventKey(tcell.KeyRune, r, tcell.ModNone)); s.Draw() }
+func special(s *view, k tcell.Key) {
 	s.Key(tcell.NewEventKey(k, 0, tcell.ModNone))
 	s.Draw()
 }
@@ -311,12 +311,12 @@ func TestScreenKeys(t *testing.T) {
 		t.Errorf("screen:\n%s", strings.Join(lines, "\n"))
 	}
 	// > moves the sort to the next column, r reverses.
-	for range int(ColCPS) {
+	for range int(colCPS) {
 		key(s, '>')
 	}
 	key(s, '>')
 	key(s, '<')
-	if s.m.Sort != ColCPS || !strings.Contains(text(sim)[3], "-t 10.0.0.2:443") {
+	if s.m.Sort != colCPS || !strings.Contains(text(sim)[3], "-t 10.0.0.2:443") {
 		t.Errorf("sort by cps: %v\n%s", s.m.Sort, strings.Join(text(sim), "\n"))
 	}
 	key(s, 'r')
@@ -324,7 +324,7 @@ func TestScreenKeys(t *testing.T) {
 		t.Errorf("reversed:\n%s", strings.Join(text(sim), "\n"))
 	}
 	key(s, '<')
-	if s.m.Sort != ColState {
+	if s.m.Sort != colState {
 		t.Errorf("< moved to %v", s.m.Sort)
 	}
 	// Filter: / types, Enter applies, Esc clears.
@@ -345,7 +345,7 @@ func TestScreenKeys(t *testing.T) {
 		t.Errorf("Esc left filter %q", s.m.Filter)
 	}
 	// Enter on a real server folds its service; space unfolds it.
-	s.m.Sort, s.m.Reverse = ColService, false
+	s.m.Sort, s.m.Reverse = colService, false
 	special(s, tcell.KeyHome)
 	special(s, tcell.KeyDown)
 	special(s, tcell.KeyEnter)
@@ -440,9 +440,9 @@ func TestLargeTableShowsAWindow(t *testing.T) {
 	}
 	m := NewModel(time.Second)
 	m.Update(Input{Set: set, Now: t0})
-	m.Sort = ColCPS
+	m.Sort = colCPS
 	ls := m.Lines(0, 21, true)
-	if len(ls) != 21 || ls[0].Service != "-t 172.16.7.207:80" || ls[1].Cells[ColCPS] != "20.0K" || ls[11].Service != "-t 172.16.7.206:80" {
+	if len(ls) != 21 || ls[0].Service != "-t 172.16.7.207:80" || ls[1].Cells[colCPS] != "20.0K" || ls[11].Service != "-t 172.16.7.206:80" {
 		t.Errorf("top of 2000x10 by cps: %v", ls[:3])
 	}
 	if m.Len() != 22000 {
@@ -526,7 +526,7 @@ func BenchmarkScreenRefresh(b *testing.B) {
 		set.Services = append(set.Services, s)
 	}
 	m := NewModel(time.Second)
-	m.Sort = ColCPS
+	m.Sort = colCPS
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -564,7 +564,7 @@ func TestAllDown(t *testing.T) {
 	}
 	states := map[string]string{}
 	for _, l := range m.Lines(0, m.Len(), false) {
-		states[l.Service+" "+l.Server] = l.Cells[ColState]
+		states[l.Service+" "+l.Server] = l.Cells[colState]
 	}
 	for k, want := range map[string]string{
 		"-t 10.0.0.1:80 ":                "1/4 in service",
@@ -579,8 +579,8 @@ func TestAllDown(t *testing.T) {
 		}
 	}
 	// The screen's short form says kept too.
-	if s := m.Lines(6, 1, true)[0]; s.Server != "192.168.2.1:80" || s.Cells[ColState] != "kept, all failed: connect 192.168.2.1:80: connection refused" {
-		t.Errorf("short state of %s: %q", s.Server, s.Cells[ColState])
+	if s := m.Lines(6, 1, true)[0]; s.Server != "192.168.2.1:80" || s.Cells[colState] != "kept, all failed: connect 192.168.2.1:80: connection refused" {
+		t.Errorf("short state of %s: %q", s.Server, s.Cells[colState])
 	}
 
 	var b bytes.Buffer
@@ -649,7 +649,7 @@ func TestHeldOutReasonWhole(t *testing.T) {
 	}
 	defer sim.Fini()
 	sim.SetSize(130, 24)
-	s := NewScreen(sim, m, false)
+	s := newView(sim, m, false)
 	s.Draw()
 	row := func() string {
 		t.Helper()
@@ -745,7 +745,7 @@ func TestAnnounced(t *testing.T) {
 	}
 	defer sim.Fini()
 	sim.SetSize(130, 24)
-	NewScreen(sim, m, false).Draw()
+	newView(sim, m, false).Draw()
 	if l := text(sim)[0]; l != want {
 		t.Errorf("screen's first line %q", l)
 	}

@@ -39,39 +39,39 @@ type Announce struct {
 	Prefixes map[rules.ServiceKey]netip.Prefix
 }
 
-// JSONAnnounce is the document's "announce" object.
-type JSONAnnounce struct {
+// jsonAnnounce is the document's "announce" object.
+type jsonAnnounce struct {
 	Device      string `json:"device,omitempty"`
 	WhenAllDown string `json:"when_all_down,omitempty"`
 }
 
-// AnnounceField is a service's "announce": true or absent (its address,
+// announceField is a service's "announce": true or absent (its address,
 // when the document announces), false (never), or a prefix.
-type AnnounceField struct {
+type announceField struct {
 	Off    bool
 	Prefix string
 }
 
 // UnmarshalJSON reads true, false or a prefix string.
-func (a *AnnounceField) UnmarshalJSON(b []byte) error {
+func (a *announceField) UnmarshalJSON(b []byte) error {
 	switch string(bytes.TrimSpace(b)) {
 	case "true":
-		*a = AnnounceField{}
+		*a = announceField{}
 		return nil
 	case "false":
-		*a = AnnounceField{Off: true}
+		*a = announceField{Off: true}
 		return nil
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("announce: true, false or a prefix such as \"203.0.113.0/28\"")
 	}
-	*a = AnnounceField{Prefix: s}
+	*a = announceField{Prefix: s}
 	return nil
 }
 
 // MarshalJSON writes what UnmarshalJSON reads.
-func (a AnnounceField) MarshalJSON() ([]byte, error) {
+func (a announceField) MarshalJSON() ([]byte, error) {
 	switch {
 	case a.Off:
 		return []byte("false"), nil
@@ -82,7 +82,7 @@ func (a AnnounceField) MarshalJSON() ([]byte, error) {
 }
 
 // announceDoc reads the document's "announce" object; nil without one.
-func (hr *healthReader) announceDoc(ja *JSONAnnounce) error {
+func (hr *healthReader) announceDoc(ja *jsonAnnounce) error {
 	if ja == nil {
 		return nil
 	}

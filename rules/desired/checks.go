@@ -39,7 +39,7 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 	if isYAML(data) {
 		var err error
 		if data, lines, err = yamlToJSON(data, nil); err != nil {
-			if le, ok := err.(*LineError); ok {
+			if le, ok := err.(*lineError); ok {
 				le.File = name
 			}
 			return nil, err
@@ -54,12 +54,12 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 	if lines == nil {
 		var err error
 		if lines, err = checkJSON(data); err != nil {
-			err.(*LineError).File = name
+			err.(*lineError).File = name
 			return nil, err
 		}
 	}
 	if doc.Version != HealthVersion {
-		return nil, &LineError{File: name, Line: versionLine(data), Msg: fmt.Sprintf("a checks file has \"version\": %d", HealthVersion)}
+		return nil, &lineError{File: name, Line: versionLine(data), Msg: fmt.Sprintf("a checks file has \"version\": %d", HealthVersion)}
 	}
 	services := map[string]*rules.Service{}
 	for i := range set.Services {

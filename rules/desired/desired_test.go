@@ -131,7 +131,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	for name, in := range inputs {
 		want, _, wantErr := Read(name, strings.NewReader(in), nil)
 		for _, rd := range []io.Reader{strings.NewReader(in), &oneByteReader{[]byte(in)}} {
-			got, err := ReadFrom(name, rd, nil)
+			got, err := readFrom(name, rd, nil)
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 				t.Errorf("%s: ReadFrom error %v, Read error %v", name, err, wantErr)
 				continue
@@ -159,7 +159,7 @@ func TestReadFromReadsLikeRead(t *testing.T) {
 	if n := len(set.Services[1].Dests); n != 2 {
 		t.Errorf("the second service has %d destinations, want 2", n)
 	}
-	if _, err := ReadFrom("broken", iotest.ErrReader(errors.New("disk on fire")), nil); err == nil || !strings.Contains(err.Error(), "disk on fire") {
+	if _, err := readFrom("broken", iotest.ErrReader(errors.New("disk on fire")), nil); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("a read error: %v", err)
 	}
 	// Lines the template reads name their line in errors.

@@ -88,7 +88,7 @@ func (hr *healthReader) sizeHint(services, dests int) {
 var healthSystem health.System
 
 func (hr *healthReader) errorf(line int, format string, args ...any) error {
-	return &LineError{File: hr.name, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &lineError{File: hr.name, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // lineOf is the line of the key at path within entry n of the document

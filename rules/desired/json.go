@@ -33,7 +33,7 @@ type Document struct {
 	Version int `json:"version"`
 	// Announce turns on announcing the VIPs to a routing daemon
 	// (version 2; see Announce).
-	Announce *JSONAnnounce `json:"announce,omitempty"`
+	Announce *jsonAnnounce `json:"announce,omitempty"`
 	Services []JSONService `json:"services"`
 }
 
@@ -51,7 +51,7 @@ type JSONService struct {
 	OnePacket      bool              `json:"one_packet,omitempty"`
 	PE             string            `json:"pe,omitempty"`
 	Destinations   []JSONDestination `json:"destinations"`
-	Stats          *JSONStats        `json:"stats,omitempty"`
+	Stats          *jsonCounters     `json:"stats,omitempty"`
 	// Check applies to each real server without one of its own (version 2).
 	Check *health.Spec `json:"check,omitempty"`
 	// WhenAllDown is keep (default), sorry or zero (version 2; see Health).
@@ -61,7 +61,7 @@ type JSONService struct {
 	SorryServer string `json:"sorry_server,omitempty"`
 	// Announce is false (never announced), a prefix, or true (the default
 	// with the document's "announce": the service's address).
-	Announce *AnnounceField `json:"announce,omitempty"`
+	Announce *announceField `json:"announce,omitempty"`
 }
 
 // JSONPersistence is a persistent service's timeout (seconds) and
@@ -73,17 +73,17 @@ type JSONPersistence struct {
 
 // JSONDestination is one real server.
 type JSONDestination struct {
-	Address         string      `json:"address"`
-	Port            uint16      `json:"port"`
-	Method          string      `json:"method"` // masq, route, tunnel
-	Weight          int64       `json:"weight"`
-	UpperThreshold  uint32      `json:"upper_threshold,omitempty"`
-	LowerThreshold  uint32      `json:"lower_threshold,omitempty"`
-	Tunnel          *JSONTunnel `json:"tunnel,omitempty"`
-	ActiveConns     *uint32     `json:"active_conns,omitempty"`
-	InactiveConns   *uint32     `json:"inactive_conns,omitempty"`
-	PersistentConns *uint32     `json:"persistent_conns,omitempty"`
-	Stats           *JSONStats  `json:"stats,omitempty"`
+	Address         string        `json:"address"`
+	Port            uint16        `json:"port"`
+	Method          string        `json:"method"` // masq, route, tunnel
+	Weight          int64         `json:"weight"`
+	UpperThreshold  uint32        `json:"upper_threshold,omitempty"`
+	LowerThreshold  uint32        `json:"lower_threshold,omitempty"`
+	Tunnel          *JSONTunnel   `json:"tunnel,omitempty"`
+	ActiveConns     *uint32       `json:"active_conns,omitempty"`
+	InactiveConns   *uint32       `json:"inactive_conns,omitempty"`
+	PersistentConns *uint32       `json:"persistent_conns,omitempty"`
+	Stats           *jsonCounters `json:"stats,omitempty"`
 	// Check replaces the service's check for this real server (version 2).
 	Check *health.Spec `json:"check,omitempty"`
 }
@@ -95,18 +95,18 @@ type JSONTunnel struct {
 	Checksum string `json:"checksum,omitempty"` // nocsum, csum, remcsum
 }
 
-// JSONStats are 64-bit counters and, with --rate, the kernel's estimates.
-type JSONStats struct {
+// jsonCounters are 64-bit counters and, with --rate, the kernel's estimates.
+type jsonCounters struct {
 	Conns    uint64    `json:"conns"`
 	InPkts   uint64    `json:"in_packets"`
 	OutPkts  uint64    `json:"out_packets"`
 	InBytes  uint64    `json:"in_bytes"`
 	OutBytes uint64    `json:"out_bytes"`
-	Rate     *JSONRate `json:"rate,omitempty"`
+	Rate     *jsonRate `json:"rate,omitempty"`
 }
 
-// JSONRate holds per-second estimates.
-type JSONRate struct {
+// jsonRate holds per-second estimates.
+type jsonRate struct {
 	CPS    uint64 `json:"conns_per_second"`
 	InPPS  uint64 `json:"in_packets_per_second"`
 	OutPPS uint64 `json:"out_packets_per_second"`
@@ -202,10 +202,10 @@ func netmaskText(svc *ipvs.Service) string {
 	return netip.AddrFrom4([4]byte{byte(m >> 24), byte(m >> 16), byte(m >> 8), byte(m)}).String()
 }
 
-func jsonStats(s *ipvs.Stats, rate bool) *JSONStats {
-	js := &JSONStats{Conns: s.Conns, InPkts: s.InPkts, OutPkts: s.OutPkts, InBytes: s.InBytes, OutBytes: s.OutBytes}
+func jsonStats(s *ipvs.Stats, rate bool) *jsonCounters {
+	js := &jsonCounters{Conns: s.Conns, InPkts: s.InPkts, OutPkts: s.OutPkts, InBytes: s.InBytes, OutBytes: s.OutBytes}
 	if rate {
-		js.Rate = &JSONRate{CPS: s.CPS, InPPS: s.InPPS, OutPPS: s.OutPPS, InBPS: s.InBPS, OutBPS: s.OutBPS}
+		js.Rate = &jsonRate{CPS: s.CPS, InPPS: s.InPPS, OutPPS: s.OutPPS, InBPS: s.InBPS, OutBPS: s.OutBPS}
 	}
 	return js
 }
@@ -232,7 +232,7 @@ func readJSON(name string, data []byte, lines lineTable, res *names.Resolver) (*
 		return nil, nil, decodeError(name, data, reflect.TypeFor[Document](), err)
 	}
 	if dec.More() {
-		return nil, nil, &LineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
+		return nil, nil, &lineError{File: name, Line: lineAt(data, dec.InputOffset()), Msg: "JSON: data after the document"}
 	}
 	return buildDoc(name, data, &doc, lines, res)
 }
@@ -283,7 +283,7 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 	if lines == nil {
 		var err error
 		if lines, err = checkJSON(data); err != nil {
-			err.(*LineError).File = name
+			err.(*lineError).File = name
 			return nil, nil, err
 		}
 	}
@@ -295,7 +295,7 @@ func buildDoc(name string, data []byte, doc *Document, lines lineTable, res *nam
 		if json.Unmarshal(data, &probe) == nil && probe.Version == nil {
 			msg = fmt.Sprintf("the document has no \"version\"; write \"version\": %d", SchemaVersion)
 		}
-		return nil, nil, &LineError{File: name, Line: versionLine(data), Msg: msg}
+		return nil, nil, &lineError{File: name, Line: versionLine(data), Msg: msg}
 	}
 	r := newReader(name, res)
 	h := newHealth(name, doc.Version, data, lines)
@@ -391,7 +391,7 @@ var ipvsadmFields = []struct {
 // atField moves err, ipvsadm's about the rule of entry n, to the line of
 // the field it is about, when its message says which.
 func atField(err error, h *healthReader, n int) error {
-	le, ok := err.(*LineError)
+	le, ok := err.(*lineError)
 	if !ok {
 		return err
 	}
@@ -457,7 +457,7 @@ func typeErrorText(te *json.UnmarshalTypeError) string {
 }
 
 // decodeError is a JSON decoding error of data, a document of type t, as
-// a LineError in the document's terms.
+// a lineError in the document's terms.
 func decodeError(name string, data []byte, t reflect.Type, err error) error {
 	line, msg := 1, "JSON: "+err.Error()
 	var se *json.SyntaxError
@@ -479,7 +479,7 @@ func decodeError(name string, data []byte, t reflect.Type, err error) error {
 			}
 		}
 	}
-	return &LineError{File: name, Line: line, Msg: msg}
+	return &lineError{File: name, Line: line, Msg: msg}
 }
 
 func asErr[T error](err error, target *T) bool {

@@ -219,7 +219,7 @@ func repeatedKeyError(first string, firstLine int, second string, secondLine int
 	if first != second {
 		msg += fmt.Sprintf(" as %q", first)
 	}
-	return &LineError{Line: secondLine, Msg: msg}
+	return &lineError{Line: secondLine, Msg: msg}
 }
 
 // fieldLine is the line of the key at path within entry n of data (as

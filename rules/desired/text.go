@@ -29,14 +29,14 @@ import (
 	"github.com/lvskit/lvskit/rules"
 )
 
-// LineError is a problem at one line of a rules file.
-type LineError struct {
+// lineError is a problem at one line of a rules file.
+type lineError struct {
 	File string
 	Line int
 	Msg  string
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+func (e *lineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
 
 // ReadText reads rules text: one "-A" line per service and one "-a" line
 // per destination, after its service, as ipvsadm -S writes them. Lines
@@ -67,21 +67,21 @@ func ReadText(name string, data []byte, res *names.Resolver) (*rules.Set, error)
 	return r.finish()
 }
 
-// ReadFrom reads a rule set from rd, named name in messages: JSON when its
-// first non-blank byte is '{', YAML when its first line that is not blank
-// or a comment opens a mapping ("version: 2"), rules text otherwise. The
-// resolver answers host and service names in rules text (nil means the
-// system's files). Rules text is read a line at a time, so the file is
-// never held whole and no buffer is regrown while reading a pipe (figures:
-// decision 0013).
-func ReadFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error) {
+// readFrom is Read without the health checks.
+func readFrom(name string, rd io.Reader, res *names.Resolver) (*rules.Set, error) {
 	set, _, err := Read(name, rd, res)
 	return set, err
 }
 
-// Read is ReadFrom that also reads YAML (the JSON document's schema, with
-// comments) and returns the document's health checks (nil for none, and
-// for rules text, which has no place for them).
+// Read reads a rule set from rd, named name in messages: JSON when its
+// first non-blank byte is '{', YAML (the JSON document's schema, with
+// comments) when its first line that is not blank or a comment opens a
+// mapping ("version: 2"), rules text otherwise. The resolver answers host
+// and service names in rules text (nil means the system's files). Rules
+// text is read a line at a time, so the file is never held whole and no
+// buffer is regrown while reading a pipe (figures: decision 0013). It also
+// returns the document's health checks (nil for none, and for rules text,
+// which has no place for them).
 func Read(name string, rd io.Reader, res *names.Resolver) (*rules.Set, *Health, error) {
 	return ReadCached(name, rd, res, nil)
 }
@@ -105,7 +105,7 @@ func ReadCached(name string, rd io.Reader, res *names.Resolver, cache *YAMLCache
 		var lines lineTable
 		if yaml {
 			if data, lines, err = yamlToJSON(data, cache); err != nil {
-				if le, ok := err.(*LineError); ok {
+				if le, ok := err.(*lineError); ok {
 					le.File = name
 				}
 				return nil, nil, err
@@ -431,7 +431,7 @@ type reader struct {
 }
 
 func (r *reader) errorf(line int, format string, args ...any) error {
-	return &LineError{File: r.name, Line: line, Msg: fmt.Sprintf(format, args...)}
+	return &lineError{File: r.name, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // line adds the rule of one line; fast says ParseFast read it (into

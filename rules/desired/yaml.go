@@ -68,7 +68,7 @@ func yamlToJSON(data []byte, cache *YAMLCache) ([]byte, lineTable, error) {
 	return w.b, w.lines, nil
 }
 
-// yamlError is the parser's error of data as a LineError at the line of
+// yamlError is the parser's error of data as a lineError at the line of
 // the problem. The parser's "line N" is where the construct it was reading
 // began, counted from 0 or 1 as the error's kind has it, or is missing.
 // The problem is on the first line k, from there, such that the document
@@ -109,11 +109,11 @@ func yamlError(data []byte, err error) error {
 	}
 	lo, hi := from, len(ends)
 	if lo > hi {
-		return &LineError{Line: from, Msg: "YAML: " + msg}
+		return &lineError{Line: from, Msg: "YAML: " + msg}
 	}
 	pad := same(hi, true)
 	if !pad && !same(hi, false) {
-		return &LineError{Line: from, Msg: "YAML: " + msg}
+		return &lineError{Line: from, Msg: "YAML: " + msg}
 	}
 	// The problem is mostly a few lines after where its construct began:
 	// steps that double from there, then halves of the last step.
@@ -133,7 +133,7 @@ func yamlError(data []byte, err error) error {
 			lo = k + 1
 		}
 	}
-	return &LineError{Line: lo, Msg: "YAML: " + msg}
+	return &lineError{Line: lo, Msg: "YAML: " + msg}
 }
 
 // jsonWriter writes JSON, padding with newlines to keep YAML lines.
@@ -171,7 +171,7 @@ const maxDepth = 64
 // node writes n; entry says it is an element of an array of entries.
 func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 	if depth > maxDepth {
-		return &LineError{Line: n.Line, Msg: "YAML: nested too deeply"}
+		return &lineError{Line: n.Line, Msg: "YAML: nested too deeply"}
 	}
 	w.at(n.Line)
 	switch n.Kind {
@@ -188,7 +188,7 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int") {
-				return &LineError{Line: k.Line, Msg: "YAML: a key must be a name"}
+				return &lineError{Line: k.Line, Msg: "YAML: a key must be a name"}
 			}
 			if i > 0 {
 				w.b = append(w.b, ',')
@@ -225,7 +225,7 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 	case yaml.ScalarNode:
 		return w.scalar(n)
 	default:
-		return &LineError{Line: n.Line, Msg: "YAML: unexpected node"}
+		return &lineError{Line: n.Line, Msg: "YAML: unexpected node"}
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (w *jsonWriter) scalar(n *yaml.Node) error {
 		}
 		var v bool
 		if err := n.Decode(&v); err != nil {
-			return &LineError{Line: n.Line, Msg: "YAML: " + err.Error()}
+			return &lineError{Line: n.Line, Msg: "YAML: " + err.Error()}
 		}
 		w.b = strconv.AppendBool(w.b, v)
 	case "!!int":
@@ -287,13 +287,13 @@ func (w *jsonWriter) scalar(n *yaml.Node) error {
 		}
 		var v int64
 		if err := n.Decode(&v); err != nil {
-			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not an integer lvsctl reads", n.Value)}
+			return &lineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not an integer lvsctl reads", n.Value)}
 		}
 		w.b = strconv.AppendInt(w.b, v, 10)
 	case "!!float":
 		var v float64
 		if err := n.Decode(&v); err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not a number lvsctl reads", n.Value)}
+			return &lineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not a number lvsctl reads", n.Value)}
 		}
 		w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
 	default: // !!str, !!timestamp, !!binary: their text

@@ -46,7 +46,7 @@ func (w *marshalWriter) at(line int) {
 
 func (w *marshalWriter) node(n *yaml.Node, depth int) error {
 	if depth > maxDepth {
-		return &LineError{Line: n.Line, Msg: "YAML: nested too deeply"}
+		return &lineError{Line: n.Line, Msg: "YAML: nested too deeply"}
 	}
 	w.at(n.Line)
 	switch n.Kind {
@@ -66,7 +66,7 @@ func (w *marshalWriter) node(n *yaml.Node, depth int) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "!!int") {
-				return &LineError{Line: k.Line, Msg: "YAML: a key must be a name"}
+				return &lineError{Line: k.Line, Msg: "YAML: a key must be a name"}
 			}
 			if i > 0 {
 				w.b.WriteByte(',')
@@ -94,7 +94,7 @@ func (w *marshalWriter) node(n *yaml.Node, depth int) error {
 	case yaml.ScalarNode:
 		return w.scalar(n)
 	default:
-		return &LineError{Line: n.Line, Msg: "YAML: unexpected node"}
+		return &lineError{Line: n.Line, Msg: "YAML: unexpected node"}
 	}
 	return nil
 }
@@ -107,19 +107,19 @@ func (w *marshalWriter) scalar(n *yaml.Node) error {
 	case "!!bool":
 		var v bool
 		if err := n.Decode(&v); err != nil {
-			return &LineError{Line: n.Line, Msg: "YAML: " + err.Error()}
+			return &lineError{Line: n.Line, Msg: "YAML: " + err.Error()}
 		}
 		w.b.WriteString(strconv.FormatBool(v))
 	case "!!int":
 		var v int64
 		if err := n.Decode(&v); err != nil {
-			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not an integer lvsctl reads", n.Value)}
+			return &lineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not an integer lvsctl reads", n.Value)}
 		}
 		w.b.WriteString(strconv.FormatInt(v, 10))
 	case "!!float":
 		var v float64
 		if err := n.Decode(&v); err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-			return &LineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not a number lvsctl reads", n.Value)}
+			return &lineError{Line: n.Line, Msg: fmt.Sprintf("YAML: %q is not a number lvsctl reads", n.Value)}
 		}
 		w.b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
 	default: // !!str, !!timestamp, !!binary: their text
