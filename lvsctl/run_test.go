@@ -48,6 +48,27 @@ func (c lockedClient) changed() {
 	}
 }
 
+// watchTable has each change of the table, by anyone, checked by ok until
+// the returned function is called; the first table ok refuses fails the
+// test.
+func (c lockedClient) watchTable(t *testing.T, what string, ok func(map[string]uint32) bool) (stop func()) {
+	t.Helper()
+	failed := false
+	c.mu.Lock()
+	*c.watch = func(w map[string]uint32) {
+		if !failed && !ok(w) {
+			failed = true
+			t.Errorf("%s: the table went through %v", what, w)
+		}
+	}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		*c.watch = nil
+		c.mu.Unlock()
+	}
+}
+
 func (c lockedClient) Info() (ipvs.Info, error) { defer c.lock()(); return c.f.Info() }
 func (c lockedClient) Services() ([]ipvs.ServiceEntry, error) {
 	defer c.lock()()
