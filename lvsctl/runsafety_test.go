@@ -288,15 +288,3 @@ func TestStatusVerdict(t *testing.T) {
 		t.Errorf("status --no-such-flag: %+v", r)
 	}
 }
-
-// waitLog waits until run's log holds line (10 s at most).
-func (h *runHarness) waitLog(t *testing.T, line string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(h.stderr.String(), line) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in run's log:\n%s", line, h.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
