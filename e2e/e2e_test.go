@@ -75,7 +75,7 @@ func (s *syncBuffer) String() string {
 // TestEchoReportsOnlyClosesNobodyAskedFor: the echo server's close after a
 // "Connection: close" request (every GetN request) is the protocol, not a
 // report; a connection it drops on its own (here, after a malformed
-// request) is reported.
+// request) is reported. Real clock: real connections.
 func TestEchoReportsOnlyClosesNobodyAskedFor(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -93,6 +93,8 @@ func TestEchoReportsOnlyClosesNobodyAskedFor(t *testing.T) {
 	defer conn.Close()
 	conn.Write([]byte("NOT HTTP\r\n\r\n"))
 	io.ReadAll(conn) // the server answers 400 and closes
+	// The report follows the close: a poll, 5 s at most (a bound on a hung
+	// test).
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(closes.String(), "closed the connection from "+conn.LocalAddr().String()+" first") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -151,6 +153,7 @@ func TestRunRoleRejectsUnknownRoles(t *testing.T) {
 	}
 }
 
+// TestUDPEchoAndFlow stays on the real clock: the datagrams are real.
 func TestUDPEchoAndFlow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -158,7 +161,8 @@ func TestUDPEchoAndFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go ServeUDPEcho(ctx, "rs1", pc)
+	served := make(chan error, 1)
+	go func() { served <- ServeUDPEcho(ctx, "rs1", pc) }()
 	f, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -170,12 +174,19 @@ func TestUDPEchoAndFlow(t *testing.T) {
 		}
 	}
 	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeUDPEcho: %v", err)
+		}
+	case <-time.After(10 * time.Second): // a bound on a hung test
+		t.Fatal("ServeUDPEcho still runs 10 s after its context ended")
+	}
 	quiet, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer quiet.Close()
-	time.Sleep(50 * time.Millisecond)
 	if a, err := quiet.Ping(); err == nil && a.Server != "" {
 		t.Errorf("a stopped server answered: %+v", a)
 	}

@@ -34,6 +34,25 @@ func flowServer(t *testing.T, name string) (addr string, stop func()) {
 	return ln.Addr().String(), stop
 }
 
+// The flow tests stay on the real clock: the connections are real.
+
+// flowsUntil polls fc's report until cond holds (10 s at most: a bound on
+// a hung test).
+func flowsUntil(t *testing.T, fc *flowClient, cond func(FlowReport) bool) FlowReport {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := fc.Report()
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flows after 10 s: %+v", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	addr, stop := flowServer(t, "rs1")
 	cfg := FlowConfig{Addr: addr, N: 40, BasePort: 21400, Interval: 20 * time.Millisecond, OpenTimeout: 2 * time.Second}
@@ -43,29 +62,25 @@ func TestFlowsReportBreaksAndRecovery(t *testing.T) {
 	}
 	defer fc.Stop()
 	fc.Mark()
-	time.Sleep(200 * time.Millisecond)
-	r := fc.Report()
-	if r.AtMark != 40 || r.Broken != 0 || r.Pending != 0 || r.ByServer["rs1"] != 40 || r.RecoveryMS <= 0 {
+	r := flowsUntil(t, fc, func(r FlowReport) bool { return r.Pending == 0 })
+	if r.AtMark != 40 || r.Broken != 0 || r.ByServer["rs1"] != 40 || r.RecoveryMS <= 0 {
 		t.Fatalf("healthy flows: %+v", r)
 	}
 	// Recovery counted from a later clock: every connection waits for a
 	// line sent after it.
+	clocked := time.Now()
 	fc.Clock()
 	if r := fc.Report(); r.Pending == 0 || r.AtMark != 40 {
 		t.Fatalf("right after Clock no connection should have flowed since: %+v", r)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if r := fc.Report(); r.Pending != 0 || r.RecoveryMS <= 0 || r.RecoveryMS >= 200 {
-		t.Fatalf("200 ms after Clock: %+v", r)
+	r = flowsUntil(t, fc, func(r FlowReport) bool { return r.Pending == 0 })
+	if since := time.Since(clocked).Milliseconds(); r.RecoveryMS <= 0 || r.RecoveryMS > since {
+		t.Fatalf("every connection flowing %d ms after Clock: %+v", since, r)
 	}
 	// The server goes away: every connection open at mark breaks.
 	fc.Mark()
 	stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for fc.Report().Broken < 40 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	r = fc.Report()
+	r = flowsUntil(t, fc, func(r FlowReport) bool { return r.Broken >= 40 })
 	if r.AtMark != 40 || r.Broken != 40 || r.BrokenByServer["rs1"] != 40 || r.FirstError == "" {
 		t.Fatalf("after the server left: %+v", r)
 	}
@@ -89,9 +104,8 @@ func TestFlowsLifetimeEndsConnections(t *testing.T) {
 	}
 	defer fc.Stop()
 	fc.Mark()
-	time.Sleep(400 * time.Millisecond)
-	r := fc.Report()
-	if r.Ended != 10 || r.Broken != 0 || r.Opened < 10 || len(r.ByServer) != 1 || r.ByServer["rs2"] == 0 {
+	r := flowsUntil(t, fc, func(r FlowReport) bool { return r.Ended == 10 && r.Opened >= 10 && r.ByServer["rs2"] > 0 })
+	if r.Broken != 0 || len(r.ByServer) != 1 {
 		t.Fatalf("after every lifetime ended: %+v", r)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // when connect returns, on the scheduler's goroutine: one that never
 // completes fails at its timeout, one that completes late passes on the
 // shared poller's event, and a stopping Run ends the probes under way
-// without waiting for their timeout.
+// without waiting for their timeout. Real clock: real sockets, and the
+// kernel's SYN retransmission.
 func TestCheckerInlineSlow(t *testing.T) {
 	hole := blackhole(t, "127.0.0.1")
 	stuck := blackhole(t, "127.0.0.1")
@@ -30,7 +31,7 @@ func TestCheckerInlineSlow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(30 * time.Second) // a bound on a hung test
 	var holeCh *Change
 	for holeCh == nil {
 		select {

@@ -708,7 +708,7 @@ func TestCheckerRunsOnce(t *testing.T) {
 }
 
 // TestCheckerRealProbes runs the package's Probe against a listener and a
-// closed port of this host, in real time.
+// closed port of this host, in real time: real sockets.
 func TestCheckerRealProbes(t *testing.T) {
 	up := listenTCP(t, "127.0.0.1")
 	down := closedPort(t, "tcp", "127.0.0.1")
@@ -721,7 +721,7 @@ func TestCheckerRealProbes(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()
 	got := map[netip.AddrPort]Change{}
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(30 * time.Second) // a bound on a hung test
 	for len(got) < 2 {
 		select {
 		case ch := <-c.Changes():

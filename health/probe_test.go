@@ -157,7 +157,7 @@ func TestProbeHTTP(t *testing.T) {
 }
 
 // TestProbeTimeout: a server that accepts and never answers fails the
-// probe at its timeout.
+// probe at its timeout. Real clock: a real server, real sockets.
 func TestProbeTimeout(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -445,7 +445,7 @@ func TestProbeExecUser(t *testing.T) {
 }
 
 // TestProbeExecTimeoutKillsGroup: at the timeout the whole process group
-// goes, children included.
+// goes, children included. Real clock: real processes.
 func TestProbeExecTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
@@ -458,7 +458,7 @@ func TestProbeExecTimeoutKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := strings.TrimSpace(string(b))
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second) // a bound on a hung test
 	for {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		// Gone, or a zombie nobody has reaped yet: killed either way.

@@ -89,8 +89,32 @@ func rawConnect(t testing.TB, addr netip.AddrPort) int {
 	return fd
 }
 
+// onPoller is how many connects wait on the shared poller.
+func onPoller() int {
+	connWait.mu.Lock()
+	defer connWait.mu.Unlock()
+	return len(connWait.waiters)
+}
+
+// waitOnPoller polls until n connects wait on the shared poller (10 s at
+// most: a bound on a hung test).
+func waitOnPoller(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := onPoller()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connects wait on the shared poller after 10 s, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestProbeTCPTimeout: a connect that never completes fails the probe at
-// its timeout; a cancelled context is no timeout.
+// its timeout; a cancelled context is no timeout. Real clock: real sockets.
 func TestProbeTCPTimeout(t *testing.T) {
 	for _, host := range loopbacks {
 		addr := blackhole(t, host)
@@ -112,12 +136,13 @@ func TestProbeTCPTimeout(t *testing.T) {
 
 // TestProbeTCPLateConnect: a connect that completes after connect
 // returned, when the SYN is sent again, passes on the shared poller's
-// event.
+// event. Real clock: real sockets, and the kernel's SYN retransmission.
 func TestProbeTCPLateConnect(t *testing.T) {
 	addr, ln := blackholeListener(t, "127.0.0.1")
 	done := make(chan error, 1)
+	waiting := onPoller()
 	go func() { done <- probe(t, addr, Spec{Type: "tcp", Interval: "20s", Timeout: "10s"}) }()
-	time.Sleep(100 * time.Millisecond)
+	waitOnPoller(t, waiting+1)
 	select {
 	case err := <-done:
 		t.Fatalf("the probe ended before the listener made room: %v", err)
@@ -145,6 +170,7 @@ func TestProbeTCPMapped(t *testing.T) {
 
 // TestProbeTCPResets: the probe's close resets the connection, so the
 // server reads a reset, not an end of file, and no TIME_WAIT is left.
+// Real clock: real sockets.
 func TestProbeTCPResets(t *testing.T) {
 	for _, host := range loopbacks {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -163,7 +189,7 @@ func TestProbeTCPResets(t *testing.T) {
 					return
 				}
 				defer c.Close()
-				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound on a hung test
 				_, err = c.Read(make([]byte, 1))
 				read <- err
 			}()
@@ -178,7 +204,7 @@ func TestProbeTCPResets(t *testing.T) {
 // TestProbeTCPSpare: a passing probe leaves its socket for the next one;
 // a spare socket serves a connect that completes late (armed again on
 // the shared poller, where its last probe left it), and one that is
-// refused, after which a new socket is made.
+// refused, after which a new socket is made. Real clock: real sockets.
 func TestProbeTCPSpare(t *testing.T) {
 	up := listenTCP(t, "127.0.0.1")
 	closed := closedPort(t, "tcp", "127.0.0.1")
@@ -191,8 +217,9 @@ func TestProbeTCPSpare(t *testing.T) {
 	}
 	for round := range 2 {
 		done := make(chan error, 1)
+		waiting := onPoller()
 		go func() { done <- probe(t, late, Spec{Type: "tcp", Interval: "20s", Timeout: "10s"}) }()
-		time.Sleep(100 * time.Millisecond)
+		waitOnPoller(t, waiting+1)
 		if got := spare(); got >= 0 {
 			t.Fatalf("round %d: spare socket %d while the probe waits on %d", round+1, got, fd)
 		}

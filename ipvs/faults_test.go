@@ -69,7 +69,9 @@ var faults = []fault{
 }
 
 // ended runs f and fails the test if it does not return: the fake never
-// blocks, so a client that loops on bad answers would hang here.
+// blocks, so a client that loops on bad answers would hang here. The bound
+// is on the real clock: such a client never blocks, so fake time would
+// never pass.
 func ended(t *testing.T, what string, f func() error) error {
 	t.Helper()
 	done := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,63 +16,55 @@ import (
 	"github.com/lvskit/lvskit/lvsctl/record"
 )
 
-// reloadWatching writes doc to h's file, reloads, and samples the table
-// until the reload's log line and 300 ms more, failing at the first sample
-// in which rs1 is not at weight w1 or rs2 not at w2. It returns the log
-// the reload wrote.
+// reloadWatching writes doc to h's file and reloads, in a synctest
+// bubble, failing at the first change of the table from then until 300 ms
+// after the reload that leaves rs1 not at weight w1 or rs2 not at w2. It
+// returns the log the reload wrote.
 func (h *runHarness) reloadWatching(t *testing.T, doc string, w1, w2 uint32) string {
 	t.Helper()
 	return h.reloadSampling(t, doc, func(w map[string]uint32) bool { return w[rs1] == w1 && w[rs2] == w2 })
 }
 
 // reloadSampling is reloadWatching with a condition of its own on each
-// sample.
+// table.
 func (h *runHarness) reloadSampling(t *testing.T, doc string, ok func(map[string]uint32) bool) string {
 	t.Helper()
+	synctest.Wait()
 	before := len(h.stderr.String())
 	if err := os.WriteFile(h.file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	stop := h.c.watchTable(t, "during the reload", ok)
+	defer stop()
 	h.reload <- unix.SIGHUP
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		w := h.c.weights(t)
-		if !ok(w) {
-			t.Fatalf("during the reload: %v", w)
-		}
-		log := h.stderr.String()[before:]
-		if strings.Contains(log, "lvsctl run: reload") && strings.Contains(log, "\n") {
-			// A few more samples after the reload: the checker has its
-			// new targets, whose first probes come within an interval.
-			if strings.Contains(log, "reloaded") || strings.Contains(log, "reload refused") {
-				end := time.Now().Add(300 * time.Millisecond)
-				for time.Now().Before(end) {
-					if w := h.c.weights(t); !ok(w) {
-						t.Fatalf("after the reload: %v\n%s", w, h.stderr.String()[before:])
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				return h.stderr.String()[before:]
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload logged after 5 s:\n%s", log)
-		}
-		time.Sleep(2 * time.Millisecond)
+	synctest.Wait()
+	if log := h.stderr.String()[before:]; !strings.Contains(log, "reloaded") && !strings.Contains(log, "reload refused") {
+		t.Fatalf("no reload logged:\n%s", log)
 	}
+	// 300 ms more: the checker has its new targets, whose first probes
+	// come within an interval (240 ms at most here), and run acts on them.
+	time.Sleep(300 * time.Millisecond)
+	synctest.Wait()
+	if w := h.c.weights(t); !ok(w) {
+		t.Fatalf("after the reload: %v\n%s", w, h.stderr.String()[before:])
+	}
+	return h.stderr.String()[before:]
 }
 
 // TestRunCheckEditsKeepHealth: an edit of a check (interval, timeout,
 // type, path, expect, port, via, rise and fall) changes its target's key,
 // yet the healthy real server never leaves service and the failed one
 // never comes back, through the reload and after it.
-func TestRunCheckEditsKeepHealth(t *testing.T) {
+func TestRunCheckEditsKeepHealth(t *testing.T) { synctest.Test(t, testRunCheckEditsKeepHealth) }
+
+func testRunCheckEditsKeepHealth(t *testing.T) {
 	f, env, file := runFixture(t)
-	h := startRun(t, f, file, env)
+	h := startRun(t, f, file, env, ip2)
 	defer h.stop(t)
-	h.probes.set("192.168.1.2:80", true)
-	h.waitFor(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
-	h.waitLog(t, rs2+" unknown -> down")
+	h.probedSinceStart(t, 1, ip1)
+	h.probedSinceStart(t, 2, ip2)
+	h.expect(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
+	h.logHas(t, rs2+" unknown -> down")
 	const old = "check: {type: tcp, interval: 200ms, timeout: 100ms, rise: 2, fall: 2}"
 	for _, check := range []string{
 		"check: {type: tcp, interval: 240ms, timeout: 100ms, rise: 2, fall: 2}",
@@ -90,19 +83,25 @@ func TestRunCheckEditsKeepHealth(t *testing.T) {
 		}
 	}
 	// The failed server still needs rise passes of the check it has now.
-	h.probes.set("192.168.1.2:80", false)
-	h.waitFor(t, "rs2 back", func(w map[string]uint32) bool { return w[rs2] == 1 && w[rs1] == 3 })
+	h.probes.set(ip2, false)
+	h.probed(t, 1, ip2)
+	h.expect(t, "rs2 after one pass", func(w map[string]uint32) bool { return w[rs2] == 0 && w[rs1] == 3 })
+	h.probed(t, 1, ip2)
+	h.expect(t, "rs2 back", func(w map[string]uint32) bool { return w[rs2] == 1 && w[rs1] == 3 })
 }
 
 // TestRunRestartWithAnEditedCheck: a run restarted on a file whose check
 // changed starts each real server from its recorded state: the failed one
 // stays out until it passes, the healthy one never leaves.
-func TestRunRestartWithAnEditedCheck(t *testing.T) {
+func TestRunRestartWithAnEditedCheck(t *testing.T) { synctest.Test(t, testRunRestartWithAnEditedCheck) }
+
+func testRunRestartWithAnEditedCheck(t *testing.T) {
 	f, env, file := runFixture(t)
-	h := startRun(t, f, file, env)
-	h.probes.set("192.168.1.2:80", true)
-	h.waitFor(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
-	h.waitLog(t, rs2+" unknown -> down")
+	h := startRun(t, f, file, env, ip2)
+	h.probedSinceStart(t, 1, ip1)
+	h.probedSinceStart(t, 2, ip2)
+	h.expect(t, "rs1 in, rs2 out", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 0 })
+	h.logHas(t, rs2+" unknown -> down")
 	h.stop(t)
 	// Someone set the healthy server's weight to 0 meanwhile: the record,
 	// not the kernel's weight, says it is up.
@@ -120,8 +119,11 @@ func TestRunRestartWithAnEditedCheck(t *testing.T) {
 	if w := h2.c.weights(t); w[rs1] != 3 || w[rs2] != 0 {
 		t.Fatalf("right after the restart: %v; want rs1 in and rs2 still out", w)
 	}
-	h2.probes.set("192.168.1.2:80", false)
-	h2.waitFor(t, "rs2 back after rise", func(w map[string]uint32) bool { return w[rs2] == 1 && w[rs1] == 3 })
+	h2.probes.set(ip2, false)
+	h2.probedSinceStart(t, 1, ip2)
+	h2.expect(t, "rs2 after one pass", func(w map[string]uint32) bool { return w[rs2] == 0 && w[rs1] == 3 })
+	h2.probed(t, 1, ip2)
+	h2.expect(t, "rs2 back after rise", func(w map[string]uint32) bool { return w[rs2] == 1 && w[rs1] == 3 })
 	if log := h2.stderr.String(); !strings.Contains(log, rs2+" down -> up") {
 		t.Errorf("rs2 came back without starting from its recorded state, down:\n%s", log)
 	}
@@ -131,11 +133,14 @@ func TestRunRestartWithAnEditedCheck(t *testing.T) {
 // of the table, or holds no service, or that the kernel refuses, is
 // refused with apply's message; the table and the checks stay, run stays
 // up, and status says why until a reload takes effect.
-func TestRunReloadIsAnApply(t *testing.T) {
+func TestRunReloadIsAnApply(t *testing.T) { synctest.Test(t, testRunReloadIsAnApply) }
+
+func testRunReloadIsAnApply(t *testing.T) {
 	f, env, file := runFixture(t)
 	h := startRun(t, f, file, env)
 	defer h.stop(t)
-	h.waitFor(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
+	h.probedSinceStart(t, 1, ip1, ip2)
+	h.expect(t, "first passes", func(w map[string]uint32) bool { return w[rs1] == 3 && w[rs2] == 1 })
 
 	noDests := strings.SplitAfter(runYAML, "    destinations:")[0] + " []\n"
 	log := h.reloadWatching(t, noDests, 3, 1)
@@ -178,11 +183,9 @@ func TestRunReloadIsAnApply(t *testing.T) {
 
 	// A good file takes effect, and status forgets the refusal.
 	h.reloadWatching(t, added, 3, 1)
-	h.waitFor(t, "the new service", func(w map[string]uint32) bool { return w["-t 10.0.0.2:80 -r 192.168.1.9:80"] == 1 })
-	// Probes of 200 ms run late on a loaded machine, which status says
-	// too (exit 1): the refusal must be gone either way.
-	if st := statusOf(t, env); strings.Contains(st.stdout, "REFUSED") ||
-		st.code != statusOK && !(st.code == statusWarning && strings.Contains(st.stdout, "probes LATE")) {
+	h.expect(t, "the new service", func(w map[string]uint32) bool { return w["-t 10.0.0.2:80 -r 192.168.1.9:80"] == 1 })
+	// In the bubble no probe runs late: status is OK.
+	if st := statusOf(t, env); strings.Contains(st.stdout, "REFUSED") || st.code != statusOK {
 		t.Errorf("status after a reload that took effect: %+v", st)
 	}
 }
@@ -216,15 +219,11 @@ func statusOf(t *testing.T, env Env) result {
 	return run(t, env, "", "status")
 }
 
-// waitLog waits until run's log holds line (10 s at most).
-func (h *runHarness) waitLog(t *testing.T, line string) {
+// logHas fails the test unless run's log holds line.
+func (h *runHarness) logHas(t *testing.T, line string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(h.stderr.String(), line) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in run's log:\n%s", line, h.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !strings.Contains(h.stderr.String(), line) {
+		t.Fatalf("no %q in run's log:\n%s", line, h.stderr.String())
 	}
 }
 

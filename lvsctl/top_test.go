@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lvskit/lvskit/health"
@@ -17,7 +18,12 @@ import (
 	"github.com/lvskit/lvskit/rules"
 )
 
-func TestTopBatchFrames(t *testing.T) {
+// The tests of top's frames run in synctest bubbles: frames --delay apart
+// come at once.
+
+func TestTopBatchFrames(t *testing.T) { synctest.Test(t, testTopBatchFrames) }
+
+func testTopBatchFrames(t *testing.T) {
 	f, env := seeded(t)
 	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoTCP, Addr: mustAddr("10.0.0.1"), Port: 80}
 	d := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.1"), Port: 80}
@@ -62,7 +68,9 @@ func TestTopBatchFrames(t *testing.T) {
 	}
 }
 
-func TestTopJSONFramesAndDrainState(t *testing.T) {
+func TestTopJSONFramesAndDrainState(t *testing.T) { synctest.Test(t, testTopJSONFramesAndDrainState) }
+
+func testTopJSONFramesAndDrainState(t *testing.T) {
 	f, env := seeded(t)
 	svc := ipvs.Service{Family: ipvs.AFInet, Protocol: ipvs.ProtoUDP, Addr: mustAddr("10.0.0.2"), Port: 53}
 	leaving := ipvs.Destination{Family: ipvs.AFInet, Addr: mustAddr("192.168.1.4"), Port: 53}
@@ -133,20 +141,27 @@ func TestTopJSONFramesAndDrainState(t *testing.T) {
 // A hang-up ends top, batch or full screen, with status 0: lvsctl's main
 // catches SIGHUP (run reloads on it), and top must not outlive the
 // terminal it drew on.
-func TestTopEndsOnHangUp(t *testing.T) {
+func TestTopEndsOnHangUp(t *testing.T) { synctest.Test(t, testTopEndsOnHangUp) }
+
+func testTopEndsOnHangUp(t *testing.T) {
 	_, env := seeded(t)
 	hup := make(chan os.Signal, 1)
 	env.Reload = hup
 	done := make(chan result, 1)
 	go func() { done <- run(t, env, "", "top", "-b", "-d", "0.1") }()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(250 * time.Millisecond) // frames at 0, 100 and 200 ms
+	synctest.Wait()
 	hup <- syscall.SIGHUP
+	synctest.Wait()
 	select {
 	case r := <-done:
 		if r.code != exitOK || !strings.HasPrefix(r.stdout, "lvsctl top - ") {
 			t.Errorf("after SIGHUP: %+v", r)
 		}
-	case <-time.After(10 * time.Second):
+		if n := strings.Count(r.stdout, "lvsctl top - "); n != 3 {
+			t.Errorf("%d frames in 250 ms, one every 100 ms from the start: want 3", n)
+		}
+	default:
 		t.Fatal("top -b went on after SIGHUP")
 	}
 }

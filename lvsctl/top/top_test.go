@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode/utf8"
 
@@ -453,15 +454,18 @@ func TestLargeTableShowsAWindow(t *testing.T) {
 // Run, the full-screen loop, on a simulated terminal: it reads at once
 // and every period, asks for the real servers of the services on screen
 // only (the whole table while a filter is set), draws each read, and
-// ends on q.
-func TestRunLoop(t *testing.T) {
+// ends on q. It runs in a synctest bubble: the periods pass at once.
+func TestRunLoop(t *testing.T) { synctest.Test(t, testRunLoop) }
+
+func testRunLoop(t *testing.T) {
 	sim := tcell.NewSimulationScreen("UTF-8")
 	if err := sim.Init(); err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Fini()
 	sim.SetSize(80, 5) // room for 2 rows: the first service and its first server
-	m := NewModel(100 * time.Millisecond)
+	const period = 100 * time.Millisecond
+	m := NewModel(period)
 	wants := make(chan Want, 100)
 	reads := 0
 	src := func(w Want) (Input, error) {
@@ -472,40 +476,38 @@ func TestRunLoop(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- Run(context.Background(), sim, m, src, false) }()
-	next := func() Want {
+	// read is the one read made by now.
+	read := func(what string) Want {
 		t.Helper()
-		select {
-		case w := <-wants:
-			return w
-		case <-time.After(10 * time.Second):
-			t.Fatal("no refresh")
-			return Want{}
+		synctest.Wait()
+		if len(wants) != 1 {
+			t.Fatalf("%s: %d reads, want 1", what, len(wants))
 		}
+		return <-wants
 	}
-	if w := next(); !w.Full {
+	if w := read("at the start"); !w.Full {
 		t.Errorf("first read %+v, want the whole table", w)
 	}
-	if w := next(); w.Full || len(w.Services) != 1 || !w.Services[rules.KeyOf(&fixture(t0).Set.Services[0].Service)] {
+	time.Sleep(period)
+	if w := read("a period on"); w.Full || len(w.Services) != 1 || !w.Services[rules.KeyOf(&fixture(t0).Set.Services[0].Service)] {
 		t.Errorf("second read %+v, want the real servers of -t 10.0.0.1:80 only", w)
 	}
 	sim.InjectKey(tcell.KeyRune, '/', tcell.ModNone)
 	sim.InjectKey(tcell.KeyRune, '2', tcell.ModNone)
 	sim.InjectKey(tcell.KeyEnter, 0, tcell.ModNone)
-	deadline := time.After(10 * time.Second)
-	for w := next(); !w.Full; w = next() {
-		select {
-		case <-deadline:
-			t.Fatal("a filter did not make the reads whole")
-		default:
-		}
+	synctest.Wait()
+	time.Sleep(period)
+	if w := read("a period after the filter"); !w.Full {
+		t.Errorf("read after a filter %+v, want the whole table", w)
 	}
 	sim.InjectKey(tcell.KeyRune, 'q', tcell.ModNone)
+	synctest.Wait()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	default:
 		t.Fatal("q did not end Run")
 	}
 	if lines := text(sim); !strings.HasPrefix(lines[0], "lvsctl top - ") || !strings.Contains(lines[1], `filter "2"`) {
