@@ -13,15 +13,15 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 )
 
-// ServeChecked serves what health checks probe, one listener per spec
+// serveChecked serves what health checks probe, one listener per spec
 // KIND/ADDR:PORT: tcp (an HTTP server answering 200 to any request, which
 // also passes a bare connect), https (the same over TLS with a
 // self-signed certificate), udp (echoes each datagram), dns (answers
 // every query NOERROR with one record of the type asked), smtp (a mail
-// server, ServeSMTP), smtp554 (one that greets with 554) and smtpslow (one
+// server, serveSMTP), smtp554 (one that greets with 554) and smtpslow (one
 // that greets after 200 ms). It prints "ready" once all listen and serves
 // until ctx ends.
-func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
+func serveChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 	var cert *tls.Certificate
 	var closers []io.Closer
 	defer func() {
@@ -60,7 +60,7 @@ func ServeChecked(ctx context.Context, specs []string, stdout io.Writer) error {
 			if kind == "smtpslow" {
 				pause = 200 * time.Millisecond
 			}
-			go ServeSMTP(ctx, "mx."+strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr)+".test", ln, pause, func() bool { return refuse })
+			go serveSMTP(ctx, "mx."+strings.NewReplacer(":", "-", "[", "", "]", "").Replace(addr)+".test", ln, pause, func() bool { return refuse })
 		case "udp", "dns":
 			pc, err := net.ListenPacket("udp", addr)
 			if err != nil {

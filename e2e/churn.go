@@ -14,14 +14,14 @@ import (
 )
 
 // The churn client: new connections started at a steady rate, each
-// carrying one line to a flow server (ServeFlows) and closed, as clients
+// carrying one line to a flow server (serveFlows) and closed, as clients
 // that keep arriving whatever happened to the ones before them (a client
 // waiting on a failing connection does not hold the next one back). What
 // a router's or a director's change does to them is whether a new
 // connection opens and is answered in time.
 
-// ChurnConfig is what the churn client opens.
-type ChurnConfig struct {
+// churnConfig is what the churn client opens.
+type churnConfig struct {
 	Addr string // VIP:port
 	// Rate is how many connections start per second.
 	Rate int
@@ -30,12 +30,12 @@ type ChurnConfig struct {
 	Timeout time.Duration
 }
 
-// churnFailCap bounds ChurnReport.FailedAtMS.
+// churnFailCap bounds churnReport.FailedAtMS.
 const churnFailCap = 2000
 
-// ChurnReport counts the connections started since the last mark that
+// churnReport counts the connections started since the last mark that
 // have ended (an attempt still under way is counted once it ends).
-type ChurnReport struct {
+type churnReport struct {
 	Attempts int            `json:"attempts"`
 	Failed   int            `json:"failed"`
 	Reasons  map[string]int `json:"reasons,omitempty"`
@@ -60,16 +60,16 @@ const churnMaxInFlight = 2000
 
 // churnClient starts the connections; one mutex guards the tally.
 type churnClient struct {
-	cfg  ChurnConfig
+	cfg  churnConfig
 	mu   sync.Mutex
 	mark time.Time
-	rep  ChurnReport
+	rep  churnReport
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-// StartChurn starts the connections; they go on until Stop.
-func StartChurn(cfg ChurnConfig) *churnClient {
+// startChurn starts the connections; they go on until Stop.
+func startChurn(cfg churnConfig) *churnClient {
 	cc := &churnClient{cfg: cfg, stop: make(chan struct{})}
 	cc.Mark()
 	cc.wg.Add(1)
@@ -155,7 +155,7 @@ func (cc *churnClient) record(start time.Time, server string, err error) {
 
 // Window counts the attempts and failures that started from from to to
 // after the mark, in whole seconds.
-func (r ChurnReport) Window(from, to int) (attempts, failed int) {
+func (r churnReport) Window(from, to int) (attempts, failed int) {
 	for i := from; i < to && i < len(r.BySecond); i++ {
 		attempts += r.BySecond[i][0]
 		failed += r.BySecond[i][1]
@@ -168,11 +168,11 @@ func (cc *churnClient) Mark() {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	cc.mark = time.Now()
-	cc.rep = ChurnReport{Reasons: map[string]int{}, ByServer: map[string]int{}}
+	cc.rep = churnReport{Reasons: map[string]int{}, ByServer: map[string]int{}}
 }
 
 // Report is the tally since the mark.
-func (cc *churnClient) Report() ChurnReport {
+func (cc *churnClient) Report() churnReport {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	r := cc.rep
@@ -191,9 +191,9 @@ func (cc *churnClient) Stop() {
 
 // churnLoop serves the churn role: it starts the workers, prints
 // {"ready":true}, then answers "mark" with {"marked":true}, "report" with
-// a ChurnReport, and ends on "quit" or end of input.
-func churnLoop(cfg ChurnConfig, in *bufio.Scanner, out *json.Encoder) error {
-	cc := StartChurn(cfg)
+// a churnReport, and ends on "quit" or end of input.
+func churnLoop(cfg churnConfig, in *bufio.Scanner, out *json.Encoder) error {
+	cc := startChurn(cfg)
 	defer cc.Stop()
 	if err := out.Encode(map[string]bool{"ready": true}); err != nil {
 		return err
@@ -220,11 +220,11 @@ func churnLoop(cfg ChurnConfig, in *bufio.Scanner, out *json.Encoder) error {
 
 // churnConfigFromArgs reads the churn role's arguments: ADDR RATE
 // TIMEOUT (a duration as Go writes it).
-func churnConfigFromArgs(args []string) (ChurnConfig, error) {
+func churnConfigFromArgs(args []string) (churnConfig, error) {
 	if len(args) != 3 {
-		return ChurnConfig{}, fmt.Errorf("churn: want ADDR RATE TIMEOUT, got %q", args)
+		return churnConfig{}, fmt.Errorf("churn: want ADDR RATE TIMEOUT, got %q", args)
 	}
-	cfg := ChurnConfig{Addr: args[0]}
+	cfg := churnConfig{Addr: args[0]}
 	var err1, err2 error
 	cfg.Rate, err1 = strconv.Atoi(args[1])
 	cfg.Timeout, err2 = time.ParseDuration(args[2])

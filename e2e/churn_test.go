@@ -9,7 +9,7 @@ import (
 
 // churnUntil polls cc's report until cond holds (10 s at most: a bound on
 // a hung test).
-func churnUntil(t *testing.T, cc *churnClient, cond func(ChurnReport) bool) ChurnReport {
+func churnUntil(t *testing.T, cc *churnClient, cond func(churnReport) bool) churnReport {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -29,15 +29,15 @@ func churnUntil(t *testing.T, cc *churnClient, cond func(ChurnReport) bool) Chur
 // mark.
 func TestChurnCountsFailuresByStart(t *testing.T) {
 	addr, stop := flowServer(t, "rs1")
-	cc := StartChurn(ChurnConfig{Addr: addr, Rate: 100, Timeout: time.Second})
+	cc := startChurn(churnConfig{Addr: addr, Rate: 100, Timeout: time.Second})
 	defer cc.Stop()
-	r := churnUntil(t, cc, func(r ChurnReport) bool { return r.Attempts >= 5 })
+	r := churnUntil(t, cc, func(r churnReport) bool { return r.Attempts >= 5 })
 	if r.Failed != 0 || r.ByServer["rs1"] != r.Attempts {
 		t.Fatalf("a live server: %+v", r)
 	}
 	stop()
 	cc.Mark()
-	r = churnUntil(t, cc, func(r ChurnReport) bool { return r.Attempts >= 5 })
+	r = churnUntil(t, cc, func(r churnReport) bool { return r.Attempts >= 5 })
 	if r.Failed == 0 || r.Failed != r.Attempts || r.Reasons["refused"] != r.Failed || len(r.FailedAtMS) != r.Failed {
 		t.Fatalf("a stopped server: %+v", r)
 	}
@@ -65,11 +65,11 @@ func TestChurnTimeout(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	cc := StartChurn(ChurnConfig{Addr: ln.Addr().String(), Rate: 20, Timeout: 100 * time.Millisecond})
+	cc := startChurn(churnConfig{Addr: ln.Addr().String(), Rate: 20, Timeout: 100 * time.Millisecond})
 	defer cc.Stop()
 	// One started every 50 ms whatever became of the ones before, each
 	// ended at its timeout.
-	r := churnUntil(t, cc, func(r ChurnReport) bool { return r.Attempts >= 3 })
+	r := churnUntil(t, cc, func(r churnReport) bool { return r.Attempts >= 3 })
 	if r.Reasons["timeout"] != r.Attempts {
 		t.Fatalf("a silent server: %+v", r)
 	}

@@ -116,9 +116,9 @@ func TestDemo(t *testing.T) {
 	p("")
 
 	p("5. Port 21: a passive-mode FTP download through VS/NAT (the kernel's ip_vs_ftp helper):")
-	var ftp FTPResult
+	var ftp ftpResult
 	n.role("client", "ftpget", &ftp, seedVIP+":21")
-	okSum := ftp.SHA256 == SHA256Hex(FileContent(ftpSize))
+	okSum := ftp.SHA256 == sha256Hex(fileContent(ftpSize))
 	p("  rs2 offered its own address; the client got: %s", ftp.PASVReply)
 	p("  %d bytes from %s, checksum %s", ftp.Size, ftp.DataAddr, map[bool]string{true: "intact", false: "WRONG"}[okSum])
 	if !okSum || ftp.Size != ftpSize {
@@ -251,9 +251,9 @@ func demoLvsctl(t *testing.T, n *network, p func(string, ...any), indent func(st
 		return r.Stdout
 	}
 	stop := make(chan struct{})
-	done := make(chan Tally)
+	done := make(chan tally)
 	go func() {
-		total := Tally{ByServer: map[string]int{}}
+		total := tally{ByServer: map[string]int{}}
 		for {
 			select {
 			case <-stop:
@@ -304,7 +304,7 @@ func demoHealth(t *testing.T, n *network, p func(string, ...any)) {
 	n.waitWeight("dir", seedVIP80, seedRS2, "2", 10*time.Second)
 	var mu sync.Mutex
 	phase := 0
-	tallies := make([]Tally, 3)
+	tallies := make([]tally, 3)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {

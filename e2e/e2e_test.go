@@ -26,10 +26,10 @@ func TestEchoServerAndClients(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ln := listen(t)
-	go ServeEcho(ctx, "rs1", nil, ln)
+	go serveEcho(ctx, "rs1", nil, ln)
 	addr := ln.Addr().String()
 
-	tally := GetN(addr, 3)
+	tally := httpGetN(addr, 3)
 	if tally.ByServer["rs1"] != 3 || len(tally.Errors) != 0 || tally.Remotes[addr] != 3 {
 		t.Fatalf("tally %+v", tally)
 	}
@@ -46,7 +46,7 @@ func TestEchoServerAndClients(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("keepalive printed %d lines, want 3:\n%s", len(lines), out.String())
 	}
-	var a1, a2 Answer
+	var a1, a2 httpAnswer
 	json.Unmarshal([]byte(lines[1]), &a1)
 	json.Unmarshal([]byte(lines[2]), &a2)
 	if a1.Server != "rs1" || a1.ClientLocal != a2.ClientLocal {
@@ -73,7 +73,7 @@ func (s *syncBuffer) String() string {
 }
 
 // TestEchoReportsOnlyClosesNobodyAskedFor: the echo server's close after a
-// "Connection: close" request (every GetN request) is the protocol, not a
+// "Connection: close" request (every httpGetN request) is the protocol, not a
 // report; a connection it drops on its own (here, after a malformed
 // request) is reported. Real clock: real connections.
 func TestEchoReportsOnlyClosesNobodyAskedFor(t *testing.T) {
@@ -81,9 +81,9 @@ func TestEchoReportsOnlyClosesNobodyAskedFor(t *testing.T) {
 	defer cancel()
 	ln := listen(t)
 	var closes syncBuffer
-	go ServeEcho(ctx, "rs1", &closes, ln)
+	go serveEcho(ctx, "rs1", &closes, ln)
 	addr := ln.Addr().String()
-	if tally := GetN(addr, 5); tally.ByServer["rs1"] != 5 {
+	if tally := httpGetN(addr, 5); tally.ByServer["rs1"] != 5 {
 		t.Fatalf("tally %+v", tally)
 	}
 	conn, err := net.Dial("tcp4", addr)
@@ -109,7 +109,7 @@ func TestGetCountsFailures(t *testing.T) {
 	ln := listen(t)
 	addr := ln.Addr().String()
 	ln.Close()
-	tally := GetN(addr, 2)
+	tally := httpGetN(addr, 2)
 	if len(tally.Errors) != 2 || len(tally.ByServer) != 0 {
 		t.Errorf("tally against a closed port: %+v", tally)
 	}
@@ -118,37 +118,37 @@ func TestGetCountsFailures(t *testing.T) {
 func TestFTPPassiveDownload(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	content := FileContent(300_000)
+	content := fileContent(300_000)
 	ln := listen(t)
-	go ServeFTP(ctx, "rs2", ln, content)
-	res, err := FTPGet(ln.Addr().String(), FTPFile)
+	go serveFTP(ctx, "rs2", ln, content)
+	res, err := ftpGet(ln.Addr().String(), ftpFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Size != len(content) || res.SHA256 != SHA256Hex(content) {
-		t.Errorf("downloaded %d bytes, sha256 %s; want %d, %s", res.Size, res.SHA256, len(content), SHA256Hex(content))
+	if res.Size != len(content) || res.SHA256 != sha256Hex(content) {
+		t.Errorf("downloaded %d bytes, sha256 %s; want %d, %s", res.Size, res.SHA256, len(content), sha256Hex(content))
 	}
 	if !strings.HasPrefix(res.PASVReply, "227 Entering Passive Mode (127,0,0,1,") || !strings.HasPrefix(res.DataAddr, "127.0.0.1:") {
 		t.Errorf("PASV reply %q, data address %q", res.PASVReply, res.DataAddr)
 	}
-	if _, err := FTPGet(ln.Addr().String(), "nope"); err == nil {
+	if _, err := ftpGet(ln.Addr().String(), "nope"); err == nil {
 		t.Error("downloading a missing file succeeded")
 	}
 }
 
 func TestFileContentIsDeterministicAndVaried(t *testing.T) {
-	a, b := FileContent(1000), FileContent(1000)
+	a, b := fileContent(1000), fileContent(1000)
 	if !bytes.Equal(a, b) || len(a) != 1000 {
-		t.Fatal("FileContent is not deterministic")
+		t.Fatal("fileContent is not deterministic")
 	}
 	if bytes.Equal(a[:32], a[32:64]) {
-		t.Error("FileContent repeats itself")
+		t.Error("fileContent repeats itself")
 	}
 }
 
 func TestRunRoleRejectsUnknownRoles(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := RunRole("nope", nil, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unknown role") {
+	if code := runRoleStatus("nope", nil, strings.NewReader(""), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "unknown role") {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }
@@ -162,8 +162,8 @@ func TestUDPEchoAndFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := make(chan error, 1)
-	go func() { served <- ServeUDPEcho(ctx, "rs1", pc) }()
-	f, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 5*time.Second)
+	go func() { served <- serveUDPEcho(ctx, "rs1", pc) }()
+	f, err := dialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,12 +177,12 @@ func TestUDPEchoAndFlow(t *testing.T) {
 	select {
 	case err := <-served:
 		if err != nil {
-			t.Errorf("ServeUDPEcho: %v", err)
+			t.Errorf("serveUDPEcho: %v", err)
 		}
 	case <-time.After(10 * time.Second): // a bound on a hung test
-		t.Fatal("ServeUDPEcho still runs 10 s after its context ended")
+		t.Fatal("serveUDPEcho still runs 10 s after its context ended")
 	}
-	quiet, err := DialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 100*time.Millisecond)
+	quiet, err := dialUDPFlow("127.0.0.1:0", pc.LocalAddr().String(), 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,11 +110,11 @@ func routerBird() string {
 	for _, d := range ecmpDirs {
 		dirs = append(dirs, ecmpAddr[d])
 	}
-	return RouterBird(ecmpRouter, ecmpAS, ecmpDirAS, dirs, ecmpHold)
+	return routerBirdConfig(ecmpRouter, ecmpAS, ecmpDirAS, dirs, ecmpHold)
 }
 
 func directorBird(d string) string {
-	return DirectorBird(ecmpAddr[d], ecmpDirAS, ecmpRouter, ecmpAS, ecmpVIP, ecmpHold)
+	return directorBirdConfig(ecmpAddr[d], ecmpDirAS, ecmpRouter, ecmpAS, ecmpVIP, ecmpHold)
 }
 
 // ecmpRules is the rule file every director should have: the service and
@@ -467,10 +467,10 @@ func (f *flowsProc) clock() time.Time {
 	return time.Now()
 }
 
-func (f *flowsProc) report() FlowReport {
+func (f *flowsProc) report() flowReport {
 	f.t.Helper()
 	f.send("report")
-	var r FlowReport
+	var r flowReport
 	f.read(&r, 30*time.Second)
 	return r
 }
@@ -478,7 +478,7 @@ func (f *flowsProc) report() FlowReport {
 // settle reports once every connection open at mark has flowed again
 // since (or broken), and at least min after since; at the latest watch
 // after since, when those still waiting count as broken.
-func (f *flowsProc) settle(since time.Time, min, watch time.Duration) FlowReport {
+func (f *flowsProc) settle(since time.Time, min, watch time.Duration) flowReport {
 	f.t.Helper()
 	for {
 		time.Sleep(500 * time.Millisecond)
@@ -579,7 +579,7 @@ func (l *ecmpLab) directorLoss(setup string, watch time.Duration, opened func())
 	row.recoveryMS, row.maxGapMS = r.RecoveryMS, r.MaxGapMS
 	row.reasons, row.brokenServers = sortedCounts(r.Reasons), sortedCounts(r.BrokenByServer)
 	udpAfter := l.probeUDP(udpBase)
-	row.udpMoved, row.udpBoth = Moved(udpBefore, udpAfter)
+	row.udpMoved, row.udpBoth = movedFlows(udpBefore, udpAfter)
 	row.udpFailed = udpAfter.Failed
 	l.t.Logf("%s: UDP: %d of %d flows answered by another real server after the loss, %d unanswered (first: %s); before: %d unanswered, %s",
 		setup, row.udpMoved, row.udpBoth, udpAfter.Failed, udpAfter.First, udpBefore.Failed, sortedCounts(udpBefore.ByServer))
@@ -600,7 +600,7 @@ func (l *ecmpLab) dir3Back() {
 }
 
 // probeVia sends the probe's flows to the VIP through one director.
-func (l *ecmpLab) probeVia(d string) ProbeResult {
+func (l *ecmpLab) probeVia(d string) probeResult {
 	l.t.Helper()
 	l.must("probe", ipCmd, "route", "replace", ecmpVIP+"/32", "via", ecmpAddr[d])
 	r := l.runProbe("probe", "probe", ecmpBase, ecmpOpenTimeout)
@@ -613,16 +613,16 @@ func (l *ecmpLab) probeVia(d string) ProbeResult {
 // probeUDP sends a datagram on each of ecmpFlows UDP flows from the
 // router (where the clients are) through its ECMP route, from source
 // ports base.., and says which real server answered each.
-func (l *ecmpLab) probeUDP(base int) ProbeResult {
+func (l *ecmpLab) probeUDP(base int) probeResult {
 	l.t.Helper()
 	return l.runProbe("router", "uprobe", base, ecmpUDPTimeout)
 }
 
 // runProbe runs a probe role (probe or uprobe) in host's namespace, each
 // flow waiting at most timeout for its answer.
-func (l *ecmpLab) runProbe(host, role string, base int, timeout time.Duration) ProbeResult {
+func (l *ecmpLab) runProbe(host, role string, base int, timeout time.Duration) probeResult {
 	l.t.Helper()
-	var r ProbeResult
+	var r probeResult
 	start := time.Now()
 	self, err := os.Executable()
 	if err != nil {
@@ -792,12 +792,12 @@ func (l *ecmpLab) orderAndFlowsMoved(t *testing.T, res *ecmpResults, full string
 			l.ipvsadm(d, "-a", "-t", ecmpVIPPort, "-r", ecmpAddr[rs]+":"+ecmpPort, "-g", "-w", "1")
 		}
 	}
-	mismatch, both := Moved(l.probeVia("dir1"), l.probeVia("dir2"))
+	mismatch, both := movedFlows(l.probeVia("dir1"), l.probeVia("dir2"))
 	for _, d := range []string{"dir1", "dir2"} {
 		t.Logf("lvsctl apply on %s:\n%s", d, l.apply(d, full, 0))
 	}
 	via1 := l.probeVia("dir1")
-	fixed, both2 := Moved(via1, l.probeVia("dir2"))
+	fixed, both2 := movedFlows(via1, l.probeVia("dir2"))
 	t.Logf("different orders: %d of %d flows reach different real servers through dir1 and dir2; after lvsctl apply of one file on both: %d of %d", mismatch, both, fixed, both2)
 	if fixed != 0 || both2 != ecmpFlows {
 		t.Errorf("after lvsctl apply of one file on both directors %d of %d flows differ, want 0 of %d", fixed, both2, ecmpFlows)
@@ -811,9 +811,9 @@ func (l *ecmpLab) orderAndFlowsMoved(t *testing.T, res *ecmpResults, full string
 	before := via1
 	l.apply("dir1", ecmpRules(mhSched, "rs1", "rs2", "rs3"), 0)
 	after := l.probeVia("dir1")
-	moved, both := Moved(before, after)
+	moved, both := movedFlows(before, after)
 	onRS4 := before.ByServer["rs4"]
-	mod := ModuloMoved(ecmpProbe, ecmpFlows, ecmpBase, 4, 3)
+	mod := moduloMoved(ecmpProbe, ecmpFlows, ecmpBase, 4, 3)
 	t.Logf("rs4 leaves: %d of %d flows moved (%.1f %%), %d of them had rs4; before %s, after %s; modulo hash: %d moved (%.1f %%)",
 		moved, both, pct(moved, both), onRS4, sortedCounts(before.ByServer), sortedCounts(after.ByServer), mod, pct(mod, ecmpFlows))
 	if moved < onRS4 || after.ByServer["rs4"] != 0 {
@@ -977,7 +977,7 @@ func (l *ecmpLab) sub(t *testing.T, name string, f func(t *testing.T)) {
 }
 
 // openNow counts the connections a report saw open.
-func openNow(r FlowReport) int {
+func openNow(r flowReport) int {
 	n := 0
 	for _, c := range r.ByServer {
 		n += c

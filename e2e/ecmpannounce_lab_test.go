@@ -263,7 +263,7 @@ func (l *annLab) toAnnounce(when string) {
 		if _, ok := l.bird[d]; ok {
 			l.stopBird(d)
 		}
-		l.startBird(d, AnnounceBird(ecmpAddr[d], ecmpDirAS, ecmpRouter, ecmpAS, ecmpHold))
+		l.startBird(d, announceBirdConfig(ecmpAddr[d], ecmpDirAS, ecmpRouter, ecmpAS, ecmpHold))
 		l.startRun(d)
 	}
 	l.static, l.when = false, when
@@ -465,10 +465,10 @@ func (c *churnProc) mark() time.Time {
 	return time.Now()
 }
 
-func (c *churnProc) report() ChurnReport {
+func (c *churnProc) report() churnReport {
 	c.t.Helper()
 	c.send("report")
-	var r ChurnReport
+	var r churnReport
 	c.read(&r)
 	return r
 }
@@ -480,7 +480,7 @@ func (c *churnProc) quit() {
 }
 
 // after counts the failures that started more than d after the mark.
-func (r ChurnReport) after(d time.Duration) int {
+func (r churnReport) after(d time.Duration) int {
 	n := 0
 	for _, ms := range r.FailedAtMS {
 		if ms > d.Milliseconds() {
@@ -491,14 +491,14 @@ func (r ChurnReport) after(d time.Duration) int {
 }
 
 // last is the start of the last failure after the mark (0 without one).
-func (r ChurnReport) last() time.Duration {
+func (r churnReport) last() time.Duration {
 	if len(r.FailedAtMS) == 0 {
 		return 0
 	}
 	return time.Duration(r.FailedAtMS[len(r.FailedAtMS)-1]) * time.Millisecond
 }
 
-func (r ChurnReport) String() string {
+func (r churnReport) String() string {
 	return fmt.Sprintf("%d of %d new connections failed (%.1f %%; %s) over %.1f s (%d not started: too many under way); by real server %s; first error %q",
 		r.Failed, r.Attempts, pct(r.Failed, r.Attempts), sortedCounts(r.Reasons), float64(r.SpanMS)/1000, r.Skipped, sortedCounts(r.ByServer), r.FirstError)
 }

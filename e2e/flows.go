@@ -29,9 +29,9 @@ import (
 // same flows (same 4-tuples) can be sent through different directors or
 // rule sets and compared flow by flow.
 
-// ServeFlows answers every line a client sends with "NAME LINE" until ctx
+// serveFlows answers every line a client sends with "NAME LINE" until ctx
 // ends: the client learns which real server holds its connection.
-func ServeFlows(ctx context.Context, name string, ln net.Listener) error {
+func serveFlows(ctx context.Context, name string, ln net.Listener) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}
@@ -78,8 +78,8 @@ func ServeFlows(ctx context.Context, name string, ln net.Listener) error {
 	}
 }
 
-// FlowConfig is what the flow client holds open.
-type FlowConfig struct {
+// flowConfig is what the flow client holds open.
+type flowConfig struct {
 	Addr     string        // VIP:port
 	N        int           // connections
 	BasePort int           // the first connection of slot i starts from BasePort+i
@@ -95,8 +95,8 @@ type FlowConfig struct {
 	OpenTimeout time.Duration
 }
 
-// FlowReport is the state of the client's connections since the last mark.
-type FlowReport struct {
+// flowReport is the state of the client's connections since the last mark.
+type flowReport struct {
 	Slots int `json:"slots"`
 	// AtMark counts the connections open when mark came; Broken those of
 	// them that failed after it (reset, end of stream), by reason.
@@ -150,13 +150,13 @@ type flowConn struct {
 // flowClient holds the slots' connections; one mutex guards all state
 // (the goroutines touch it once per line, which is cheap next to the I/O).
 type flowClient struct {
-	cfg  FlowConfig
+	cfg  flowConfig
 	mu   sync.Mutex
 	mark time.Time
 	// clock is when recovery is counted from: mark, or later (Clock).
 	clock time.Time
 	conns [][]*flowConn // per slot, every connection it had since mark (the last is current)
-	rep   FlowReport
+	rep   flowReport
 	live  map[net.Conn]bool
 	// openErrors counts failed opens by reason, since the start.
 	openErrors     map[string]int
@@ -230,10 +230,10 @@ func exchange(c net.Conn, br *bufio.Reader, seq int, buf []byte) (string, []byte
 	return string(name), buf, nil
 }
 
-// StartFlows opens cfg.N connections and keeps them sending until Stop.
+// startFlows opens cfg.N connections and keeps them sending until Stop.
 // It returns once every connection has had its first line answered, or
 // with an error naming how many could not be opened.
-func StartFlows(cfg FlowConfig) (*flowClient, error) {
+func startFlows(cfg flowConfig) (*flowClient, error) {
 	fc := &flowClient{cfg: cfg, conns: make([][]*flowConn, cfg.N), live: map[net.Conn]bool{}, stop: make(chan struct{}), openErrors: map[string]int{}}
 	fc.resetLocked(time.Now())
 	ready := make(chan error, cfg.N)
@@ -317,7 +317,7 @@ func (fc *flowClient) slot(i int, sem chan struct{}, ready chan<- error) {
 		fc.live[c] = true
 		fc.mu.Unlock()
 		if first {
-			// Only now: a mark that follows StartFlows must see it.
+			// Only now: a mark that follows startFlows must see it.
 			ready <- nil
 			first = false
 		}
@@ -405,7 +405,7 @@ func (fc *flowClient) run(c *net.TCPConn, br *bufio.Reader, f *flowConn) {
 // resetLocked starts a new observation at t: the connections open now are
 // the ones the next report is about.
 func (fc *flowClient) resetLocked(t time.Time) {
-	fc.rep = FlowReport{Slots: fc.cfg.N}
+	fc.rep = flowReport{Slots: fc.cfg.N}
 	for i, cs := range fc.conns {
 		if len(cs) == 0 {
 			continue
@@ -446,7 +446,7 @@ func (fc *flowClient) Clock() {
 }
 
 // Report sums up the connections since the last mark.
-func (fc *flowClient) Report() FlowReport {
+func (fc *flowClient) Report() flowReport {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	now := time.Now()
@@ -504,9 +504,9 @@ func (fc *flowClient) Stop() {
 // flowsLoop serves the flows role: it opens the connections, prints
 // {"ready":N,"by_server":{...}}, then answers "mark" with {"marked":true},
 // "clock" with {"clock":true},
-// "report" with a FlowReport, and ends on "quit" or end of input.
-func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
-	fc, err := StartFlows(cfg)
+// "report" with a flowReport, and ends on "quit" or end of input.
+func flowsLoop(cfg flowConfig, in *bufio.Scanner, out *json.Encoder) error {
+	fc, err := startFlows(cfg)
 	if err != nil {
 		return err
 	}
@@ -537,19 +537,19 @@ func flowsLoop(cfg FlowConfig, in *bufio.Scanner, out *json.Encoder) error {
 	return in.Err()
 }
 
-// ProbeResult says which real server each flow reached: Servers[i] for the
+// probeResult says which real server each flow reached: Servers[i] for the
 // connection from BasePort+i ("" when it failed).
-type ProbeResult struct {
+type probeResult struct {
 	Servers  []string       `json:"servers"`
 	ByServer map[string]int `json:"by_server"`
 	Failed   int            `json:"failed"`
 	First    string         `json:"first_error,omitempty"`
 }
 
-// Probe opens n connections to addr, from ports base..base+n-1, each for
+// probeFlows opens n connections to addr, from ports base..base+n-1, each for
 // one line, and closes them with a reset so the same flows can be probed
 // again at once.
-func Probe(addr string, n, base int, timeout time.Duration) ProbeResult {
+func probeFlows(addr string, n, base int, timeout time.Duration) probeResult {
 	return probeEach(n, base, func(port int) (string, error) {
 		c, err := dialFrom(addr, port, timeout)
 		if err != nil {
@@ -564,8 +564,8 @@ func Probe(addr string, n, base int, timeout time.Duration) ProbeResult {
 
 // probeEach runs one(port) for the n ports from base, 32 at a time, and
 // sums up which real server answered each flow.
-func probeEach(n, base int, one func(port int) (string, error)) ProbeResult {
-	res := ProbeResult{Servers: make([]string, n), ByServer: map[string]int{}}
+func probeEach(n, base int, one func(port int) (string, error)) probeResult {
+	res := probeResult{Servers: make([]string, n), ByServer: map[string]int{}}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 32)
@@ -593,10 +593,10 @@ func probeEach(n, base int, one func(port int) (string, error)) ProbeResult {
 	return res
 }
 
-// Moved counts the flows two probes of the same ports answered from
+// movedFlows counts the flows two probes of the same ports answered from
 // different real servers (flows that failed in either are not counted)
 // and the flows both answered.
-func Moved(a, b ProbeResult) (moved, both int) {
+func movedFlows(a, b probeResult) (moved, both int) {
 	for i := range min(len(a.Servers), len(b.Servers)) {
 		if a.Servers[i] == "" || b.Servers[i] == "" {
 			continue
@@ -609,10 +609,10 @@ func Moved(a, b ProbeResult) (moved, both int) {
 	return moved, both
 }
 
-// ModuloMoved is the control for Moved: the share of the same flows (one
+// moduloMoved is the control for movedFlows: the share of the same flows (one
 // client address, ports base..base+n-1) that a plain hash-modulo-servers
 // scheduler sends elsewhere when the servers go from `from` to `to`.
-func ModuloMoved(client string, n, base, from, to int) int {
+func moduloMoved(client string, n, base, from, to int) int {
 	moved := 0
 	for i := range n {
 		h := fnv1a(client + ":" + strconv.Itoa(base+i))
@@ -651,11 +651,11 @@ func sortedCounts(m map[string]int) string {
 
 // flowsConfigFromArgs reads the flows role's arguments: ADDR N BASEPORT
 // INTERVAL LIFETIME OPENTIMEOUT (durations as Go writes them).
-func flowsConfigFromArgs(args []string) (FlowConfig, error) {
+func flowsConfigFromArgs(args []string) (flowConfig, error) {
 	if len(args) != 6 {
-		return FlowConfig{}, fmt.Errorf("flows: want ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT, got %q", args)
+		return flowConfig{}, fmt.Errorf("flows: want ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT, got %q", args)
 	}
-	cfg := FlowConfig{Addr: args[0]}
+	cfg := flowConfig{Addr: args[0]}
 	var err error
 	if cfg.N, err = strconv.Atoi(args[1]); err != nil {
 		return cfg, err

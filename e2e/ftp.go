@@ -16,10 +16,10 @@ import (
 	"time"
 )
 
-// FileContent is the test file's content: size bytes that differ
+// fileContent is the test file's content: size bytes that differ
 // everywhere (SHA-256 in counter mode), so any corruption, truncation or
 // reordering in transit changes the checksum.
-func FileContent(size int) []byte {
+func fileContent(size int) []byte {
 	out := make([]byte, 0, size+sha256.Size)
 	var ctr [8]byte
 	for i := uint64(0); len(out) < size; i++ {
@@ -30,15 +30,15 @@ func FileContent(size int) []byte {
 	return out[:size]
 }
 
-// FTPFile is the only file the test FTP server has.
-const FTPFile = "data.bin"
+// ftpFile is the only file the test FTP server has.
+const ftpFile = "data.bin"
 
-// ServeFTP is a minimal passive-mode FTP server (RFC 959 subset: USER, PASS,
-// SYST, TYPE, PWD, PASV, SIZE, RETR, QUIT) offering FTPFile with content.
+// serveFTP is a minimal passive-mode FTP server (RFC 959 subset: USER, PASS,
+// SYST, TYPE, PWD, PASV, SIZE, RETR, QUIT) offering ftpFile with content.
 // Its PASV reply names the address the control connection arrived on, as
 // real servers do; behind a VS/NAT director that is the real server's
 // address, which the kernel's ip_vs_ftp helper must rewrite to the VIP.
-func ServeFTP(ctx context.Context, name string, ln net.Listener, content []byte) error {
+func serveFTP(ctx context.Context, name string, ln net.Listener, content []byte) error {
 	go func() { <-ctx.Done(); ln.Close() }()
 	for {
 		c, err := ln.Accept()
@@ -95,13 +95,13 @@ func ftpSession(name string, c net.Conn, content []byte) {
 			port := pasv.Addr().(*net.TCPAddr).Port
 			reply("227 Entering Passive Mode (%d,%d,%d,%d,%d,%d)", ip[0], ip[1], ip[2], ip[3], port>>8, port&0xff)
 		case "SIZE":
-			if arg != FTPFile {
+			if arg != ftpFile {
 				reply("550 no such file")
 				continue
 			}
 			reply("213 %d", len(content))
 		case "RETR":
-			if arg != FTPFile {
+			if arg != ftpFile {
 				reply("550 no such file")
 				continue
 			}
@@ -109,7 +109,7 @@ func ftpSession(name string, c net.Conn, content []byte) {
 				reply("425 use PASV first")
 				continue
 			}
-			reply("150 opening data connection for %s (%d bytes)", FTPFile, len(content))
+			reply("150 opening data connection for %s (%d bytes)", ftpFile, len(content))
 			pasv.(*net.TCPListener).SetDeadline(time.Now().Add(10 * time.Second))
 			dc, err := pasv.Accept()
 			pasv.Close()
@@ -134,8 +134,8 @@ func ftpSession(name string, c net.Conn, content []byte) {
 	}
 }
 
-// FTPResult is what a download got.
-type FTPResult struct {
+// ftpResult is what a download got.
+type ftpResult struct {
 	Greeting  string `json:"greeting"`
 	PASVReply string `json:"pasv_reply"`
 	DataAddr  string `json:"data_addr"` // where the client opened the data connection
@@ -171,11 +171,11 @@ func readReply(r *bufio.Reader, want byte) (string, error) {
 	return line, nil
 }
 
-// FTPGet downloads file from the server at addr in passive mode, opening
+// ftpGet downloads file from the server at addr in passive mode, opening
 // the data connection to the address the PASV reply names, and returns the
 // content's size and checksum.
-func FTPGet(addr, file string) (FTPResult, error) {
-	var res FTPResult
+func ftpGet(addr, file string) (ftpResult, error) {
+	var res ftpResult
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return res, err
@@ -236,8 +236,8 @@ func FTPGet(addr, file string) (FTPResult, error) {
 	return res, nil
 }
 
-// SHA256Hex is the hex SHA-256 of b.
-func SHA256Hex(b []byte) string {
+// sha256Hex is the hex SHA-256 of b.
+func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }

@@ -467,7 +467,7 @@ func TestRunUnderLoad(t *testing.T) {
 				}
 				p := phase.Load()
 				c, err := dial(seedVIP80)
-				var a Answer
+				var a httpAnswer
 				if err == nil {
 					a, err = request(c, bufio.NewReader(c), seedVIP80, false, 10*time.Second)
 					c.Close()

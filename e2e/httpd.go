@@ -15,9 +15,9 @@ import (
 	"time"
 )
 
-// Answer is one HTTP reply of the echo server, with the addresses as each
+// httpAnswer is one HTTP reply of the echo server, with the addresses as each
 // end saw them: the server's view shows what the director rewrote.
-type Answer struct {
+type httpAnswer struct {
 	Server       string `json:"server"`        // the real server's name
 	ServerLocal  string `json:"server_local"`  // where the request arrived (RIP:port in VS/NAT, VIP:port in DR/TUN)
 	ServerRemote string `json:"server_remote"` // who the server thinks asked (the client, or the full-NAT source)
@@ -47,12 +47,12 @@ func echoHandler(name string) http.Handler {
 // request came on.
 type connKey struct{}
 
-// ServeEcho serves the echo answer on every listener until ctx ends. Each
+// serveEcho serves the echo answer on every listener until ctx ends. Each
 // connection the server closes before its client did, unless the client
 // asked for that (Connection: close), is reported on closes (when not nil)
 // with the read error that ended it: a load test can then tell the
 // server's closes from the network's.
-func ServeEcho(ctx context.Context, name string, closes io.Writer, lns ...net.Listener) error {
+func serveEcho(ctx context.Context, name string, closes io.Writer, lns ...net.Listener) error {
 	echo := echoHandler(name)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -143,73 +143,74 @@ func (c *watchedConn) Close() error {
 }
 
 // parseAnswer reads "NAME local=A remote=B".
-func parseAnswer(line string) (Answer, error) {
+func parseAnswer(line string) (httpAnswer, error) {
 	f := strings.Fields(line)
 	if len(f) != 3 || !strings.HasPrefix(f[1], "local=") || !strings.HasPrefix(f[2], "remote=") {
-		return Answer{}, fmt.Errorf("unexpected answer %q", line)
+		return httpAnswer{}, fmt.Errorf("unexpected answer %q", line)
 	}
-	return Answer{Server: f[0], ServerLocal: strings.TrimPrefix(f[1], "local="), ServerRemote: strings.TrimPrefix(f[2], "remote=")}, nil
+	return httpAnswer{Server: f[0], ServerLocal: strings.TrimPrefix(f[1], "local="), ServerRemote: strings.TrimPrefix(f[2], "remote=")}, nil
 }
 
-// requestTimeout bounds one request of Get, GetN and the keepalive role.
+// requestTimeout bounds one request of httpGet, httpGetN and the keepalive
+// role.
 const requestTimeout = 5 * time.Second
 
 // request sends one GET on conn and reads the answer, within timeout.
-func request(conn net.Conn, br *bufio.Reader, host string, keepAlive bool, timeout time.Duration) (Answer, error) {
+func request(conn net.Conn, br *bufio.Reader, host string, keepAlive bool, timeout time.Duration) (httpAnswer, error) {
 	connHdr := "close"
 	if keepAlive {
 		connHdr = "keep-alive"
 	}
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	if _, err := fmt.Fprintf(conn, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: %s\r\n\r\n", host, connHdr); err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	defer resp.Body.Close()
 	body, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil {
-		return Answer{}, fmt.Errorf("reading body: %w", err)
+		return httpAnswer{}, fmt.Errorf("reading body: %w", err)
 	}
 	a, err := parseAnswer(strings.TrimSpace(body))
 	if err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	a.ClientLocal, a.ClientRemote = conn.LocalAddr().String(), conn.RemoteAddr().String()
 	return a, nil
 }
 
-// Get makes one request on a new connection to addr (host:port).
-func Get(addr string) (Answer, error) {
+// httpGet makes one request on a new connection to addr (host:port).
+func httpGet(addr string) (httpAnswer, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	defer conn.Close()
 	return request(conn, bufio.NewReader(conn), addr, false, requestTimeout)
 }
 
-// Tally is what a series of requests got: answers per server, errors, and
+// tally is what a series of requests got: answers per server, errors, and
 // the first answer in full.
-type Tally struct {
+type tally struct {
 	Requests int            `json:"requests"`
 	ByServer map[string]int `json:"by_server"`
 	Errors   []string       `json:"errors,omitempty"`
-	First    *Answer        `json:"first,omitempty"`
+	First    *httpAnswer    `json:"first,omitempty"`
 	// Remotes counts the addresses the client talked to (always the VIP).
 	Remotes map[string]int `json:"remotes"`
 }
 
-// GetN makes n requests to addr, each on a new connection so that IPVS
+// httpGetN makes n requests to addr, each on a new connection so that IPVS
 // schedules each one.
-func GetN(addr string, n int) Tally {
-	t := Tally{Requests: n, ByServer: map[string]int{}, Remotes: map[string]int{}}
+func httpGetN(addr string, n int) tally {
+	t := tally{Requests: n, ByServer: map[string]int{}, Remotes: map[string]int{}}
 	for range n {
-		a, err := Get(addr)
+		a, err := httpGet(addr)
 		if err != nil {
 			t.Errors = append(t.Errors, err.Error())
 			continue
@@ -223,8 +224,8 @@ func GetN(addr string, n int) Tally {
 	return t
 }
 
-// KeepAlive is one HTTP connection kept open across requests.
-type KeepAlive struct {
+// keepAliveConn is one HTTP connection kept open across requests.
+type keepAliveConn struct {
 	conn net.Conn
 	br   *bufio.Reader
 	addr string
@@ -232,18 +233,18 @@ type KeepAlive struct {
 	Timeout time.Duration
 }
 
-// DialKeepAlive opens the connection.
-func DialKeepAlive(addr string) (*KeepAlive, error) {
+// dialKeepAlive opens the connection.
+func dialKeepAlive(addr string) (*keepAliveConn, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	return &KeepAlive{conn: conn, br: bufio.NewReader(conn), addr: addr}, nil
+	return &keepAliveConn{conn: conn, br: bufio.NewReader(conn), addr: addr}, nil
 }
 
 // Get sends one request on the open connection; it fails after Timeout
 // (requestTimeout when zero).
-func (k *KeepAlive) Get() (Answer, error) {
+func (k *keepAliveConn) Get() (httpAnswer, error) {
 	timeout := k.Timeout
 	if timeout == 0 {
 		timeout = requestTimeout
@@ -252,12 +253,12 @@ func (k *KeepAlive) Get() (Answer, error) {
 }
 
 // Close closes the connection.
-func (k *KeepAlive) Close() error { return k.conn.Close() }
+func (k *keepAliveConn) Close() error { return k.conn.Close() }
 
 // keepAliveLoop serves the keepalive role: one JSON answer (or error) per
 // "get" line on in, until "quit" or EOF.
 func keepAliveLoop(addr string, in *bufio.Scanner, out *json.Encoder) error {
-	k, err := DialKeepAlive(addr)
+	k, err := dialKeepAlive(addr)
 	if err != nil {
 		return err
 	}

@@ -118,12 +118,12 @@ type loadResult struct {
 // the load goes on. A failed request ends its connection's requests.
 func runLoad(t *testing.T, n *network, clients, per int, during func()) loadResult {
 	t.Helper()
-	conns := make([]*KeepAlive, clients)
+	conns := make([]*keepAliveConn, clients)
 	// The sockets must be made in the client's namespace: from this
 	// thread, inside n.in. Their I/O then works from any goroutine.
 	n.in("client", func() {
 		for i := range conns {
-			k, err := DialKeepAlive(seedVIP80)
+			k, err := dialKeepAlive(seedVIP80)
 			if err != nil {
 				t.Fatalf("connection %d: %v", i, err)
 			}

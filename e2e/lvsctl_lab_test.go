@@ -264,7 +264,7 @@ func (n *network) underTraffic(change func()) trafficReport {
 	stop := make(chan struct{})
 	type batch struct {
 		start, end time.Time
-		tally      Tally
+		tally      tally
 	}
 	var batches []batch
 	var answers []time.Time

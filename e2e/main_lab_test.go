@@ -12,7 +12,7 @@ import (
 // instead of the tests.
 func TestMain(m *testing.M) {
 	if role := os.Getenv(RoleEnv); role != "" {
-		os.Exit(RunRole(role, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(runRoleStatus(role, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

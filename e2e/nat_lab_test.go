@@ -86,7 +86,7 @@ func seedVSNAT(n *network) {
 
 // checkSplit asserts that count requests all answered, came back from
 // vipPort, and split between rs1 and rs2 as w1:w2 within tol.
-func checkSplit(t *testing.T, tally Tally, vipPort string, w1, w2, tol int) {
+func checkSplit(t *testing.T, tally tally, vipPort string, w1, w2, tol int) {
 	t.Helper()
 	want1, got1, got2 := splitErrors(t, tally, vipPort, w1, w2, tol)
 	t.Logf("split rs1:rs2 = %d:%d over %d requests (weights %d:%d, expected %d:%d ±%d)", got1, got2, tally.Requests, w1, w2, want1, tally.Requests-want1, tol)
@@ -94,7 +94,7 @@ func checkSplit(t *testing.T, tally Tally, vipPort string, w1, w2, tol int) {
 
 // splitErrors is checkSplit without its log line (the demo prints its own
 // table); it returns the expected share of rs1 and what each server got.
-func splitErrors(t *testing.T, tally Tally, vipPort string, w1, w2, tol int) (want1, got1, got2 int) {
+func splitErrors(t *testing.T, tally tally, vipPort string, w1, w2, tol int) (want1, got1, got2 int) {
 	t.Helper()
 	if len(tally.Errors) > 0 {
 		t.Errorf("%d of %d requests failed, e.g. %s", len(tally.Errors), tally.Requests, tally.Errors[0])
@@ -171,9 +171,9 @@ func TestVSNAT(t *testing.T) {
 	})
 
 	t.Run("ftp", func(t *testing.T) {
-		var res FTPResult
+		var res ftpResult
 		n.role("client", "ftpget", &res, seedVIP+":21")
-		want := SHA256Hex(FileContent(ftpSize))
+		want := sha256Hex(fileContent(ftpSize))
 		if res.Size != ftpSize || res.SHA256 != want {
 			t.Errorf("downloaded %d bytes with sha256 %s, want %d bytes, %s", res.Size, res.SHA256, ftpSize, want)
 		}

@@ -320,9 +320,9 @@ func shellJoin(args []string) string {
 }
 
 // get makes count requests from host to addr, a new connection each.
-func (n *network) get(host, addr string, count int) Tally {
+func (n *network) get(host, addr string, count int) tally {
 	n.t.Helper()
-	var t Tally
+	var t tally
 	n.role(host, "get", &t, addr, strconv.Itoa(count))
 	return t
 }
@@ -380,7 +380,7 @@ func (k *keepAlive) read(v any) {
 }
 
 // get sends one request on the open connection.
-func (k *keepAlive) get() (Answer, error) {
+func (k *keepAlive) get() (httpAnswer, error) {
 	k.t.Helper()
 	if _, err := io.WriteString(k.in, "get\n"); err != nil {
 		k.t.Fatal(err)
@@ -388,10 +388,10 @@ func (k *keepAlive) get() (Answer, error) {
 	var raw map[string]string
 	k.read(&raw)
 	if e := raw["error"]; e != "" {
-		return Answer{}, fmt.Errorf("%s", e)
+		return httpAnswer{}, fmt.Errorf("%s", e)
 	}
 	b, _ := json.Marshal(raw)
-	var a Answer
+	var a httpAnswer
 	json.Unmarshal(b, &a)
 	return a, nil
 }

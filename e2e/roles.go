@@ -22,33 +22,33 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 // Roles and their arguments:
 //
 //	http NAME ADDR...        echo server; prints "ready" once listening
-//	get ADDR N               N requests on new connections; prints a Tally as JSON
+//	get ADDR N               N requests on new connections; prints a tally as JSON
 //	keepalive ADDR           one connection; a JSON answer per "get" line on stdin
-//	ftpd NAME ADDR SIZE      FTP server offering FTPFile of SIZE bytes; prints "ready"
-//	ftpget ADDR              downloads FTPFile; prints an FTPResult as JSON
-//	checked KIND/ADDR...     what health checks probe (see ServeChecked); prints "ready"
+//	ftpd NAME ADDR SIZE      FTP server offering ftpFile of SIZE bytes; prints "ready"
+//	ftpget ADDR              downloads ftpFile; prints an ftpResult as JSON
+//	checked KIND/ADDR...     what health checks probe (see serveChecked); prints "ready"
 //	udpecho NAME ADDR        UDP server answering "NAME DATAGRAM"; prints "ready"
 //	flowd NAME ADDR          line echo server answering "NAME LINE"; prints "ready"
 //	https NAME CERT KEY ADDR echo server over TLS; prints "ready"
 //	dnsd ADDR SICK           DNS server answering each query with a record of its
 //	                         type, SERVFAIL while the file SICK exists; prints "ready"
-//	smtpd NAME ADDR SICK     mail server (see ServeSMTP), greeting with 554 while
+//	smtpd NAME ADDR SICK     mail server (see serveSMTP), greeting with 554 while
 //	                         the file SICK exists; prints "ready"
 //	flows ADDR N BASEPORT INTERVAL LIFETIME OPENTIMEOUT
-//	                         N long-lived connections (see FlowConfig); prints
+//	                         N long-lived connections (see flowConfig); prints
 //	                         {"ready":N,...}, then answers mark, clock, report, quit on stdin
 //	probe ADDR N BASEPORT TIMEOUT
 //	                         one line on each of N new connections from fixed
-//	                         ports; prints a ProbeResult as JSON
+//	                         ports; prints a probeResult as JSON
 //	churn ADDR RATE TIMEOUT  RATE new connections a second, one line each
-//	                         (see ChurnConfig); prints {"ready":true}, then
+//	                         (see churnConfig); prints {"ready":true}, then
 //	                         answers mark, report, quit on stdin
 //	uprobe ADDR N BASEPORT TIMEOUT
 //	                         one datagram on each of N UDP flows from fixed
-//	                         ports (three tries); prints a ProbeResult as JSON
+//	                         ports (three tries); prints a probeResult as JSON
 //
-// RunRole runs one and returns its exit status.
-func RunRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// runRoleStatus runs one and returns its exit status.
+func runRoleStatus(role string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := runRole(role, args, stdin, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "e2e %s: %v\n", role, err)
 		return 1
@@ -71,13 +71,13 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			lns = append(lns, ln)
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeEcho(ctx, args[0], stderr, lns...)
+		return serveEcho(ctx, args[0], stderr, lns...)
 	case role == "get" && len(args) == 2:
 		n, err := strconv.Atoi(args[1])
 		if err != nil {
 			return err
 		}
-		return enc.Encode(GetN(args[0], n))
+		return enc.Encode(httpGetN(args[0], n))
 	case role == "keepalive" && len(args) == 1:
 		return keepAliveLoop(args[0], bufio.NewScanner(stdin), enc)
 	case role == "ftpd" && len(args) == 3:
@@ -90,42 +90,42 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeFTP(ctx, args[0], ln, FileContent(size))
+		return serveFTP(ctx, args[0], ln, fileContent(size))
 	case role == "udpecho" && len(args) == 2:
 		pc, err := net.ListenPacket("udp4", args[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeUDPEcho(ctx, args[0], pc)
+		return serveUDPEcho(ctx, args[0], pc)
 	case role == "flowd" && len(args) == 2:
 		ln, err := net.Listen("tcp4", args[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeFlows(ctx, args[0], ln)
+		return serveFlows(ctx, args[0], ln)
 	case role == "https" && len(args) == 4:
 		ln, err := net.Listen("tcp4", args[3])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeEchoTLS(ctx, args[0], args[1], args[2], ln)
+		return serveEchoTLS(ctx, args[0], args[1], args[2], ln)
 	case role == "dnsd" && len(args) == 2:
 		pc, err := net.ListenPacket("udp4", args[0])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeDNS(ctx, pc, args[1])
+		return serveDNS(ctx, pc, args[1])
 	case role == "smtpd" && len(args) == 3:
 		ln, err := net.Listen("tcp", args[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "ready")
-		return ServeSMTP(ctx, args[0], ln, 0, func() bool {
+		return serveSMTP(ctx, args[0], ln, 0, func() bool {
 			_, err := os.Stat(args[2])
 			return err == nil
 		})
@@ -149,17 +149,17 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		if role == "uprobe" {
-			return enc.Encode(ProbeUDP(args[0], n, base, timeout))
+			return enc.Encode(probeUDPFlows(args[0], n, base, timeout))
 		}
-		return enc.Encode(Probe(args[0], n, base, timeout))
+		return enc.Encode(probeFlows(args[0], n, base, timeout))
 	case role == "ftpget" && len(args) == 1:
-		res, err := FTPGet(args[0], FTPFile)
+		res, err := ftpGet(args[0], ftpFile)
 		if err != nil {
 			return err
 		}
 		return enc.Encode(res)
 	case role == "checked" && len(args) > 0:
-		return ServeChecked(ctx, args, stdout)
+		return serveChecked(ctx, args, stdout)
 	}
 	return fmt.Errorf("unknown role or wrong arguments: %s %q", role, args)
 }

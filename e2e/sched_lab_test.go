@@ -91,7 +91,7 @@ func schedulingChecks(t *testing.T, n *network, vip, flag string, servers [2]rea
 		}
 		// New connections, from ports no connection of this test used:
 		// a reused port would meet its old entry (below).
-		var fresh Tally
+		var fresh tally
 		n.in("client", func() { fresh = getFrom(vip, deleteBase+len(earlier), 6) })
 		if fresh.ByServer[rest.name] != 6 {
 			n.logConnTable(t, "dir", nil)
@@ -114,7 +114,7 @@ func schedulingChecks(t *testing.T, n *network, vip, flag string, servers [2]rea
 			t.Fatalf("none of the earlier connections %v went to %s", earlier, gone.name)
 		}
 		was := n.connEntries("dir", vip, reused)
-		var again Tally
+		var again tally
 		n.in("client", func() { again = getFrom(vip, reused, 1) })
 		now := n.connEntries("dir", vip, reused)
 		switch {
@@ -138,9 +138,9 @@ func schedulingChecks(t *testing.T, n *network, vip, flag string, servers [2]rea
 
 // getFrom makes count requests to addr on new connections from the fixed
 // source ports base, base+1, ... (dialFrom: SO_REUSEADDR), each within
-// requestTimeout as Get does. Run it inside the client's namespace.
-func getFrom(addr string, base, count int) Tally {
-	t := Tally{Requests: count, ByServer: map[string]int{}, Remotes: map[string]int{}}
+// requestTimeout as httpGet does. Run it inside the client's namespace.
+func getFrom(addr string, base, count int) tally {
+	t := tally{Requests: count, ByServer: map[string]int{}, Remotes: map[string]int{}}
 	for i := range count {
 		a, err := getFromPort(addr, base+i, false)
 		if err != nil {
@@ -156,10 +156,10 @@ func getFrom(addr string, base, count int) Tally {
 // getFromPort makes one request from port; with waitClose it reads on
 // until the server has closed, so the client closes second and keeps no
 // TIME_WAIT for the 4-tuple.
-func getFromPort(addr string, port int, waitClose bool) (Answer, error) {
+func getFromPort(addr string, port int, waitClose bool) (httpAnswer, error) {
 	c, err := dialFrom(addr, port, requestTimeout)
 	if err != nil {
-		return Answer{}, err
+		return httpAnswer{}, err
 	}
 	defer c.Close()
 	br := bufio.NewReader(c)

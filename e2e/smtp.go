@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// ServeSMTP answers each connection on ln as a mail server answers the
+// serveSMTP answers each connection on ln as a mail server answers the
 // health checks of keepalived's SMTP_CHECK and lvsctl's smtp check: a
 // "220 NAME ESMTP" greeting, 250 to HELO and EHLO, 221 to QUIT (then it
 // closes), 502 to anything else. While refuse says so, it greets with
 // "554 NAME no service" and closes instead. It waits pause before each
 // greeting, as a server with a greeting delay does. It serves until ctx
 // ends.
-func ServeSMTP(ctx context.Context, name string, ln net.Listener, pause time.Duration, refuse func() bool) error {
+func serveSMTP(ctx context.Context, name string, ln net.Listener, pause time.Duration, refuse func() bool) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	for {

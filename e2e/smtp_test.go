@@ -21,7 +21,7 @@ func TestServeSMTP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var refuse atomic.Bool
-	go ServeSMTP(ctx, "mx.test", ln, 50*time.Millisecond, refuse.Load)
+	go serveSMTP(ctx, "mx.test", ln, 50*time.Millisecond, refuse.Load)
 	target := health.Target{Addr: netip.MustParseAddrPort(ln.Addr().String()), Spec: health.Spec{Type: "smtp", Helo: "lb.test"}}
 	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer pcancel()

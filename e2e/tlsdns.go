@@ -75,18 +75,18 @@ func WriteSelfSigned(dir string, ips ...netip.Addr) (cert, key string, err error
 	return cert, key, err
 }
 
-// ServeEchoTLS is ServeEcho over TLS with the certificate and key files.
-func ServeEchoTLS(ctx context.Context, name, certFile, keyFile string, ln net.Listener) error {
+// serveEchoTLS is serveEcho over TLS with the certificate and key files.
+func serveEchoTLS(ctx context.Context, name, certFile, keyFile string, ln net.Listener) error {
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return err
 	}
-	return ServeEcho(ctx, name, nil, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}))
+	return serveEcho(ctx, name, nil, tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}}))
 }
 
-// ServeDNS answers every query as dnsAnswer does, and with SERVFAIL while
+// serveDNS answers every query as dnsAnswer does, and with SERVFAIL while
 // the file sick exists, until ctx ends.
-func ServeDNS(ctx context.Context, pc net.PacketConn, sick string) error {
+func serveDNS(ctx context.Context, pc net.PacketConn, sick string) error {
 	return answerDatagrams(ctx, pc, func(q []byte) []byte {
 		if _, err := os.Stat(sick); err == nil {
 			return dnsFailure(q)

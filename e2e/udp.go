@@ -11,29 +11,29 @@ import (
 	"time"
 )
 
-// ServeUDPEcho answers every datagram on pc with "NAME " and the datagram,
+// serveUDPEcho answers every datagram on pc with "NAME " and the datagram,
 // until ctx ends.
-func ServeUDPEcho(ctx context.Context, name string, pc net.PacketConn) error {
+func serveUDPEcho(ctx context.Context, name string, pc net.PacketConn) error {
 	return answerDatagrams(ctx, pc, func(q []byte) []byte { return append([]byte(name+" "), q...) })
 }
 
-// UDPAnswer is one datagram a UDP flow sent and who answered it ("" when
+// udpAnswer is one datagram a UDP flow sent and who answered it ("" when
 // nothing came back within the flow's timeout).
-type UDPAnswer struct {
+type udpAnswer struct {
 	Sent   time.Time
 	Server string
 }
 
-// UDPFlow is one UDP flow: a socket from a fixed local address to addr,
+// udpFlow is one UDP flow: a socket from a fixed local address to addr,
 // as IPVS sees one connection entry.
-type UDPFlow struct {
+type udpFlow struct {
 	conn    *net.UDPConn
 	timeout time.Duration
 }
 
-// DialUDPFlow opens a flow from local ("IP:PORT") to addr; each Ping
+// dialUDPFlow opens a flow from local ("IP:PORT") to addr; each Ping
 // waits at most timeout for its answer.
-func DialUDPFlow(local, addr string, timeout time.Duration) (*UDPFlow, error) {
+func dialUDPFlow(local, addr string, timeout time.Duration) (*udpFlow, error) {
 	la, err := net.ResolveUDPAddr("udp4", local)
 	if err != nil {
 		return nil, err
@@ -46,13 +46,13 @@ func DialUDPFlow(local, addr string, timeout time.Duration) (*UDPFlow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &UDPFlow{conn: c, timeout: timeout}, nil
+	return &udpFlow{conn: c, timeout: timeout}, nil
 }
 
 // Ping sends one datagram and returns who answered it ("" for no answer
 // within the timeout; an ICMP error is an error).
-func (f *UDPFlow) Ping() (UDPAnswer, error) {
-	a := UDPAnswer{Sent: time.Now()}
+func (f *udpFlow) Ping() (udpAnswer, error) {
+	a := udpAnswer{Sent: time.Now()}
 	if _, err := f.conn.Write([]byte("ping")); err != nil {
 		return a, err
 	}
@@ -70,16 +70,16 @@ func (f *UDPFlow) Ping() (UDPAnswer, error) {
 }
 
 // Close closes the flow's socket.
-func (f *UDPFlow) Close() error { return f.conn.Close() }
+func (f *udpFlow) Close() error { return f.conn.Close() }
 
-// ProbeUDP sends a datagram on each of n UDP flows to addr, from local
+// probeUDPFlows sends a datagram on each of n UDP flows to addr, from local
 // ports base..base+n-1, and says which real server answered each (three
-// tries a flow, timeout each). As with Probe for TCP, the same ports
+// tries a flow, timeout each). As with probeFlows for TCP, the same ports
 // probed twice are the same flows to IPVS: two probes tell which flows
 // changed real server.
-func ProbeUDP(addr string, n, base int, timeout time.Duration) ProbeResult {
+func probeUDPFlows(addr string, n, base int, timeout time.Duration) probeResult {
 	return probeEach(n, base, func(port int) (string, error) {
-		f, err := DialUDPFlow(":"+strconv.Itoa(port), addr, timeout)
+		f, err := dialUDPFlow(":"+strconv.Itoa(port), addr, timeout)
 		if err != nil {
 			return "", err
 		}

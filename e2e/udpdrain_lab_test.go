@@ -32,19 +32,19 @@ func TestLvsctlDrainUDP(t *testing.T) {
 	n.ipvsadm("dir", "--set", "0", "0", fmt.Sprint(int(udpTimeout.Seconds())))
 
 	port := 40000
-	flow := func() *UDPFlow {
+	flow := func() *udpFlow {
 		t.Helper()
 		port++
-		var f *UDPFlow
+		var f *udpFlow
 		var err error
-		n.in("client", func() { f, err = DialUDPFlow(fmt.Sprintf("%s:%d", seedClient, port), vip, 2*time.Second) })
+		n.in("client", func() { f, err = dialUDPFlow(fmt.Sprintf("%s:%d", seedClient, port), vip, 2*time.Second) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
 		return f
 	}
-	ping := func(f *UDPFlow) string {
+	ping := func(f *udpFlow) string {
 		t.Helper()
 		a, err := f.Ping()
 		if err != nil {
@@ -52,7 +52,7 @@ func TestLvsctlDrainUDP(t *testing.T) {
 		}
 		return a.Server
 	}
-	var kept *UDPFlow
+	var kept *udpFlow
 	for range 4 {
 		if f := flow(); ping(f) == "rs2" {
 			kept = f

@@ -6,14 +6,14 @@ import "fmt"
 // docs/vrrp.md shows them and the lab runs them (TestVRRP); a host test
 // keeps the page and these equal.
 const (
-	VRRPPort   = "7000"
-	VRRPSyncID = "7"
+	vrrpPort   = "7000"
+	vrrpSyncID = "7"
 )
 
-// VRRPKeepalived is a director's keepalived.conf: global_defs with the
+// vrrpKeepalived is a director's keepalived.conf: global_defs with the
 // sync daemon flipped by VRRP, one vrrp_instance holding the VIP
 // 10.0.0.100/24 on eth0, and nothing else.
-func VRRPKeepalived(name string, priority int) string {
+func vrrpKeepalived(name string, priority int) string {
 	return fmt.Sprintf(`global_defs {
     router_id %s
     # The connection sync daemon on eth0: master while VI_1 is MASTER,
@@ -35,23 +35,23 @@ vrrp_instance VI_1 {
         10.0.0.100/24 dev eth0
     }
 }
-`, name, VRRPSyncID, priority)
+`, name, vrrpSyncID, priority)
 }
 
-// VRRPDirector is the file lvsctl run keeps on both directors: the VIP's
+// vrrpDirector is the file lvsctl run keeps on both directors: the VIP's
 // service to the two real servers by direct routing, each checked by a
 // TCP connect through the VIP.
-const VRRPDirector = `version: 2
+const vrrpDirector = `version: 2
 services:
   - protocol: tcp
     address: 10.0.0.100
-    port: ` + VRRPPort + `
+    port: ` + vrrpPort + `
     scheduler: wrr
     # A TCP connect through the VIP to each real server (via: vip, the
     # default for direct routing), with the defaults: every 2 s, 1 s
     # timeout, out after 3 failures, back after 2 passes.
     check: {type: tcp, interval: 2s, timeout: 1s, rise: 2, fall: 3}
     destinations:
-      - {address: 10.0.0.11, port: ` + VRRPPort + `, method: route, weight: 1}
-      - {address: 10.0.0.12, port: ` + VRRPPort + `, method: route, weight: 1}
+      - {address: 10.0.0.11, port: ` + vrrpPort + `, method: route, weight: 1}
+      - {address: 10.0.0.12, port: ` + vrrpPort + `, method: route, weight: 1}
 `

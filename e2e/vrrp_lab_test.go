@@ -34,7 +34,7 @@ const (
 	vrrpWatch = 60 * time.Second
 )
 
-var vrrpVIPPort = lanVIP + ":" + VRRPPort
+var vrrpVIPPort = lanVIP + ":" + vrrpPort
 
 // lines is what lvsctl run has logged so far.
 func (b *bgRun) lines() []string {
@@ -252,7 +252,7 @@ func (n *network) checksRunning(host, journal string, since time.Time, up bool) 
 }
 
 // flows starts count long-lived connections from host to addr (see
-// FlowConfig), from source ports base and up, and waits until they are
+// flowConfig), from source ports base and up, and waits until they are
 // all open.
 func (n *network) flows(host, addr string, count, base int) *flowsProc {
 	n.t.Helper()
@@ -336,9 +336,9 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	l := &vrrpLab{network: n, sync: sync, journal: map[string]string{}, kp: map[string]*keepalivedProc{}, runs: map[string]*bgRun{}}
 	for _, rs := range []string{"rs1", "rs2"} {
 		n.lvsprep(rs, "realserver", "dr", "--vip", lanVIP, "--dev", "eth0")
-		n.start(rs, "flowd", rs, ":"+VRRPPort)
+		n.start(rs, "flowd", rs, ":"+vrrpPort)
 	}
-	file := writeFile(t, "director.yaml", VRRPDirector)
+	file := writeFile(t, "director.yaml", vrrpDirector)
 	for _, d := range []string{"dir1", "dir2"} {
 		n.lvsprep(d, "director", "dr", "--vip", lanVIP+"/24", "--dev", "eth0", "--vrrp")
 		l.journal[d] = filepath.Join(t.TempDir(), "journal")
@@ -346,17 +346,17 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 		if sync == syncBoth {
 			// What ipvsadm-sync.service runs with DAEMON="both".
 			for _, role := range []string{"master", "backup"} {
-				n.ipvsadm(d, "--start-daemon", role, "--mcast-interface", "eth0", "--syncid", VRRPSyncID)
+				n.ipvsadm(d, "--start-daemon", role, "--mcast-interface", "eth0", "--syncid", vrrpSyncID)
 			}
-			want := "master sync daemon (mcast=eth0, syncid=" + VRRPSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n" +
-				"backup sync daemon (mcast=eth0, syncid=" + VRRPSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)"
+			want := "master sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)\n" +
+				"backup sync daemon (mcast=eth0, syncid=" + vrrpSyncID + ", maxlen=1472, group=224.0.0.81, port=8848, ttl=1)"
 			if got := n.syncDaemon(d); got != want {
 				t.Fatalf("%s: ipvsadm -L --daemon = %q, want %q", d, got, want)
 			}
 		}
 	}
 	for _, d := range []string{"dir1", "dir2"} {
-		for _, rs := range []string{"10.0.0.11:" + VRRPPort, "10.0.0.12:" + VRRPPort} {
+		for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
 			n.waitWeight(d, vrrpVIPPort, rs, "1", 10*time.Second)
 		}
 		if n.holdsVIP(d) {
@@ -364,9 +364,9 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 		}
 	}
 	conf := func(name string, priority int) string {
-		c := VRRPKeepalived(name, priority)
+		c := vrrpKeepalived(name, priority)
 		if sync != syncKeepalived {
-			c = strings.Replace(c, "    lvs_sync_daemon eth0 VI_1 id "+VRRPSyncID+"\n", "", 1)
+			c = strings.Replace(c, "    lvs_sync_daemon eth0 VI_1 id "+vrrpSyncID+"\n", "", 1)
 		}
 		return c
 	}
@@ -376,8 +376,8 @@ func newVRRPLab(t *testing.T, prefix, sync string) *vrrpLab {
 	l.kp["dir2"] = n.keepalived("dir2", conf("dir2", 100))
 	if sync == syncKeepalived {
 		n.waitFor("the sync daemons: master on dir1, backup on dir2", 30*time.Second, func() bool {
-			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+VRRPSyncID+",") &&
-				strings.HasPrefix(n.syncDaemon("dir2"), "backup sync daemon (mcast=eth0, syncid="+VRRPSyncID+",")
+			return strings.HasPrefix(n.syncDaemon("dir1"), "master sync daemon (mcast=eth0, syncid="+vrrpSyncID+",") &&
+				strings.HasPrefix(n.syncDaemon("dir2"), "backup sync daemon (mcast=eth0, syncid="+vrrpSyncID+",")
 		})
 	}
 	time.Sleep(3 * time.Second) // three adverts: dir2 stays the backup
@@ -467,7 +467,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 			len(brokenListed), r.AtMark, brokenListed, r.Pending, r.FirstError, vrrpFlows)
 	}
 
-	var probe ProbeResult
+	var probe probeResult
 	l.role("client", "probe", &probe, vrrpVIPPort, "100", "40000", "5s")
 	t.Logf("new connections through dir2: %d served (%s), %d failed", 100-probe.Failed, sortedCounts(probe.ByServer), probe.Failed)
 	if probe.Failed != 0 || probe.ByServer["rs1"] == 0 || probe.ByServer["rs2"] == 0 {
@@ -492,7 +492,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 			return strings.HasPrefix(l.syncDaemon("dir1"), "backup sync daemon")
 		})
 	}
-	for _, rs := range []string{"10.0.0.11:" + VRRPPort, "10.0.0.12:" + VRRPPort} {
+	for _, rs := range []string{"10.0.0.11:" + vrrpPort, "10.0.0.12:" + vrrpPort} {
 		l.waitWeight("dir1", vrrpVIPPort, rs, "1", 20*time.Second)
 	}
 	l.checksRunning("dir1", l.journal["dir1"], back, true)
@@ -511,7 +511,7 @@ func (l *vrrpLab) keptConnections(t *testing.T) {
 
 // diagnose logs what tells why connections broke in a failover: where
 // they broke, each director's connection states, sync daemons and VIP.
-func (l *vrrpLab) diagnose(r FlowReport) {
+func (l *vrrpLab) diagnose(r flowReport) {
 	l.t.Helper()
 	l.t.Logf("broken by real server: %s; by reason: %v", sortedCounts(r.BrokenByServer), r.Reasons)
 	for _, d := range []string{"dir1", "dir2"} {
@@ -554,7 +554,7 @@ func (l *vrrpLab) killedKeepalived(t *testing.T) {
 		l.diagnose(r)
 	}
 
-	l.kp["dir1"] = l.keepalived("dir1", VRRPKeepalived("dir1", 150))
+	l.kp["dir1"] = l.keepalived("dir1", vrrpKeepalived("dir1", 150))
 	took = l.waitFor("dir1's restarted keepalived removing the VIP", 30*time.Second, func() bool { return !l.holdsVIP("dir1") })
 	t.Logf("dir1's keepalived, started again, removed the VIP %.1f s later", took.Seconds())
 	l.waitFor("dir1's restarted keepalived starting the backup daemon", 10*time.Second, func() bool {

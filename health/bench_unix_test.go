@@ -73,7 +73,7 @@ func BenchmarkCheckerTCP(b *testing.B) {
 	b.ReportMetric(float64(st.Lateness.P99.Microseconds())/1000, "p99-late-ms")
 	failed := 0
 	for _, s := range st.Targets {
-		if s.Result != "" && s.Result != ResultOK {
+		if s.Result != "" && s.Result != resultOK {
 			failed++
 		}
 	}

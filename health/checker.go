@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// DefaultMaxInFlight bounds the probes in flight when Options leaves it
+// defaultMaxInFlight bounds the probes in flight when Options leaves it
 // 0: 10,000 targets at a 2 s interval whose probes all time out at 1 s
 // keep 5,000 in flight.
-const DefaultMaxInFlight = 8192
+const defaultMaxInFlight = 8192
 
 // Options configures a Checker.
 type Options struct {
@@ -26,12 +26,12 @@ type Options struct {
 	// Rand draws the first probe times and the jitter (nil: randomly
 	// seeded). The checker serialises its use.
 	Rand *rand.Rand
-	// MaxInFlight bounds the probes running at once (0:
-	// DefaultMaxInFlight). Probes due beyond it wait, and start late.
+	// MaxInFlight bounds the probes running at once (0: 8192,
+	// defaultMaxInFlight). Probes due beyond it wait, and start late.
 	MaxInFlight int
 	// Observe, when set, is told of each probe that ran to its end: its
-	// target, how long it took and its result (see Passed). It runs on
-	// the probe's goroutine and must be quick.
+	// target, how long it took and its result (a pass is nil or a
+	// *WeightResult). It runs on the probe's goroutine and must be quick.
 	Observe func(t Target, took time.Duration, err error)
 }
 
@@ -105,7 +105,7 @@ func New(opts Options) *Checker {
 		changes: make(chan Change),
 	}
 	if c.max <= 0 {
-		c.max = DefaultMaxInFlight
+		c.max = defaultMaxInFlight
 	}
 	if c.rnd == nil {
 		c.rnd = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -426,8 +426,8 @@ func (c *Checker) finish(ctx context.Context, e *entry, start, end time.Time, er
 	}
 	e.lastProbe, e.lastDuration, e.lastLate = start, end.Sub(start), late
 	old, oldWeight := e.state, e.weight
-	pass := Passed(err)
-	e.result = ResultOK
+	pass := passed(err)
+	e.result = resultOK
 	if !pass {
 		e.result = err.Error()
 	}

@@ -59,7 +59,7 @@ func TestCheckerInlineSlow(t *testing.T) {
 		select {
 		case ch := <-c.Changes():
 			if ch.Key.Addr == late {
-				if ch.New != Up || ch.Result != ResultOK {
+				if ch.New != Up || ch.Result != resultOK {
 					t.Errorf("late connect: %+v, want up", ch)
 				}
 				got = true

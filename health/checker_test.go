@@ -310,7 +310,7 @@ func TestCheckerTransitions(t *testing.T) {
 			if at := f.startsOf(w.addr)[w.probe]; ch.At != at {
 				t.Errorf("%s %s -> %s at %v, want at probe %d (%v)", w.addr, w.old, w.new, ch.At, w.probe, at)
 			}
-			wantResult := ResultOK
+			wantResult := resultOK
 			if w.new == Down {
 				wantResult = "connect: refused"
 			}
@@ -322,17 +322,17 @@ func TestCheckerTransitions(t *testing.T) {
 			t.Errorf("unexpected changes %+v", changes)
 		}
 		for a, want := range map[string]TargetState{
-			"10.0.0.1:80": {State: Up, Result: ResultOK},
+			"10.0.0.1:80": {State: Up, Result: resultOK},
 			"10.0.0.2:80": {State: Down, Result: "connect: refused"},
 			"10.0.0.3:80": {State: Down, Result: "connect: refused"},
-			"10.0.0.4:80": {State: Up, Result: ResultOK},
+			"10.0.0.4:80": {State: Up, Result: resultOK},
 		} {
 			s := st[a]
 			n := len(f.startsOf(a))
 			if s.State != want.State || s.Result != want.Result {
 				t.Errorf("%s: %s %q, want %s %q", a, s.State, s.Result, want.State, want.Result)
 			}
-			if (want.Result == ResultOK && (s.Passes < 10 || s.Fails != 0)) || (want.Result != ResultOK && (s.Fails < 10 || s.Passes != 0)) {
+			if (want.Result == resultOK && (s.Passes < 10 || s.Fails != 0)) || (want.Result != resultOK && (s.Fails < 10 || s.Passes != 0)) {
 				t.Errorf("%s after %d probes: %d passes, %d failures in a row", a, n, s.Passes, s.Fails)
 			}
 			if s.LastProbe != f.startsOf(a)[n-1] {
@@ -732,7 +732,7 @@ func TestCheckerRealProbes(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if ch := got[up]; ch.New != Up || ch.Result != ResultOK {
+	if ch := got[up]; ch.New != Up || ch.Result != resultOK {
 		t.Errorf("listener: %+v, want up", ch)
 	}
 	if ch := got[down]; ch.New != Down || ch.Result != "connect "+down.String()+": connection refused" {

@@ -28,7 +28,7 @@ import (
 // it passes, or why it failed in a short text ("connect 10.0.0.2:80:
 // connection refused", "http: status 503, want 200-399", "timeout after
 // 1s"). A dynamic exec check that passes with a weight returns a
-// *WeightResult (see Passed). When ctx ends first, Probe returns ctx's
+// *WeightResult. When ctx ends first, Probe returns ctx's
 // error.
 func Probe(ctx context.Context, t Target) error {
 	c, err := compileTarget(t)
@@ -60,7 +60,7 @@ func probeTimed(ctx context.Context, t Target, c *config, probe func(context.Con
 	pctx, cancel := context.WithTimeout(ctx, c.timeout)
 	err := probe(pctx, t, c)
 	cancel()
-	if Passed(err) {
+	if passed(err) {
 		return err
 	}
 	if ctx.Err() != nil {
@@ -248,12 +248,12 @@ func getURL(ctx context.Context, tr *http.Transport, scheme string, addr netip.A
 		return nil
 	}
 	h := md5.New()
-	n, err := io.CopyN(h, resp.Body, MaxDigestBody+1)
+	n, err := io.CopyN(h, resp.Body, maxDigestBody+1)
 	if err != nil && err != io.EOF {
 		return failure(err, prefix+": body")
 	}
-	if n > MaxDigestBody {
-		return fmt.Errorf("%s: body over %d bytes: no digest", prefix, MaxDigestBody)
+	if n > maxDigestBody {
+		return fmt.Errorf("%s: body over %d bytes: no digest", prefix, maxDigestBody)
 	}
 	var sum [md5.Size]byte
 	h.Sum(sum[:0])

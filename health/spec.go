@@ -102,7 +102,7 @@ type URL struct {
 	// "200-399").
 	Expect string `json:"expect,omitempty"`
 	// Digest lists MD5 digests of the body, in hex: when given, the body
-	// must have one of them. The probe reads at most MaxDigestBody bytes
+	// must have one of them. The probe reads at most 1 MiB (maxDigestBody)
 	// of it; a longer body fails.
 	Digest []string `json:"digest,omitempty"`
 }
@@ -111,9 +111,9 @@ type URL struct {
 // 5321 4.5.3.1.2).
 const maxHelo = 255
 
-// MaxDigestBody bounds the body an http check with a digest reads: a
+// maxDigestBody bounds the body an http check with a digest reads: a
 // probe holds no more than this of one response.
-const MaxDigestBody = 1 << 20
+const maxDigestBody = 1 << 20
 
 // Defaults of Spec.
 const (

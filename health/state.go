@@ -46,8 +46,8 @@ func (s *State) UnmarshalText(b []byte) error {
 	return fmt.Errorf("health: state %q: unknown, up or down", b)
 }
 
-// ResultOK is the Result of a passing probe.
-const ResultOK = "ok"
+// resultOK is the Result of a passing probe.
+const resultOK = "ok"
 
 // TargetState is one target's health and its last probe.
 type TargetState struct {
@@ -59,7 +59,7 @@ type TargetState struct {
 	// the last probe (one of them is 0).
 	Passes int `json:"passes,omitempty"`
 	Fails  int `json:"fails,omitempty"`
-	// Result is ResultOK, the last probe's error, or empty before the
+	// Result is "ok" (resultOK), the last probe's error, or empty before the
 	// first probe.
 	Result string `json:"result,omitempty"`
 	// LastProbe is when the last probe started, LastDuration how long it
@@ -96,16 +96,16 @@ type Change struct {
 // WeightResult is what a probe of a dynamic exec check returns when it
 // passes with a weight: exit status 2 to 255 is weight status-2, as
 // keepalived's misc_dynamic has it. It is an error in type only, so that
-// probes keep one signature: Passed tells it from a failure.
+// probes keep one signature: passed tells it from a failure.
 type WeightResult struct {
 	Weight uint32
 }
 
 func (w *WeightResult) Error() string { return fmt.Sprintf("ok, weight %d", w.Weight) }
 
-// Passed reports whether a probe's result is a pass: nil or a
+// passed reports whether a probe's result is a pass: nil or a
 // *WeightResult.
-func Passed(err error) bool {
+func passed(err error) bool {
 	var w *WeightResult
 	return err == nil || errors.As(err, &w)
 }

@@ -22,7 +22,7 @@ func md5hex(s string) string {
 // failure ends the probe (keepalived's check_http.c: epilog moves to the
 // next url only after one passes, and any url failing takes the server
 // out). A digest is the MD5 of the body (http_handle_response), any of
-// those listed passes, and a body beyond MaxDigestBody fails.
+// those listed passes, and a body beyond maxDigestBody fails.
 func TestProbeHTTPURLs(t *testing.T) {
 	var gets atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,9 +36,9 @@ func TestProbeHTTPURLs(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			w.Write([]byte("alpha"))
 		case "/big":
-			w.Write([]byte(strings.Repeat("x", MaxDigestBody+1)))
+			w.Write([]byte(strings.Repeat("x", maxDigestBody+1)))
 		case "/limit":
-			w.Write([]byte(strings.Repeat("x", MaxDigestBody)))
+			w.Write([]byte(strings.Repeat("x", maxDigestBody)))
 		}
 	}))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -64,7 +64,7 @@ func TestProbeHTTPURLs(t *testing.T) {
 		"http /beta: body digest "+beta+", want "+alpha+" or "+md5hex("x"))
 	// The status comes first: a body with the digest and a bad status fails.
 	wantFail(t, "status before digest", check(URL{Path: "/fail", Digest: []string{alpha}}), "http /fail: status 503, want 200-399")
-	wantPass(t, "a body of MaxDigestBody", check(URL{Path: "/limit", Digest: []string{md5hex(strings.Repeat("x", MaxDigestBody))}}))
+	wantPass(t, "a body of MaxDigestBody", check(URL{Path: "/limit", Digest: []string{md5hex(strings.Repeat("x", maxDigestBody))}}))
 	wantFail(t, "a body beyond MaxDigestBody", check(URL{Path: "/big", Digest: []string{alpha}}),
 		"http /big: body over 1048576 bytes: no digest")
 
@@ -108,13 +108,13 @@ func TestProbeExecDynamic(t *testing.T) {
 			wantFail(t, "dynamic, exit "+tc.status, err, "exec: exit status 1")
 		default:
 			w := weightOf(err)
-			if !Passed(err) || w == nil || int(*w) != tc.weight {
+			if !passed(err) || w == nil || int(*w) != tc.weight {
 				t.Errorf("dynamic, exit %s: %v, want a pass at weight %d", tc.status, err, tc.weight)
 			}
 		}
 	}
 	wantFail(t, "not dynamic, exit 7", probeExit(false, "7"), "exec: exit status 7")
-	if Passed(probeExit(false, "7")) {
+	if passed(probeExit(false, "7")) {
 		t.Error("not dynamic, exit 7: Passed")
 	}
 }

@@ -66,8 +66,8 @@ func TestCheckerDynamicWeight(t *testing.T) {
 				t.Errorf("change %d: %s -> %s weight %v, want %s -> %s weight %v", i, ch.Old, ch.New, deref(ch.Weight), w.old, w.new, deref(w.weight))
 			}
 		}
-		if st := stateOf(t, c, "10.0.0.1:80"); st.Result != ResultOK {
-			t.Errorf("result %q after passes with a weight, want %q", st.Result, ResultOK)
+		if st := stateOf(t, c, "10.0.0.1:80"); st.Result != resultOK {
+			t.Errorf("result %q after passes with a weight, want %q", st.Result, resultOK)
 		}
 	})
 }
