@@ -481,7 +481,9 @@ func EachDestinations(c Reader, n int, service func(i int) *Service, fn func(i i
 }
 
 // enumName is the name of v in names, indexed by value, else prefix and
-// v's number: how each enumeration of the package names its values.
+// v's number: how each enumeration of the package names its values. Not
+// generated with stringer: its fallback, FwdMethod(5), would change the
+// words that errors and listings give for values a newer kernel adds.
 func enumName[T ~uint8 | ~uint16 | ~uint32](names []string, v T, prefix string) string {
 	if uint64(v) < uint64(len(names)) && names[v] != "" {
 		return names[v]
