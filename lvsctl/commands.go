@@ -229,7 +229,7 @@ func planRows(p *rules.Plan) [][]string {
 func (r *runner) writePlan(p *rules.Plan, pending []rules.DrainEntry, held []record.Server) error {
 	for _, h := range held {
 		fmt.Fprintf(r.out, "held: %s -r %s is out of service by lvsctl run's check (%s, %s), not drift\n",
-			h.Service, h.Destination, h.Health.State, h.Health.Result)
+			h.Service, h.Destination, h.Health.State, h.Result())
 	}
 	for _, e := range pending {
 		fmt.Fprintf(r.out, "journal: %s -r %s was draining (weight %d before, deadline %s): apply finishes it, or cancels it if FILE keeps the server\n",
@@ -343,7 +343,7 @@ func toJSONPlan(p *rules.Plan, pending []rules.DrainEntry) jsonPlan {
 func writePlanJSON(w io.Writer, p *rules.Plan, pending []rules.DrainEntry, held []record.Server) error {
 	doc := toJSONPlan(p, pending)
 	for _, h := range held {
-		doc.Held = append(doc.Held, jsonHeld{h.Service, h.Destination, h.Health.State.String(), h.Health.Result})
+		doc.Held = append(doc.Held, jsonHeld{h.Service, h.Destination, h.Health.State.String(), h.Result()})
 	}
 	return writeJSON(w, doc)
 }
@@ -538,6 +538,24 @@ type jsonServer struct {
 	// record (record.Server.TableWeight); ConfiguredWeight is the file's.
 	Weight           uint32 `json:"weight"`
 	ConfiguredWeight uint32 `json:"configured_weight"`
+	// Checks are each of the server's checks, in the file's order; State,
+	// Result, Check and the rest above are those of the one that decides
+	// (the first down, else the first not up).
+	Checks []jsonCheck `json:"checks"`
+}
+
+// jsonCheck is one check of a real server.
+type jsonCheck struct {
+	Check        string        `json:"check"`
+	State        string        `json:"state"`
+	Result       string        `json:"result,omitempty"`
+	Passes       int           `json:"consecutive_passes"`
+	Fails        int           `json:"consecutive_failures"`
+	LastChange   time.Time     `json:"last_change,omitzero"`
+	LastProbe    time.Time     `json:"last_probe,omitzero"`
+	LastDuration time.Duration `json:"last_probe_duration_ns"`
+	// Weight is the weight a dynamic exec check last passed with.
+	Weight *uint32 `json:"weight,omitempty"`
 }
 
 func toJSONRun(st *record.Run) *jsonRun {
@@ -553,9 +571,15 @@ func toJSONRun(st *record.Run) *jsonRun {
 	for _, s := range st.Servers {
 		h := s.Health
 		w, _ := s.TableWeight()
-		out.Servers = append(out.Servers, jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
+		js := jsonServer{Service: s.Service, Destination: s.Destination, InService: s.InService,
 			Weight: w, ConfiguredWeight: s.Weight, State: h.State.String(), Result: h.Result, Passes: h.Passes,
-			Fails: h.Fails, LastChange: h.LastChange, LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.CheckType()})
+			Fails: h.Fails, LastChange: h.LastChange, LastProbe: h.LastProbe, LastDuration: h.LastDuration, Check: s.CheckType()}
+		for _, c := range s.AllChecks() {
+			ch := &c.Health
+			js.Checks = append(js.Checks, jsonCheck{Check: c.Check, State: ch.State.String(), Result: ch.Result, Passes: ch.Passes,
+				Fails: ch.Fails, LastChange: ch.LastChange, LastProbe: ch.LastProbe, LastDuration: ch.LastDuration, Weight: ch.Weight})
+		}
+		out.Servers = append(out.Servers, js)
 	}
 	return out
 }
@@ -600,19 +624,24 @@ func (r *runner) writeRunStatus(st *record.Run) error {
 			fmt.Fprintf(r.out, "NOT announced %s: %s\n", a.Prefix, a.Why)
 		}
 	}
+	// One row per check: a real server with several has one for each,
+	// its name, serving and weight repeated, so that each row reads alone
+	// (and greps) and the check that holds it out has its own.
 	var rows [][]string
 	for _, s := range st.Servers {
-		h := s.Health
 		serving := "in service"
 		if !s.InService {
 			serving = "held out"
 		}
-		since := "-"
-		if !h.LastChange.IsZero() {
-			since = h.LastChange.UTC().Format(time.RFC3339)
+		for _, c := range s.AllChecks() {
+			h := &c.Health
+			since := "-"
+			if !h.LastChange.IsZero() {
+				since = h.LastChange.UTC().Format(time.RFC3339)
+			}
+			rows = append(rows, []string{s.Service, s.Destination, serving, weightText(&s), h.State.String(), c.Check,
+				fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
 		}
-		rows = append(rows, []string{s.Service, s.Destination, serving, weightText(&s), h.State.String(), s.CheckType(),
-			fmt.Sprintf("%d/%d", h.Passes, h.Fails), h.LastDuration.Round(time.Microsecond).String(), since, h.Result})
 	}
 	return clitable.Write(r.out, []string{"SERVICE", "REAL SERVER", "SERVING", "WEIGHT", "CHECK", "TYPE", "PASS/FAIL", "LATENCY", "SINCE", "LAST RESULT"}, rows)
 }

@@ -182,6 +182,15 @@ func (p *fakeProbes) probe(ctx context.Context, t health.Target) error {
 	if t.Through.IsValid() { // via the VIP: the real server answers
 		addr = netip.AddrPortFrom(t.Through, t.Addr.Port())
 	}
+	// A check's own port: its probes count under that address, and fail
+	// as it is set to, else as the real server's address is.
+	fails := p.down[addr.String()]
+	if t.Spec.Port > 0 && t.Spec.Type != "exec" {
+		addr = netip.AddrPortFrom(addr.Addr(), uint16(t.Spec.Port))
+		if down, ok := p.down[addr.String()]; ok {
+			fails = down
+		}
+	}
 	if p.runs == nil {
 		p.runs = map[string]int{}
 	}
@@ -192,7 +201,7 @@ func (p *fakeProbes) probe(ctx context.Context, t health.Target) error {
 		default: // the listener has been told already
 		}
 	}
-	if p.down[addr.String()] {
+	if fails {
 		return errors.New("connection refused")
 	}
 	if w, ok := p.weight[addr.String()]; ok {

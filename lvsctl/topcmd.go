@@ -211,7 +211,7 @@ func (c *recordCache) load(j *record.Journal) *record.Run {
 	for _, s := range st.Servers {
 		_, dynamic := s.TableWeight()
 		c.health[s.Service+" -r "+s.Destination] = top.Health{InService: s.InService, Check: s.Health.State.String(),
-			Result: s.Health.Result, Weight: s.Weight, HasWeight: s.Weight > 0, Dynamic: dynamic}
+			Result: s.Result(), Weight: s.Weight, HasWeight: s.Weight > 0, Dynamic: dynamic}
 	}
 	return st
 }

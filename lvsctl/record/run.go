@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -68,9 +70,66 @@ type Server struct {
 	// Weight is the file's weight for the server, which it has when in
 	// service (lvsctl top shows it beside the kernel's).
 	Weight uint32 `json:"weight,omitempty"`
-	// Check is the check's type (tcp, http, …).
+	// Check is the check's type (tcp, http, …) and Health its state. Of a
+	// server with several checks, they are those of the check that
+	// decides its state (see SetChecks), and Checks has them all.
 	Check  string             `json:"check,omitempty"`
 	Health health.TargetState `json:"health"`
+	// Checks are the server's checks in the file's order when it has
+	// more than one (a record written before them has one, in Check and
+	// Health).
+	Checks []ServerCheck `json:"checks,omitempty"`
+}
+
+// ServerCheck is one check of a real server as the record keeps it.
+type ServerCheck struct {
+	Check  string             `json:"check"`
+	Health health.TargetState `json:"health"`
+}
+
+// SetChecks sets s's checks, in the file's order: Check and Health are
+// those of the check that decides the server's state, the first down,
+// else the first not up, else the first whose weight counts (a dynamic
+// exec check's), else the first; Checks holds them all when there are
+// several. s keeps checks, which the caller may reuse once s is written.
+func (s *Server) SetChecks(checks []ServerCheck) {
+	s.Checks = nil
+	if len(checks) == 0 {
+		return
+	}
+	if len(checks) > 1 {
+		s.Checks = checks
+	}
+	d := 0
+	for _, pick := range []func(c *ServerCheck) bool{
+		func(c *ServerCheck) bool { return c.Health.State == health.Down },
+		func(c *ServerCheck) bool { return c.Health.State != health.Up },
+		func(c *ServerCheck) bool { return c.Health.Weight != nil },
+	} {
+		if i := slices.IndexFunc(checks, func(c ServerCheck) bool { return pick(&c) }); i >= 0 {
+			d = i
+			break
+		}
+	}
+	s.Check, s.Health = checks[d].Check, checks[d].Health
+}
+
+// Result is the last result of the check that decides s's state; of a
+// server with several checks, it names that check ("http: status 503").
+func (s *Server) Result() string {
+	if len(s.Checks) > 1 && s.Health.Result != "" {
+		return s.Check + ": " + s.Health.Result
+	}
+	return s.Health.Result
+}
+
+// AllChecks are s's checks in the file's order: Checks, or for a server
+// with one check (and a record written before Checks) that one.
+func (s *Server) AllChecks() []ServerCheck {
+	if len(s.Checks) > 0 {
+		return s.Checks
+	}
+	return []ServerCheck{{Check: s.CheckType(), Health: s.Health}}
 }
 
 // LoadRun reads the record of this boot and namespace; nil when there is
@@ -148,7 +207,7 @@ func (st *Run) writeJSON(w io.Writer) error {
 // and all) is much of the cost: c keeps the last one written.
 func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 	h := &s.Health
-	if !h.Target.IsZero() {
+	if !h.Target.IsZero() || slices.ContainsFunc(s.Checks, func(c ServerCheck) bool { return !c.Health.Target.IsZero() }) {
 		m, _ := json.Marshal(s)
 		return append(b, m...)
 	}
@@ -163,7 +222,29 @@ func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 		b = append(b, `,"check":`...)
 		b = jsonstr.Append(b, s.Check)
 	}
-	b = append(b, `,"health":{"key":{"addr":`...)
+	b = append(b, `,"health":`...)
+	b = appendHealth(b, h, c)
+	if len(s.Checks) > 0 {
+		b = append(b, `,"checks":[`...)
+		for i := range s.Checks {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"check":`...)
+			b = jsonstr.Append(b, s.Checks[i].Check)
+			b = append(b, `,"health":`...)
+			b = appendHealth(b, &s.Checks[i].Health, c)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendHealth appends h as json.Marshal writes it, with its target left
+// out (zero).
+func appendHealth(b []byte, h *health.TargetState, c *specJSON) []byte {
+	b = append(b, `{"key":{"addr":`...)
 	if h.Key.Addr.IsValid() {
 		b = append(b, '"')
 		b = h.Key.Addr.AppendTo(b)
@@ -196,7 +277,7 @@ func (s *Server) appendJSON(b []byte, c *specJSON) []byte {
 	if h.Weight != nil {
 		b = strconv.AppendUint(append(b, `,"weight":`...), uint64(*h.Weight), 10)
 	}
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // specJSON is the last spec appendJSON wrote, quoted.
@@ -244,13 +325,23 @@ func (s *Server) CheckType() string {
 // is then set), else the file's. Only an up check's weight counts: one
 // kept in service after its service's checks all failed has the file's.
 func (s *Server) TableWeight() (w uint32, dynamic bool) {
-	switch h := &s.Health; {
-	case !s.InService:
+	if !s.InService {
 		return 0, false
-	case h.State == health.Up && h.Weight != nil:
-		return *h.Weight, true
 	}
-	return s.Weight, false
+	// Each dynamic check that is up moves the file's weight by its
+	// difference to it, as run adds them (as keepalived adds its
+	// MISC_CHECKs').
+	sum := int64(s.Weight)
+	for _, c := range s.AllChecks() {
+		if h := &c.Health; h.State == health.Up && h.Weight != nil {
+			sum += int64(*h.Weight) - int64(s.Weight)
+			dynamic = true
+		}
+	}
+	if !dynamic {
+		return s.Weight, false
+	}
+	return uint32(min(max(sum, 0), math.MaxInt32)), true
 }
 
 // held lists the real servers a run keeps out of service, by their names

@@ -119,6 +119,12 @@ func TestRunServerJSONAsMarshal(t *testing.T) {
 	withTarget := full
 	withTarget.Health.Target = health.Target{Addr: netip.MustParseAddrPort("10.0.0.1:80"), Spec: health.Spec{Type: "tcp"}}
 	check("with its target", withTarget)
+	several := full
+	several.SetChecks([]ServerCheck{{Check: "tcp", Health: health.TargetState{State: health.Up, Weight: &zero}}, {Check: "http", Health: full.Health}})
+	if several.Check != "http" || len(several.Checks) != 2 {
+		t.Errorf("SetChecks: the check %q decides, of %d, want http of 2", several.Check, len(several.Checks))
+	}
+	check("with two checks", several)
 	// Each field alone.
 	var walk func(path string, v reflect.Value, set func())
 	walk = func(path string, v reflect.Value, set func()) {
@@ -134,6 +140,16 @@ func TestRunServerJSONAsMarshal(t *testing.T) {
 		case *uint32:
 			w := uint32(7)
 			v.Set(reflect.ValueOf(&w))
+		case []ServerCheck:
+			// Two checks, each with its fields, the second with one
+			// field set at a time.
+			var c ServerCheck
+			cv := reflect.ValueOf(&c).Elem()
+			walk(path+"[1]", cv, func() {
+				v.Set(reflect.ValueOf([]ServerCheck{full.AllChecks()[0], c}))
+				set()
+			})
+			return
 		default:
 			switch v.Kind() {
 			case reflect.Struct:

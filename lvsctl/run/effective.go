@@ -1,6 +1,7 @@
 package run
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 
@@ -10,7 +11,9 @@ import (
 	"github.com/lvskit/lvskit/rules/desired"
 )
 
-// checked is one real server with a check, as lvsctl run probes it.
+// checked is one check of a real server, as lvsctl run probes it. A real
+// server with several checks has one each, next to each other in its
+// checks' order.
 type checked struct {
 	ref desired.DestRef
 	key health.TargetKey
@@ -22,8 +25,11 @@ type checked struct {
 	mark      uint32
 	weight    uint32 // the file's
 	spec      *health.Spec
+	// n is the check's position among its real server's checks, from 0.
+	n int
 	// probe is the probe service of a via-vip check (nil otherwise), with
-	// its one real server.
+	// its one real server; a real server has one however many of its
+	// checks go through it, on its first via-vip check.
 	probe *probeService
 }
 
@@ -49,8 +55,9 @@ func via(spec health.Spec, d *ipvs.Destination) string {
 	return "direct"
 }
 
-// probeTargets lists the checked real servers of want. A via-vip check of
-// an address service gets a probe service with a mark from marks (kept
+// probeTargets lists the checks of the checked real servers of want. A
+// via-vip check of an address service goes through a probe service with a
+// mark from marks, one per real server whatever its count of checks (kept
 // across reloads, so the target keeps its key and its state); a
 // firewall-mark service has no address to probe through and is probed
 // directly.
@@ -70,36 +77,39 @@ func probeTargets(want *rules.Set, h *desired.Health, marks map[string]uint32) [
 		for j := range s.Dests {
 			d := &s.Dests[j].Destination
 			ref := desired.DestRef{Service: sk, Dest: rules.DestKeyOf(d)}
-			sp, ok := h.Checks[ref]
-			if !ok {
-				continue
-			}
-			spec := *sp
-			c := checked{ref: ref, weight: d.Weight}
-			t := health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
-			if s.FWMark == 0 {
-				t.VIP = netip.AddrPortFrom(s.Addr, s.Port)
-			}
-			t.Spec.Via = via(spec, d)
-			if t.Spec.Via == "vip" && s.FWMark == 0 && spec.Type != "exec" {
-				name := refName(ref)
-				mark, ok := marks[name]
-				if !ok {
-					for mark = rules.ProbeMarkBase; used[mark]; mark++ {
-					}
-					marks[name], used[mark] = mark, true
+			specs := h.Checks[ref]
+			hasProbe := false
+			for n, sp := range specs {
+				spec := *sp
+				c := checked{ref: ref, weight: d.Weight, n: n}
+				t := health.Target{Addr: netip.AddrPortFrom(d.Addr, d.Port), Spec: spec}
+				if s.FWMark == 0 {
+					t.VIP = netip.AddrPortFrom(s.Addr, s.Port)
 				}
-				t.Addr, t.Mark, t.Through = netip.AddrPortFrom(s.Addr, s.Port), mark, d.Addr
-				c.probe = &probeService{svc: ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}, dest: *d}
-				c.probe.dest.Weight = 1
-			} else if spec.Type == "exec" {
-				t.Spec.Via = "" // an exec check goes nowhere: no via
-			} else {
-				t.Spec.Via = "direct"
+				t.Spec.Via = via(spec, d)
+				if t.Spec.Via == "vip" && s.FWMark == 0 && spec.Type != "exec" {
+					name := refName(ref)
+					mark, ok := marks[name]
+					if !ok {
+						for mark = rules.ProbeMarkBase; used[mark]; mark++ {
+						}
+						marks[name], used[mark] = mark, true
+					}
+					t.Addr, t.Mark, t.Through = netip.AddrPortFrom(s.Addr, s.Port), mark, d.Addr
+					if !hasProbe {
+						c.probe = &probeService{svc: ipvs.Service{Family: s.Family, FWMark: mark, Scheduler: "rr", Netmask: fullMask(s.Family)}, dest: *d}
+						c.probe.dest.Weight = 1
+						hasProbe = true
+					}
+				} else if spec.Type == "exec" {
+					t.Spec.Via = "" // an exec check goes nowhere: no via
+				} else {
+					t.Spec.Via = "direct"
+				}
+				c.key = keys.Key(t)
+				c.addr, c.vip, c.through, c.mark, c.spec = t.Addr, t.VIP, t.Through, t.Mark, keys.Spec()
+				out = append(out, c)
 			}
-			c.key = keys.Key(t)
-			c.addr, c.vip, c.through, c.mark, c.spec = t.Addr, t.VIP, t.Through, t.Mark, keys.Spec()
-			out = append(out, c)
 		}
 	}
 	return out
@@ -150,20 +160,25 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 		checkedN, failed := 0, false
 		for j := range s.Dests {
 			mine[j] = nil
-			if p < len(probes) && probes[p].ref.Service == sk && probes[p].ref.Dest == rules.DestKeyOf(&s.Dests[j].Destination) {
-				mine[j] = &probes[p]
-				p++
-			}
-			if mine[j] == nil {
+			dk := rules.DestKeyOf(&s.Dests[j].Destination)
+			if p >= len(probes) || probes[p].ref.Service != sk || probes[p].ref.Dest != dk {
 				continue
 			}
+			mine[j] = &probes[p]
 			checkedN++
-			st, w := state(mine[j].key)
-			switch st {
-			case health.Up:
-				up[j], weights[j] = true, w
-			case health.Down:
-				failed = true
+			// The real server is up while every one of its checks is: one
+			// down fails it (keepalived's num_failed_checkers).
+			allUp, down := true, false
+			var w *uint32
+			for ; p < len(probes) && probes[p].ref.Service == sk && probes[p].ref.Dest == dk; p++ {
+				st, cw := state(probes[p].key)
+				allUp = allUp && st == health.Up
+				down = down || st == health.Down
+				w = addWeight(w, cw, probes[p].weight)
+			}
+			up[j], failed = allUp, failed || down
+			if allUp {
+				weights[j] = w
 			}
 		}
 		// All down needs a failure: servers still waiting for their first
@@ -215,6 +230,25 @@ func effective(want *rules.Set, h *desired.Health, probes []checked, state func(
 		}
 	}
 	return out, allDown
+}
+
+// addWeight adds a check's weight cw (nil: the file's, file) to w, the
+// weight of the real server's checks before it (nil: the file's), as
+// keepalived 2.2.7 adds its MISC_CHECKs': each dynamic check moves the
+// file's weight by its own difference to it, so with one dynamic check
+// the server has that check's weight. The sum is kept within 0 and the
+// kernel's largest weight.
+func addWeight(w, cw *uint32, file uint32) *uint32 {
+	if cw == nil {
+		return w
+	}
+	if w == nil {
+		v := *cw
+		return &v
+	}
+	sum := min(max(int64(*w)+int64(*cw)-int64(file), 0), math.MaxInt32)
+	v := uint32(sum)
+	return &v
 }
 
 // fullMask is a service's persistence netmask when it has none: all ones.

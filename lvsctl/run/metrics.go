@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,8 +37,9 @@ var (
 	descServerActive   = desc("real_server_active_connections", "Established connections of the real server.", serverLabels)
 	descServerInactive = desc("real_server_inactive_connections", "Other connection entries of the real server.", serverLabels)
 	descServerWeight   = desc("real_server_weight", "The real server's weight: configured in the file, current in the kernel.", append(serverLabels, "kind"))
-	descServerUp       = desc("real_server_check_up", "1 when the real server's check is up, 0 when down or not yet known.", serverLabels)
-	descServerFails    = desc("real_server_check_consecutive_failures", "Failed probes in a row.", serverLabels)
+	descServerUp       = desc("real_server_check_up", "1 when the real server's checks are all up, 0 when one is down or not yet known.", serverLabels)
+	descServerFails    = desc("real_server_check_consecutive_failures", "Failed probes in a row (of the check that failed most).", serverLabels)
+	descCheckUp        = desc("real_server_each_check_up", "1 when this check of the real server is up; check is its position in the file, from 1.", append(serverLabels, "check", "type"))
 	descServerDraining = desc("real_server_draining", "1 while the real server drains after leaving the file.", serverLabels)
 	descServiceConns   = desc("service_connections_total", "Connections scheduled by the service.", serviceLabels)
 	descServicePackets = desc("service_packets_total", "Packets of the service, in and out.", append(serviceLabels, "direction"))
@@ -64,10 +66,16 @@ type metrics struct {
 	collectMu sync.Mutex // one scrape at a time reads the kernel
 }
 
+// checkKey is one check of a real server: its target's key and type.
+type checkKey struct {
+	key health.TargetKey
+	typ string
+}
+
 // metricsState is what the run loop publishes after each change.
 type metricsState struct {
 	configured map[desired.DestRef]uint32
-	keys       map[desired.DestRef]health.TargetKey
+	keys       map[desired.DestRef][]checkKey
 	draining   map[desired.DestRef]bool
 	allDown    map[rules.ServiceKey]bool
 }
@@ -86,7 +94,7 @@ func (m *metrics) observe(t health.Target, took time.Duration, _ error) {
 
 // publish records the run's state for the next scrape.
 func (m *metrics) publish(l *runLoop) {
-	st := metricsState{configured: map[desired.DestRef]uint32{}, keys: map[desired.DestRef]health.TargetKey{},
+	st := metricsState{configured: map[desired.DestRef]uint32{}, keys: map[desired.DestRef][]checkKey{},
 		draining: map[desired.DestRef]bool{}, allDown: map[rules.ServiceKey]bool{}}
 	for i := range l.want.Services {
 		s := &l.want.Services[i]
@@ -95,7 +103,7 @@ func (m *metrics) publish(l *runLoop) {
 		}
 	}
 	for _, c := range l.probes {
-		st.keys[c.ref] = c.key
+		st.keys[c.ref] = append(st.keys[c.ref], checkKey{c.key, c.spec.Type})
 	}
 	for ref := range l.drains {
 		st.draining[ref] = true
@@ -110,7 +118,7 @@ func (m *metrics) publish(l *runLoop) {
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descServerConns, descServerPackets, descServerBytes, descServerActive, descServerInactive,
-		descServerWeight, descServerUp, descServerFails, descServerDraining, descServiceConns, descServicePackets,
+		descServerWeight, descServerUp, descServerFails, descCheckUp, descServerDraining, descServiceConns, descServicePackets,
 		descServiceBytes, descServiceAllDown, descLatenessP99, descLatenessMax, descOnTime} {
 		ch <- d
 	}
@@ -167,10 +175,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			if w, ok := st.configured[ref]; ok {
 				ch <- prometheus.MustNewConstMetric(descServerWeight, prometheus.GaugeValue, float64(w), svc, rs, "configured")
 			}
-			if k, ok := st.keys[ref]; ok {
-				ts := states[k]
-				ch <- prometheus.MustNewConstMetric(descServerUp, prometheus.GaugeValue, b2f(ts.State == health.Up), svc, rs)
-				ch <- prometheus.MustNewConstMetric(descServerFails, prometheus.GaugeValue, float64(ts.Fails), svc, rs)
+			if ks, ok := st.keys[ref]; ok {
+				up, fails := true, 0
+				for n, k := range ks {
+					ts := states[k.key]
+					up, fails = up && ts.State == health.Up, max(fails, ts.Fails)
+					ch <- prometheus.MustNewConstMetric(descCheckUp, prometheus.GaugeValue, b2f(ts.State == health.Up), svc, rs, strconv.Itoa(n+1), k.typ)
+				}
+				ch <- prometheus.MustNewConstMetric(descServerUp, prometheus.GaugeValue, b2f(up), svc, rs)
+				ch <- prometheus.MustNewConstMetric(descServerFails, prometheus.GaugeValue, float64(fails), svc, rs)
 			}
 			ch <- prometheus.MustNewConstMetric(descServerDraining, prometheus.GaugeValue, b2f(st.draining[ref]), svc, rs)
 		}

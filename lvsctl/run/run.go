@@ -212,7 +212,7 @@ func Run(cfg Config) error {
 	go func() { done <- l.checker.Run(checkCtx) }()
 	defer func() { stopChecks(); <-done }()
 	cfg.notify("READY=1\nSTATUS=" + l.status())
-	fmt.Fprintf(l.log, "lvsctl run: %s: %d real servers checked, %d probes\n", cfg.File, len(l.probes), countKeys(l.probes))
+	fmt.Fprintf(l.log, "lvsctl run: %s: %d real servers checked, %d probes\n", cfg.File, countServers(l.probes), countKeys(l.probes))
 
 	resync := time.NewTicker(resyncEvery)
 	defer resync.Stop()
@@ -291,6 +291,18 @@ func (l *runLoop) setTargets(cs []checked) error {
 	return l.checker.SetEach(len(cs), func(i int) health.Target { return cs[i].target() })
 }
 
+// countServers is how many real servers cs checks: their checks are next
+// to each other.
+func countServers(cs []checked) int {
+	n := 0
+	for i := range cs {
+		if i == 0 || cs[i].ref != cs[i-1].ref {
+			n++
+		}
+	}
+	return n
+}
+
 func countKeys(cs []checked) int {
 	keys := map[health.TargetKey]bool{}
 	for i := range cs {
@@ -309,19 +321,27 @@ func countKeys(cs []checked) int {
 func (l *runLoop) seed(prior *record.Run) error {
 	var states []health.TargetState
 	known := map[health.TargetKey]bool{}
-	byRef := map[string]health.State{}
+	// byCheck is each check's state by its real server and position.
+	type position struct {
+		ref string
+		n   int
+	}
+	byCheck := map[position]health.State{}
 	if prior != nil {
-		for _, s := range prior.Servers {
-			known[s.Health.Key] = true
-			states = append(states, s.Health)
-			byRef[s.Service+" -r "+s.Destination] = s.Health.State
+		for i := range prior.Servers {
+			s := &prior.Servers[i]
+			for n, c := range s.AllChecks() {
+				known[c.Health.Key] = true
+				states = append(states, c.Health)
+				byCheck[position{s.Service + " -r " + s.Destination, n}] = c.Health.State
+			}
 		}
 	}
 	for _, c := range l.probes {
 		if known[c.key] {
 			continue
 		}
-		if st := byRef[refName(c.ref)]; st == health.Up || st == health.Down {
+		if st := byCheck[position{refName(c.ref), c.n}]; st == health.Up || st == health.Down {
 			known[c.key] = true
 			states = append(states, health.TargetState{Key: c.key, State: st})
 		}
@@ -337,6 +357,8 @@ func (l *runLoop) seed(prior *record.Run) error {
 			weights[desired.DestRef{Service: rules.KeyOf(&s.Service), Dest: rules.DestKeyOf(&d.Destination)}] = d.Weight
 		}
 	}
+	// A check new to a real server in service (one added while run was
+	// stopped) starts up with it.
 	for _, c := range l.probes {
 		if known[c.key] {
 			continue
@@ -541,18 +563,23 @@ func (l *runLoop) save() {
 	st.Each = func(yield func(*record.Server) bool) {
 		var svc string      // the name of the service of the server before
 		var s record.Server // one for all: yield's pointer would move each to the heap
-		for i := range l.probes {
+		var checks []record.ServerCheck
+		for i := 0; i < len(l.probes); {
 			c := &l.probes[i]
-			ts, _ := l.checker.State(c.key)
-			ts.Key = c.key
 			if i == 0 || c.ref.Service != l.probes[i-1].ref.Service {
 				svc = c.ref.Service.String()
 			}
-			// The record keeps the check's type, not its whole target:
+			// The record keeps each check's type, not its whole target:
 			// the file has the rest, and the targets were most of the
 			// record's cost (figures: decision 0014).
-			s = record.Server{Service: svc, Destination: c.ref.Dest.String(),
-				InService: l.inSvc[c.ref], Weight: c.weight, Check: c.spec.Type, Health: ts}
+			checks = checks[:0]
+			for ; i < len(l.probes) && l.probes[i].ref == c.ref; i++ {
+				ts, _ := l.checker.State(l.probes[i].key)
+				ts.Key = l.probes[i].key
+				checks = append(checks, record.ServerCheck{Check: l.probes[i].spec.Type, Health: ts})
+			}
+			s = record.Server{Service: svc, Destination: c.ref.Dest.String(), InService: l.inSvc[c.ref], Weight: c.weight}
+			s.SetChecks(checks)
 			if !yield(&s) {
 				return
 			}
@@ -731,7 +758,7 @@ func (l *runLoop) reload() error {
 	l.checker.Restore(seeds)
 	l.checker.Apply(targets)
 	fmt.Fprintf(l.log, "lvsctl run: reloaded %s in %s (read in %s): %d real servers checked, %d draining\n",
-		l.cfg.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), len(probes), len(l.drains))
+		l.cfg.File, time.Since(start).Round(time.Millisecond), read.Round(time.Millisecond), countServers(probes), len(l.drains))
 	if err != nil {
 		// The file took effect; the kernel's table did not follow (a
 		// read failed): the next change or resync puts it right.
@@ -756,16 +783,34 @@ func (l *runLoop) restore(f runFile) {
 	maps.Copy(l.marks, f.marks)
 }
 
-// carry gives each real server whose check changed (so its target's key)
-// the state it has under its present check, until the new check decides
-// by its own rise and fall: an edit of a check never takes a healthy
-// server out, nor brings a failed one back. A key that several real
-// servers share is up when one of them was.
+// carry gives each check whose key is new (an edited check, or one added
+// to a real server) a state until it decides by its own rise and fall, so
+// that an edit never takes a healthy server out, nor brings a failed one
+// back. An edited check takes the state of the check it replaces: of the
+// real server's old checks whose keys are gone, the one of its type at
+// its position, else the first of its type, else the one at its
+// position. A check with none of them, added to the server, starts as the
+// server is: up while in service, down when one of its checks is down. A
+// key that several real servers share is up when one of them was.
 func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
-	was := make(map[desired.DestRef]health.State, len(l.probes))
+	type oldCheck struct {
+		typ   string
+		n     int
+		state health.State
+		used  bool
+	}
+	stay := make(map[health.TargetKey]bool, len(probes))
+	for i := range probes {
+		stay[probes[i].key] = true
+	}
+	gone := map[desired.DestRef][]*oldCheck{} // the old checks whose keys leave, by real server
+	down := map[desired.DestRef]bool{}
 	for i := range l.probes {
-		if st, _ := l.state(l.probes[i].key); st == health.Up || st == health.Down {
-			was[l.probes[i].ref] = st
+		c := &l.probes[i]
+		st, _ := l.state(c.key)
+		down[c.ref] = down[c.ref] || st == health.Down
+		if !stay[c.key] {
+			gone[c.ref] = append(gone[c.ref], &oldCheck{typ: c.spec.Type, n: c.n, state: st})
 		}
 	}
 	out := map[health.TargetKey]health.State{}
@@ -774,11 +819,34 @@ func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
 		if _, ok := l.checker.State(c.key); ok {
 			continue // the same check: the checker keeps its state
 		}
-		st, ok := was[c.ref]
-		if !ok || out[c.key] == health.Up {
-			continue
+		var from *oldCheck
+		for _, match := range []func(o *oldCheck) bool{
+			func(o *oldCheck) bool { return o.typ == c.spec.Type && o.n == c.n },
+			func(o *oldCheck) bool { return o.typ == c.spec.Type },
+			func(o *oldCheck) bool { return o.n == c.n },
+		} {
+			for _, o := range gone[c.ref] {
+				if !o.used && match(o) {
+					from = o
+					break
+				}
+			}
+			if from != nil {
+				break
+			}
 		}
-		out[c.key] = st
+		var st health.State
+		switch {
+		case from != nil:
+			from.used, st = true, from.state
+		case l.inSvc[c.ref]:
+			st = health.Up
+		case down[c.ref]:
+			st = health.Down
+		}
+		if (st == health.Up || st == health.Down) && out[c.key] != health.Up {
+			out[c.key] = st
+		}
 	}
 	return out
 }

@@ -20,14 +20,16 @@ import (
 type checksDocument struct {
 	Version int `json:"version"`
 	Checks  []struct {
-		Service      string       `json:"service"`
-		Check        *health.Spec `json:"check"`
-		WhenAllDown  string       `json:"when_all_down"`
-		SorryServer  string       `json:"sorry_server"`
+		Service      string        `json:"service"`
+		Check        *health.Spec  `json:"check"`
+		Checks       []health.Spec `json:"checks"`
+		WhenAllDown  string        `json:"when_all_down"`
+		SorryServer  string        `json:"sorry_server"`
 		Destinations []struct {
-			Address string       `json:"address"`
-			Port    uint16       `json:"port"`
-			Check   *health.Spec `json:"check"`
+			Address string        `json:"address"`
+			Port    uint16        `json:"port"`
+			Check   *health.Spec  `json:"check"`
+			Checks  []health.Spec `json:"checks"`
 		} `json:"destinations"`
 	} `json:"checks"`
 }
@@ -82,7 +84,7 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 			return nil, hr.errorf(hr.lineOf(svcN, "service"), "checks[%d].service %q: no such service in the rules (write it as ipvsadm -Sn does)", i, c.Service)
 		}
 		key := rules.KeyOf(&svc.Service)
-		js := &JSONService{Check: c.Check, WhenAllDown: c.WhenAllDown, SorryServer: c.SorryServer}
+		js := &JSONService{Check: c.Check, Checks: c.Checks, WhenAllDown: c.WhenAllDown, SorryServer: c.SorryServer}
 		if err := hr.service(svcN, i, key, js); err != nil {
 			return nil, err
 		}
@@ -92,7 +94,7 @@ func ReadChecks(name string, data []byte, set *rules.Set) (*Health, error) {
 			if !ok {
 				return nil, hr.errorf(lines.at(n), "checks[%d].destinations[%d]: %s port %d is no real server of %s", i, j, d.Address, d.Port, key)
 			}
-			own[dk] = &ownCheck{JSONDestination{Check: d.Check}, n}
+			own[dk] = &ownCheck{JSONDestination{Check: d.Check, Checks: d.Checks}, n}
 			n++
 		}
 		for j := range svc.Dests {

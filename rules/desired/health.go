@@ -13,12 +13,14 @@ import (
 // version 2, or a checks file): each checked real server's check, and what
 // each service does when all its checked real servers fail.
 type Health struct {
-	// Checks holds the check of every real server that has one: its own,
-	// else its service's, validated, with defaults filled in but Via, which
-	// stays as written (empty: vip for direct-routing and tunnelled real
-	// servers, direct for masquerading ones). Real servers with the same
-	// check share one Spec, which no one changes.
-	Checks map[DestRef]*health.Spec
+	// Checks holds the checks of every real server that has any: its own,
+	// else its service's, in the order written; the server is in service
+	// only while all of them pass. They are validated, with defaults filled
+	// in but Via, which stays as written (empty: vip for direct-routing and
+	// tunnelled real servers, direct for masquerading ones). Real servers
+	// with the same checks share one slice and its Specs, which no one
+	// changes. A single "check" is a list of one.
+	Checks map[DestRef][]*health.Spec
 	// Services holds the settings of services that have checks.
 	Services map[rules.ServiceKey]ServiceHealth
 	// Announce is what the document announces, nil when it does not.
@@ -61,10 +63,11 @@ type healthReader struct {
 	// svcHint and destHint size the maps at their first entry: how many
 	// services and real servers the document has.
 	svcHint, destHint int
-	// spec, with its defaults in withDefaults, is the check of the last
-	// real server read: mostly its service's, that of the next ones too.
+	// spec, the first check as written, names the checks of the last real
+	// server read, which withDefaults holds with their defaults: mostly
+	// its service's, those of the next ones too.
 	spec         *health.Spec
-	withDefaults *health.Spec
+	withDefaults []*health.Spec
 	// data is the document's JSON and lines its entry lines, for the
 	// lines of the fields an error is about.
 	data  []byte
@@ -73,7 +76,7 @@ type healthReader struct {
 
 func newHealth(name string, version int, data []byte, lines lineTable) *healthReader {
 	return &healthReader{name: name, version: version, sys: healthSystem, data: data, lines: lines,
-		h: Health{Checks: map[DestRef]*health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
+		h: Health{Checks: map[DestRef][]*health.Spec{}, Services: map[rules.ServiceKey]ServiceHealth{}}}
 }
 
 // sizeHint says how many services and real servers the document has.
@@ -114,24 +117,25 @@ func (hr *healthReader) needVersion(n int, key, path string) error {
 
 // service reads the i-th service's health settings, written in entry n.
 func (hr *healthReader) service(n, i int, key rules.ServiceKey, js *JSONService) error {
-	if js.Check == nil && js.WhenAllDown == "" && js.SorryServer == "" {
+	if js.Check == nil && js.Checks == nil && js.WhenAllDown == "" && js.SorryServer == "" {
 		return nil
 	}
 	path := fmt.Sprintf("services[%d]", i)
 	given := "check" // the first health field given
-	if js.Check == nil {
+	switch {
+	case js.Check != nil:
+	case js.Checks != nil:
+		given = "checks"
+	case js.WhenAllDown != "":
 		given = "when_all_down"
-		if js.WhenAllDown == "" {
-			given = "sorry_server"
-		}
+	default:
+		given = "sorry_server"
 	}
-	if err := hr.needVersion(n, given, path+".check"); err != nil {
+	if err := hr.needVersion(n, given, path+"."+given); err != nil {
 		return err
 	}
-	if js.Check != nil {
-		if err := hr.check(n, path+".check", js.Check); err != nil {
-			return err
-		}
+	if err := hr.checks(n, path, js.Check, js.Checks); err != nil {
+		return err
 	}
 	sh := ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: hr.lines.at(n)}}
 	switch js.WhenAllDown {
@@ -167,43 +171,82 @@ func (hr *healthReader) addService(key rules.ServiceKey, sh ServiceHealth) {
 	hr.h.Services[key] = sh
 }
 
-// dest reads the j-th real server of the i-th service: its own check,
-// written in entry n, or the service's. line is where the real server
-// was written.
+// dest reads the j-th real server of the i-th service: its own check or
+// checks, written in entry n, or the service's. line is where the real
+// server was written.
 func (hr *healthReader) dest(line, n, i, j int, svc rules.ServiceKey, dest rules.DestKey, js *JSONService, jd *JSONDestination) error {
-	spec := js.Check
-	if jd.Check != nil {
-		path := fmt.Sprintf("services[%d].destinations[%d].check", i, j)
-		if err := hr.needVersion(n, "check", path); err != nil {
+	one, many := js.Check, js.Checks
+	if jd.Check != nil || jd.Checks != nil {
+		path := fmt.Sprintf("services[%d].destinations[%d]", i, j)
+		key := "check"
+		if jd.Check == nil {
+			key = "checks"
+		}
+		if err := hr.needVersion(n, key, path+"."+key); err != nil {
 			return err
 		}
-		if err := hr.check(n, path, jd.Check); err != nil {
+		if err := hr.checks(n, path, jd.Check, jd.Checks); err != nil {
 			return err
 		}
-		spec = jd.Check
+		one, many = jd.Check, jd.Checks
 	}
-	if spec != nil {
-		if spec != hr.spec {
-			d := spec.WithDefaults()
-			hr.spec, hr.withDefaults = spec, &d
-			hr.withDefaults.Via = spec.Via // empty: the real server's forwarding method decides
+	first := one
+	if first == nil && len(many) > 0 {
+		first = &many[0]
+	}
+	if first == nil {
+		return nil
+	}
+	if first != hr.spec {
+		// The real servers of a service share its checks: one slice, and
+		// one Spec each, worked out once.
+		if one != nil {
+			many = []health.Spec{*one}
 		}
-		if len(hr.h.Checks) == 0 && hr.destHint > 0 {
-			hr.h.Checks = make(map[DestRef]*health.Spec, hr.destHint)
+		hr.spec, hr.withDefaults = first, make([]*health.Spec, len(many))
+		for k := range many {
+			d := many[k].WithDefaults()
+			d.Via = many[k].Via // empty: the real server's forwarding method decides
+			hr.withDefaults[k] = &d
 		}
-		hr.h.Checks[DestRef{svc, dest}] = hr.withDefaults
-		if _, ok := hr.h.Services[svc]; !ok {
-			hr.addService(svc, ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}})
+	}
+	if len(hr.h.Checks) == 0 && hr.destHint > 0 {
+		hr.h.Checks = make(map[DestRef][]*health.Spec, hr.destHint)
+	}
+	hr.h.Checks[DestRef{svc, dest}] = hr.withDefaults
+	if _, ok := hr.h.Services[svc]; !ok {
+		hr.addService(svc, ServiceHealth{WhenAllDown: KeepLast, Source: rules.Source{File: hr.name, Line: line}})
+	}
+	return nil
+}
+
+// checks validates the check, or the checks, that entry n gives at path
+// ("services[0]"): not both, and not an empty list. An error names the
+// line of the field it is about, else of the "check" or "checks" key.
+func (hr *healthReader) checks(n int, path string, one *health.Spec, many []health.Spec) error {
+	if one != nil && many != nil {
+		return hr.errorf(hr.lineOf(n, "checks"), "%s: check and checks: give one of them (checks for several that must all pass)", path)
+	}
+	if one != nil {
+		return hr.check(n, path+".check", []string{"check"}, one)
+	}
+	if many != nil && len(many) == 0 {
+		return hr.errorf(hr.lineOf(n, "checks"), "%s.checks: empty; give at least one check", path)
+	}
+	for k := range many {
+		idx := fmt.Sprintf("[%d]", k)
+		if err := hr.check(n, path+".checks"+idx, []string{"checks", idx}, &many[k]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// check validates the check object of entry n. An error names the line
-// of the field it is about, else of the "check" key.
-func (hr *healthReader) check(n int, path string, s *health.Spec) error {
+// check validates one check object of entry n, found at key within the
+// entry. An error names the line of the field it is about, else of key.
+func (hr *healthReader) check(n int, path string, key []string, s *health.Spec) error {
 	if err := s.WithDefaults().ValidateWith(hr.sys); err != nil {
-		return hr.errorf(hr.lineOf(n, append([]string{"check"}, checkField(err)...)...), "%s: %v", path, err)
+		return hr.errorf(hr.lineOf(n, append(key, checkField(err)...)...), "%s: %v", path, err)
 	}
 	return nil
 }

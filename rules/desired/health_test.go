@@ -69,7 +69,11 @@ func TestYAMLWithChecks(t *testing.T) {
 				ref = r
 			}
 		}
-		c, ok := h.Checks[ref]
+		cs, ok := h.Checks[ref]
+		if !ok || len(cs) != 1 {
+			t.Fatalf("%v: checks %v, want one", ref, cs)
+		}
+		c := cs[0]
 		if !ok || ref.Service != svc || c.Type != want {
 			t.Errorf("%s: check %+v (found %v), want type %s", addr, c, ok, want)
 		}
@@ -94,7 +98,8 @@ func TestURLsAndDynamicRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sawHTTP, sawExec bool
-	for _, c := range h.Checks {
+	for _, cs := range h.Checks {
+		c := cs[0]
 		switch c.Type {
 		case "http":
 			sawHTTP = true
@@ -166,7 +171,8 @@ func TestSMTPAndPingRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for r, c := range h.Checks {
+	for r, cs := range h.Checks {
+		c := cs[0]
 		got[r.Dest.Addr.String()] = c.Type + " " + c.Helo + " " + c.Timeout + " " + strconv.Itoa(c.Port)
 	}
 	want := map[string]string{"192.168.1.1": "smtp lb1.example.com 1s 587", "192.168.1.2": "ping  500ms 0"}
@@ -226,7 +232,8 @@ checks:
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	for ref, c := range h.Checks {
+	for ref, cs := range h.Checks {
+		c := cs[0]
 		got[ref.Service.String()+" "+ref.Dest.String()] = c.Type + " " + c.Via
 	}
 	want := map[string]string{"-t 10.0.0.1:80 192.168.1.1:80": "tcp vip", "-t 10.0.0.1:80 192.168.1.2:80": "http ",

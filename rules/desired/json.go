@@ -54,6 +54,9 @@ type JSONService struct {
 	Stats          *jsonCounters     `json:"stats,omitempty"`
 	// Check applies to each real server without one of its own (version 2).
 	Check *health.Spec `json:"check,omitempty"`
+	// Checks, instead of Check, are several checks that must all pass
+	// (version 2).
+	Checks []health.Spec `json:"checks,omitempty"`
 	// WhenAllDown is keep (default), sorry or zero (version 2; see Health).
 	WhenAllDown string `json:"when_all_down,omitempty"`
 	// SorryServer is the address:port that serves when every real server
@@ -84,8 +87,11 @@ type JSONDestination struct {
 	InactiveConns   *uint32       `json:"inactive_conns,omitempty"`
 	PersistentConns *uint32       `json:"persistent_conns,omitempty"`
 	Stats           *jsonCounters `json:"stats,omitempty"`
-	// Check replaces the service's check for this real server (version 2).
+	// Check replaces the service's check (or checks) for this real
+	// server (version 2).
 	Check *health.Spec `json:"check,omitempty"`
+	// Checks, instead of Check, are several checks that must all pass.
+	Checks []health.Spec `json:"checks,omitempty"`
 }
 
 // JSONTunnel holds a tunnel destination's encapsulation.
@@ -742,23 +748,32 @@ func stringEnd(data []byte, start int) int {
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// namesEntries reports whether quoted, a closed JSON string with its
-// quotes, is the key of an array of entries: services, destinations or
-// checks, as the decoder reads it (escapes undone, letter case kept).
-func namesEntries(quoted []byte) bool {
+// What namesEntries finds a key to be.
+const (
+	noEntries   = iota
+	entryArray  // services, destinations
+	checksArray // checks: entries at the top of a document only
+)
+
+// namesEntries says whether quoted, a closed JSON string with its quotes,
+// is the key of an array of entries: services, destinations or checks,
+// as the decoder reads it (escapes undone, letter case kept).
+func namesEntries(quoted []byte) int {
 	key := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(key, '\\') >= 0 {
 		var s string
 		if json.Unmarshal(quoted, &s) != nil {
-			return false
+			return noEntries
 		}
 		key = []byte(s)
 	}
 	switch string(key) { // compared without a copy
-	case "services", "destinations", "checks":
-		return true
+	case "services", "destinations":
+		return entryArray
+	case "checks":
+		return checksArray
 	}
-	return false
+	return noEntries
 }
 
 // versionLine is the line of a document's "version" key, or 1.

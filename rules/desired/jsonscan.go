@@ -76,7 +76,10 @@ func scanJSON(data []byte, keys bool, want int) (lineTable, int, error) {
 				k++
 			}
 			if k < len(data) && data[k] == ':' {
-				entryKey = namesEntries(data[i:end])
+				// "checks" names the entries of a checks document only:
+				// a service's or real server's checks are no entries.
+				kind := namesEntries(data[i:end])
+				entryKey = kind == entryArray || kind == checksArray && len(stack) == 1
 				if keys && len(bases) > 0 {
 					key := jsonKey{i, end, isPlainKey(data[i:end])}
 					for _, o := range seen[bases[len(bases)-1]:] {

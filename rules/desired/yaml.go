@@ -196,7 +196,8 @@ func (w *jsonWriter) node(n *yaml.Node, depth int, entry bool) error {
 			w.at(k.Line)
 			w.b = jsonstr.Append(w.b, k.Value)
 			w.b = append(w.b, ':')
-			w.entryKey = k.Value == "services" || k.Value == "destinations" || k.Value == "checks"
+			// "checks" names entries at the top of a checks document only.
+			w.entryKey = k.Value == "services" || k.Value == "destinations" || k.Value == "checks" && depth == 0
 			if w.entries != nil && depth == 0 && k.Value == "services" && k.Line == w.entriesLine &&
 				v.Kind == yaml.ScalarNode && v.Tag == "!!null" && !w.wroteEntries {
 				if !w.entries() {

@@ -392,7 +392,8 @@ func TestWriteReadBack(t *testing.T) {
 	if h == nil || len(h.Checks) != 4 {
 		t.Fatalf("read back checks: %+v", h)
 	}
-	for ref, spec := range h.Checks {
+	for ref, specs := range h.Checks {
+		spec := specs[0]
 		if spec.Type != "tcp" || spec.Port != 8080 || spec.Fall != 3 || spec.Rise != 1 || spec.Interval != "6s" {
 			t.Errorf("%v: %+v", ref, spec)
 		}
