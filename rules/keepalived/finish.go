@@ -190,7 +190,7 @@ func (c *conv) familyMismatch(s *desired.JSONService, at *Stmt) bool {
 }
 
 // destination completes a real server as validate_check_config does and
-// converts its first check.
+// converts its checks.
 func (c *conv) destination(v *vsState, r *rsState) (desired.JSONDestination, bool) {
 	method, tun := r.method, r.tun
 	if method == "" {
@@ -217,16 +217,20 @@ func (c *conv) destination(v *vsState, r *rsState) (desired.JSONDestination, boo
 			checks = append(checks, k)
 		}
 	}
-	for i, k := range checks {
-		if i > 0 {
-			c.lossy(k.at, "%s: lvsctl runs one check per real server; only the first (%s) is kept", k.kind, checks[0].kind)
-			continue
+	// keepalived serves a real server while every one of its checkers
+	// passes (check_api.c: num_failed_checkers): lvsctl's checks, in the
+	// checkers' order, all of which must pass.
+	var specs []health.Spec
+	for _, k := range checks {
+		if spec, ok := c.checkSpec(v, r, k, method); ok {
+			specs = append(specs, *spec)
 		}
-		spec, ok := c.checkSpec(v, r, k, method)
-		if !ok {
-			continue
-		}
-		d.Check = spec
+	}
+	switch {
+	case len(specs) == 1:
+		d.Check = &specs[0]
+	case len(specs) > 1:
+		d.Checks = specs
 	}
 	if len(checks) > 0 && !inhibit {
 		c.note(r.at, "real server %s: no inhibit_on_failure: keepalived deletes a failed server, lvsctl sets its weight to 0 (its connections finish)", d.Address)
@@ -498,29 +502,30 @@ func (c *conv) sorryAndQuorum(v *vsState, js *desired.JSONService, weightSum uin
 
 func anyChecked(ds []desired.JSONDestination) bool {
 	for _, d := range ds {
-		if d.Check != nil {
+		if d.Check != nil || d.Checks != nil {
 			return true
 		}
 	}
 	return false
 }
 
-// hoistCheck moves a check that every real server has into the service.
+// hoistCheck moves the check, or checks, that every real server has into
+// the service.
 func hoistCheck(js *desired.JSONService) {
 	if len(js.Destinations) == 0 {
 		return
 	}
-	first := js.Destinations[0].Check
-	if first == nil {
+	first := &js.Destinations[0]
+	if first.Check == nil && first.Checks == nil {
 		return
 	}
 	for _, d := range js.Destinations[1:] {
-		if d.Check == nil || !reflect.DeepEqual(*d.Check, *first) {
+		if !reflect.DeepEqual(d.Check, first.Check) || !reflect.DeepEqual(d.Checks, first.Checks) {
 			return
 		}
 	}
-	js.Check = first
+	js.Check, js.Checks = first.Check, first.Checks
 	for i := range js.Destinations {
-		js.Destinations[i].Check = nil
+		js.Destinations[i].Check, js.Destinations[i].Checks = nil, nil
 	}
 }

@@ -162,7 +162,7 @@ func (c *conv) smtpEnd(k *chkState) {
 		switch {
 		case ap != main || mark != mainMark:
 			c.lossy(h.at, "host %s: keepalived checks it too, with a checker of its own, and serves real server %s only while every checker passes; "+
-				"lvsctl runs one check per real server, of %s", ap, r.addr, main)
+				"lvsctl converts one check per SMTP_CHECK, of %s", ap, r.addr, main)
 		case h.co.connTO < 0:
 			c.lossy(h.at, "host without connect_timeout: keepalived 2.2.7 gives its connection a timeout of 0, "+
 				"so each step of the conversation must find its reply there at once: real server %s fails, or passes by chance and flaps; "+
