@@ -147,7 +147,8 @@ services:
 // real server out within interval × fall + timeout (+1 s) of the failure
 // (the real server refusing the port) and bring it back within interval ×
 // rise (+1 s) of the recovery; the other server keeps its weight, and no
-// real server is ever deleted.
+// real server is ever deleted. A digest of the body is checked; so are
+// two checks of one real server, either of which takes it out.
 func TestRunChecksVSNAT(t *testing.T) {
 	n := natNetwork(t, "hcnat")
 	doc := `version: 2
@@ -214,6 +215,46 @@ services:
 		t.Errorf("the log lacks rs2's failed digest:\n%s", run.text())
 	}
 	t.Logf("http check with a digest: rs2 out %v after the start", took.Round(time.Millisecond))
+
+	// Two checks of rs2, a tcp check of its FTP port and an http check of
+	// its web server: either failing alone takes it out, and it comes back
+	// only once both pass.
+	doc = `version: 2
+services:
+  - protocol: tcp
+    address: ` + seedVIP + `
+    port: 80
+    scheduler: wrr
+    check: {type: tcp, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+    destinations:
+      - {address: 172.16.0.2, port: 80, method: masq, weight: 1}
+      - address: 172.16.0.3
+        port: 8000
+        method: masq
+        weight: 2
+        checks:
+          - {type: tcp, port: 21, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+          - {type: http, interval: 500ms, timeout: 300ms, rise: 2, fall: 2}
+`
+	run = n.lvsctlRun("dir", writeFile(t, "two.yaml", doc))
+	n.waitWeight("dir", svc, seedRS1, "1", 5*time.Second)
+	n.waitWeight("dir", svc, seedRS2, "2", 5*time.Second)
+	for _, port := range []string{"8000", "21"} {
+		n.must("rs2", "iptables", "-I", "INPUT", "-p", "tcp", "--dport", port, "-j", "REJECT", "--reject-with", "tcp-reset")
+		took := n.waitWeight("dir", svc, seedRS2, "0", down)
+		if w := n.weightOf("dir", svc, seedRS1); w != "1" {
+			t.Errorf("rs2's port %s failed: rs1's weight is %q, want 1", port, w)
+		}
+		n.must("rs2", "iptables", "-D", "INPUT", "-p", "tcp", "--dport", port, "-j", "REJECT", "--reject-with", "tcp-reset")
+		back := n.waitWeight("dir", svc, seedRS2, "2", up)
+		t.Logf("two checks of rs2, port %s failing: out %v after the failure, back %v after the recovery", port, took.Round(time.Millisecond), back.Round(time.Millisecond))
+	}
+	run.stop(t)
+	for _, want := range []string{"-> down (http check: ", "-> down (tcp check: "} {
+		if !strings.Contains(run.text(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, run.text())
+		}
+	}
 }
 
 // TestRunViaVIP: a direct-routing real server whose loopback lost the

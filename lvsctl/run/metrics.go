@@ -19,10 +19,11 @@ import (
 	"github.com/lvskit/lvskit/rules/desired"
 )
 
-// Series budget: 13 series per real server (connections, packets and bytes
-// in and out, active and inactive connections, configured and current
-// weight, check up, consecutive failures, draining), 6 per service, and
-// about 40 for the checker: 140,000 for 10,000 real servers behind 1,000
+// Series budget: 14 series per real server with one check (connections,
+// packets and bytes in and out, active and inactive connections,
+// configured and current weight, checks up, consecutive failures, each
+// check up, draining; one more per further check), 6 per service, and
+// about 40 for the checker: 150,000 for 10,000 real servers behind 1,000
 // services. Labels are the service as ipvsadm writes it and the real
 // server's address:port, never a probe's own details.
 const metricsNamespace = "lvs"
