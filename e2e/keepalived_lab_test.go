@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lvskit/lvskit/health"
 	"github.com/lvskit/lvskit/ipvs"
 	"github.com/lvskit/lvskit/lab/labtest"
 	"github.com/lvskit/lvskit/rules"
@@ -353,30 +354,41 @@ func oracleNetwork(t *testing.T, prefix string, res *keepalived.Result, c *oracl
 			a := netip.MustParseAddr(d.Address)
 			addrs[a] = true
 			firstAddr = cmp.Or(firstAddr, d.Address)
-			chk := d.Check
-			if chk == nil {
-				chk = s.Check
+			// The real server's checks: its own, else its service's; one
+			// listener for each.
+			var checks []health.Spec
+			switch {
+			case d.Check != nil:
+				checks = []health.Spec{*d.Check}
+			case d.Checks != nil:
+				checks = d.Checks
+			case s.Check != nil:
+				checks = []health.Spec{*s.Check}
+			default:
+				checks = s.Checks
 			}
-			if chk == nil {
+			if len(checks) == 0 {
 				continue
 			}
 			if c.fail == "" {
 				c.fail = d.Address
 			}
-			port := d.Port
-			if chk.Port != 0 {
-				port = uint16(chk.Port)
-			}
-			if chk.Type == "ping" {
-				continue // the kernel answers
-			}
-			kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp", "smtp": "smtp"}[chk.Type]
-			if chk.Type == "exec" {
-				port = mustPort(t, chk.Command)
-			}
-			ap := netip.AddrPortFrom(a, port).String()
-			if !slices.ContainsFunc(c.serve, func(s string) bool { return strings.HasSuffix(s, "/"+ap) }) {
-				serve = append(serve, kind+"/"+ap) // the case's own listener wins
+			for _, chk := range checks {
+				port := d.Port
+				if chk.Port != 0 {
+					port = uint16(chk.Port)
+				}
+				if chk.Type == "ping" {
+					continue // the kernel answers
+				}
+				kind := map[string]string{"tcp": "tcp", "http": "tcp", "https": "https", "udp": "udp", "dns": "dns", "exec": "tcp", "smtp": "smtp"}[chk.Type]
+				if chk.Type == "exec" {
+					port = mustPort(t, chk.Command)
+				}
+				ap := netip.AddrPortFrom(a, port).String()
+				if !slices.ContainsFunc(c.serve, func(s string) bool { return strings.HasSuffix(s, "/"+ap) }) {
+					serve = append(serve, kind+"/"+ap) // the case's own listener wins
+				}
 			}
 		}
 	}
