@@ -118,3 +118,26 @@ services:
 		t.Errorf("the targets do not prepare: %v", err)
 	}
 }
+
+// TestAddWeight: the dynamic checks of a real server each move the file's
+// weight by their difference to it, within 0 and the kernel's largest; a
+// check without a weight changes nothing.
+func TestAddWeight(t *testing.T) {
+	u := func(v uint32) *uint32 { return &v }
+	var w *uint32
+	w = addWeight(w, nil, 5)
+	if w != nil {
+		t.Fatalf("no dynamic check: %d, want the file's (nil)", *w)
+	}
+	w = addWeight(w, u(7), 5)
+	w = addWeight(w, nil, 5)
+	if w == nil || *w != 7 {
+		t.Fatalf("one dynamic check at 7: %v, want 7", w)
+	}
+	if w = addWeight(w, u(9), 5); *w != 11 {
+		t.Errorf("7 and 9 of 5: %d, want 11", *w)
+	}
+	if w = addWeight(u(1), u(0), 5); *w != 0 {
+		t.Errorf("1 and 0 of 5: %d, want 0", *w)
+	}
+}
