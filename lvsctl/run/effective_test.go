@@ -141,3 +141,52 @@ func TestAddWeight(t *testing.T) {
 		t.Errorf("1 and 0 of 5: %d, want 0", *w)
 	}
 }
+
+// TestSeveralChecksViaVIP: the via-vip checks of a direct-routing real
+// server share its one mark and its one probe service, however many it
+// has; the server is up only while each of its checks is.
+func TestSeveralChecksViaVIP(t *testing.T) {
+	doc := `version: 2
+services:
+  - protocol: tcp
+    address: 10.0.0.1
+    port: 80
+    scheduler: wrr
+    checks: [{type: tcp}, {type: http, port: 8080}, {type: exec, command: [/bin/true]}]
+    destinations:
+      - {address: 192.168.1.1, port: 80, method: route, weight: 3}
+      - {address: 192.168.1.2, port: 80, method: route, weight: 4}
+`
+	want, h, err := desired.Read("d.yaml", strings.NewReader(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := probeTargets(want, h, map[string]uint32{})
+	if len(probes) != 6 {
+		t.Fatalf("%d probes, want 6", len(probes))
+	}
+	for i := 0; i < 6; i += 3 {
+		a, b, x := &probes[i], &probes[i+1], &probes[i+2]
+		if a.mark == 0 || a.mark != b.mark || a.probe == nil || b.probe != nil || x.probe != nil || x.mark != 0 {
+			t.Errorf("real server %v: marks %d %d %d, probe services %v %v %v; want one mark and one probe service", a.ref.Dest, a.mark, b.mark, x.mark, a.probe != nil, b.probe != nil, x.probe != nil)
+		}
+	}
+	// 192.168.1.2's http check (to port 8080 through the VIP) is down.
+	state := func(k health.TargetKey) (health.State, *uint32) {
+		if k.Addr.Port() == 8080 && k.Mark == probes[3].mark {
+			return health.Down, nil
+		}
+		return health.Up, nil
+	}
+	eff, _ := effective(want, h, probes, state, nil, map[desired.DestRef]bool{})
+	if len(eff.Services) != 3 {
+		t.Fatalf("%d services, want the service and 2 probe services", len(eff.Services))
+	}
+	got := map[string]uint32{}
+	for _, d := range eff.Services[0].Dests {
+		got[rules.DestKeyOf(&d.Destination).String()] = d.Weight
+	}
+	if got["192.168.1.1:80"] != 3 || got["192.168.1.2:80"] != 0 {
+		t.Errorf("weights %v, want 192.168.1.1:80 at 3 and 192.168.1.2:80, whose http check is down, at 0", got)
+	}
+}
