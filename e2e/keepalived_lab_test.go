@@ -349,7 +349,7 @@ func oracleNetwork(t *testing.T, prefix string, res *keepalived.Result, c *oracl
 	// The real servers: every address, and a listener for every check.
 	addrs := map[netip.Addr]bool{}
 	serve = slices.Clone(c.serve)
-	byAddr := map[string]string{} // the listener of each address:port the checks probe: its kind
+	byAddr := map[string]string{} // the stream listener of each address:port the checks probe: its kind
 	for _, s := range res.Document.Services {
 		for _, d := range s.Destinations {
 			a := netip.MustParseAddr(d.Address)
@@ -388,10 +388,14 @@ func oracleNetwork(t *testing.T, prefix string, res *keepalived.Result, c *oracl
 				}
 				ap := netip.AddrPortFrom(a, port).String()
 				if !slices.ContainsFunc(c.serve, func(s string) bool { return strings.HasSuffix(s, "/"+ap) }) {
-					// The case's own listener wins; of two checks of one
-					// port, the one that needs more than a connect (a
-					// TCP_CHECK beside an SSL_GET: a TLS listener).
-					if was, ok := byAddr[ap]; !ok || was == "tcp" {
+					// The case's own listener wins. Of two stream
+					// listeners of one port, the one that needs more than
+					// a connect wins (a TCP_CHECK beside an SSL_GET: a TLS
+					// listener); datagram ones stay beside them.
+					switch was, ok := byAddr[ap]; {
+					case kind != "tcp" && kind != "https" && kind != "smtp":
+						serve = append(serve, kind+"/"+ap)
+					case !ok || was == "tcp":
 						byAddr[ap] = kind
 					}
 				}
