@@ -804,11 +804,13 @@ func (l *runLoop) carry(probes []checked) map[health.TargetKey]health.State {
 		stay[probes[i].key] = true
 	}
 	gone := map[desired.DestRef][]*oldCheck{} // the old checks whose keys leave, by real server
-	down := map[desired.DestRef]bool{}
+	down := map[desired.DestRef]bool{}        // the real servers with a check down
 	for i := range l.probes {
 		c := &l.probes[i]
 		st, _ := l.state(c.key)
-		down[c.ref] = down[c.ref] || st == health.Down
+		if st == health.Down {
+			down[c.ref] = true
+		}
 		if !stay[c.key] {
 			gone[c.ref] = append(gone[c.ref], &oldCheck{typ: c.spec.Type, n: c.n, state: st})
 		}
