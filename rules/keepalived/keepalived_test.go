@@ -66,12 +66,12 @@ func TestSplitLine(t *testing.T) {
 		{`}}`, []string{"}", "}"}},
 		{`# only`, nil},
 	} {
-		got, _, err := splitLine(c.in)
+		got, err := splitLine(c.in)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("splitLine(%q) = %q, %v; want %q", c.in, got, err, c.want)
 		}
 	}
-	if _, _, err := splitLine(`path "/a`); err == nil {
+	if _, err := splitLine(`path "/a`); err == nil {
 		t.Error(`splitLine of an unterminated quote: no error`)
 	}
 }

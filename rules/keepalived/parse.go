@@ -64,20 +64,37 @@ func (f FS) glob(p string) ([]string, error) {
 // (directly or not) is refused before that.
 const maxIncludeDepth = 32
 
-type token struct {
-	text  string
-	file  string
-	line  int
-	brace bool // an unquoted { or }
-	eol   bool // the end of a line: ends a statement
+// origin is the line of a file a line of text comes from: for a line of
+// a ~SEQ or of a multi-line definition, the line that holds the ~SEQ or
+// uses the definition.
+type origin struct {
+	file string
+	line int
+}
+
+// inFile is a file being read.
+type inFile struct {
+	name  string
+	lines []string
+	n     int // lines read
+}
+
+// glob is an entry of keepalived's include stack: the files one include
+// line matched, read one after the other (lib/parser.c include_file_t).
+type glob struct {
+	files []string
+	next  int
+	cur   *inFile
+	at    origin // the include line
 }
 
 type lexer struct {
 	fs       FS
 	configID string
-	toks     []token
-	stack    []string // files being read, outermost first
+	stmts    []*Stmt
 	notices  []Notice
+	incs     []*glob // the include stack, innermost last
+	defs             // $NAME definitions and ~SEQ / ~LST, defs.go
 }
 
 // ParseFile reads name and the files it includes into statements, in
@@ -93,192 +110,362 @@ func ParseFile(name string, fsys FS, configID string) ([]*Stmt, []Notice, error)
 }
 
 // Parse reads data, the contents of the file name, and the files it
-// includes (relative include paths are taken from name's directory, as
-// keepalived does) into statements.
+// includes into statements, as keepalived 2.2.7's lib/parser.c read_line
+// hands them to its keywords.
 //
-// The syntax is keepalived 2.2.7's: words are separated by blanks; "..."
-// is one word without its quotes (no escapes inside); an unquoted '!' or
-// '#' starts a comment to the end of the line, and "\!" or "\#" outside
-// quotes is the character itself; an unquoted '{' or '}' stands alone
-// wherever it is; "include PATTERN" on a line of its own reads the files
-// the glob matches, in order. A line "@ID rest" is "rest" when configID
-// is ID and nothing otherwise; "@^ID rest" the reverse (keepalived's -i).
-// keepalived has no line continuation but in "$NAME=" definitions, which,
-// with "~SEQ" and "~LST", this parser refuses as errors.
+// Each line loses its comment (an unquoted '!' or '#'; "\!" and "\#"
+// outside quotes are the characters) and its leading and trailing
+// blanks. A line "@ID rest" is "rest" when configID is ID and nothing
+// otherwise, "@^ID rest" the reverse (keepalived's -i). "$NAME=text"
+// defines NAME, and "$NAME" or "${NAME}" is then replaced by its text;
+// "~SEQ(...)" and "~LST(...)" repeat the rest of their line (defs.go).
+// "include PATTERN" reads the files the glob matches, in order, relative
+// to the including file's directory. Then the line is cut before each
+// unquoted '{' or '}' and after it, and each part split into words:
+// blanks separate words, and "..." is one word without its quotes (no
+// escapes inside). A '\' ends a line only in a definition.
+//
+// Statements, errors and notices name the line of the file the text
+// comes from; a line of a ~SEQ or of a multi-line definition names the
+// line of the ~SEQ or of the definition's use.
 func Parse(name string, data []byte, fsys FS, configID string) ([]*Stmt, []Notice, error) {
-	// About one token per 5 bytes of a typical file: sized once, as a
-	// configuration of 2,000 services has over a million.
-	lx := &lexer{fs: fsys, configID: configID, toks: make([]token, 0, len(data)/5)}
-	if err := lx.file(name, data); err != nil {
-		return nil, nil, err
+	// About one statement per 20 bytes of a typical file: sized once, as
+	// a configuration of 2,000 services has over 300,000.
+	lx := &lexer{fs: fsys, configID: configID, stmts: make([]*Stmt, 0, len(data)/20)}
+	lx.defs.init()
+	lx.incs = []*glob{{cur: newInFile(name, data)}}
+	for {
+		line, at, ok, err := lx.readLine()
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok {
+			break
+		}
+		lx.statement(line, at)
 	}
-	return build(lx.toks), lx.notices, nil
+	return lx.stmts, lx.notices, nil
 }
 
-func (lx *lexer) file(name string, data []byte) error {
-	for _, f := range lx.stack {
-		if f == filepath.Clean(name) {
-			return fmt.Errorf("%s: included again from within itself (%s)", name, strings.Join(lx.stack, " -> "))
-		}
+func newInFile(name string, data []byte) *inFile {
+	return &inFile{name: name, lines: strings.Split(string(data), "\n")}
+}
+
+// notice records a notice at the statement to come.
+func (lx *lexer) notice(at origin, format string, args ...any) {
+	lx.notices = append(lx.notices, Notice{File: at.file, Line: at.line, Msg: fmt.Sprintf(format, args...), seq: len(lx.stmts)})
+}
+
+// statement splits one line that read_line gives, a brace alone or words
+// without an unquoted brace, into a statement.
+func (lx *lexer) statement(line string, at origin) {
+	if line == "{" || line == "}" {
+		lx.stmts = append(lx.stmts, &Stmt{File: at.file, Line: at.line, Brace: line[0], seq: len(lx.stmts)})
+		return
 	}
-	if len(lx.stack) >= maxIncludeDepth {
-		return fmt.Errorf("%s: includes nest deeper than %d files", name, maxIncludeDepth)
+	words, err := splitWords(nil, line)
+	if err != nil {
+		// lib/parser.c alloc_strvec_r: an unmatched quote ends the
+		// line's words there.
+		lx.notice(at, "a quote without its end: keepalived reads the words before it and drops the rest of the line")
 	}
-	lx.stack = append(lx.stack, filepath.Clean(name))
-	defer func() { lx.stack = lx.stack[:len(lx.stack)-1] }()
-	var words []string
-	var braces []bool
-	text := string(data)
-	for n := 1; len(text) > 0; n++ {
-		line, rest, _ := strings.Cut(text, "\n")
-		text = rest
-		var err error
-		words, braces, err = splitLineInto(words[:0], braces[:0], strings.TrimRight(line, "\r"))
-		if err != nil {
-			// lib/parser.c alloc_strvec_r: an unmatched quote ends the
-			// line's words there.
-			lx.notices = append(lx.notices, Notice{File: name, Line: n, Msg: "a quote without its end: keepalived reads the words before it and drops the rest of the line"})
-		}
-		if len(words) > 0 && !braces[0] && strings.HasPrefix(words[0], "@") {
-			id, not := strings.CutPrefix(words[0][1:], "^")
-			if (id == lx.configID) == not {
-				continue
+	if len(words) > 0 {
+		lx.stmts = append(lx.stmts, &Stmt{File: at.file, Line: at.line, Words: words, seq: len(lx.stmts)})
+	}
+}
+
+// readLine is lib/parser.c read_line: the next line to hand to the
+// keywords, or false at the end. Its text comes, first found first, from
+// what followed a brace on the line before, from the innermost ~SEQ or
+// ~LST still repeating (unless a multi-line definition's text began
+// within it), from a multi-line definition's text, or from the files.
+func (lx *lexer) readLine() (string, origin, bool, error) {
+	for {
+		var buf string
+		var at origin
+		switch {
+		case lx.residue != nil:
+			buf, at = *lx.residue, lx.residueAt
+			lx.residue = nil
+		case len(lx.seqs) > lx.mlDepth:
+			buf, at = lx.seqLine()
+		case lx.ml != nil:
+			buf, at = lx.mlLine()
+		default:
+			var ok bool
+			var err error
+			if buf, at, ok, err = lx.fileLine(); err != nil || !ok {
+				return "", origin{}, false, err
 			}
-			words, braces = words[1:], braces[1:]
 		}
-		if len(words) == 0 {
+		if lx.inDef != nil {
+			lx.defLine(buf)
 			continue
 		}
-		if !braces[0] {
-			switch w := words[0]; {
-			case w == "include":
-				if len(words) != 2 {
-					return &Error{name, n, "include: want one file name or pattern"}
-				}
-				if err := lx.include(name, n, words[1]); err != nil {
-					return err
-				}
+		if buf == "" {
+			continue
+		}
+		buf, err := lx.expand(buf, at)
+		if err != nil {
+			return "", origin{}, false, err
+		}
+		if buf == "" {
+			continue
+		}
+		if pattern, ok := includeLine(buf); ok {
+			if err := lx.include(at, pattern); err != nil {
+				return "", origin{}, false, err
+			}
+			continue
+		}
+		return lx.cutBrace(buf, at), at, true, nil
+	}
+}
+
+// fileLine is the next line of the files that is not empty once
+// decommented. An empty line ends a multi-line definition (read_line).
+func (lx *lexer) fileLine() (string, origin, bool, error) {
+	for len(lx.incs) > 0 {
+		g := lx.incs[len(lx.incs)-1]
+		if g.cur != nil && g.cur.n < len(g.cur.lines) {
+			f := g.cur
+			raw := strings.TrimRight(f.lines[f.n], "\r\n")
+			f.n++
+			if raw == "" {
+				lx.endDef()
 				continue
-			case strings.HasPrefix(w, "$"), strings.HasPrefix(w, "~"):
-				return &Error{name, n, fmt.Sprintf("%q: keepalived's definitions and sequences are not supported", w)}
+			}
+			if line := decomment(raw); line != "" {
+				return line, origin{f.name, f.n}, true, nil
+			}
+			continue
+		}
+		if g.next < len(g.files) {
+			name := g.files[g.next]
+			g.next++
+			if err := lx.open(g, name); err != nil {
+				return "", origin{}, false, err
+			}
+			continue
+		}
+		lx.incs = lx.incs[:len(lx.incs)-1]
+	}
+	return "", origin{}, false, nil
+}
+
+// open makes name the file g reads, refusing a file that is being read
+// already (keepalived would include it again and again).
+func (lx *lexer) open(g *glob, name string) error {
+	var chain []string
+	for _, o := range lx.incs {
+		if o.cur != nil && o != g {
+			chain = append(chain, o.cur.name)
+			if filepath.Clean(o.cur.name) == filepath.Clean(name) {
+				return &Error{g.at.file, g.at.line, fmt.Sprintf("%s: included again from within itself (%s)", name, strings.Join(append(chain, name), " -> "))}
 			}
 		}
-		for j, w := range words {
-			lx.toks = append(lx.toks, token{text: w, file: name, line: n, brace: braces[j]})
-		}
-		lx.toks = append(lx.toks, token{file: name, line: n, eol: true})
 	}
+	if len(chain) >= maxIncludeDepth {
+		return &Error{g.at.file, g.at.line, fmt.Sprintf("%s: includes nest deeper than %d files", name, maxIncludeDepth)}
+	}
+	data, err := lx.fs.readFile(name)
+	if err != nil {
+		return &Error{g.at.file, g.at.line, fmt.Sprintf("include: %v", err)}
+	}
+	g.cur = newInFile(name, data)
 	return nil
 }
 
-func (lx *lexer) include(from string, line int, pattern string) error {
+// includeLine tells an include line (lib/parser.c is_include: "include",
+// or "include" and one of r, m, w, b, a, then a blank) and gives its
+// pattern. The letters change only which of keepalived's complaints are
+// errors; the files read are the same.
+func includeLine(buf string) (string, bool) {
+	rest, ok := strings.CutPrefix(buf, "include")
+	if !ok || rest == "" {
+		return "", false
+	}
+	switch {
+	case isSpace(rest[0]):
+	case len(rest) > 1 && strings.IndexByte("rmwba", rest[0]) >= 0 && isSpace(rest[1]):
+		rest = rest[1:]
+	default:
+		return "", false
+	}
+	return strings.TrimLeft(rest[1:], " \t"), true
+}
+
+// include pushes the files pattern matches on the include stack: they are
+// read next, before the rest of the including file. A relative pattern
+// is taken from the directory of the file being read, where keepalived
+// has changed its directory to.
+func (lx *lexer) include(at origin, pattern string) error {
+	words, _ := splitWords(nil, pattern)
+	if len(words) != 1 {
+		return &Error{at.file, at.line, "include: want one file name or pattern"}
+	}
+	pattern = words[0]
 	if !filepath.IsAbs(pattern) {
-		pattern = filepath.Join(filepath.Dir(from), pattern)
+		pattern = filepath.Join(filepath.Dir(lx.current()), pattern)
 	}
 	files, err := lx.fs.glob(pattern)
 	if err != nil {
-		return &Error{from, line, fmt.Sprintf("include %s: %v", pattern, err)}
+		return &Error{at.file, at.line, fmt.Sprintf("include %s: %v", pattern, err)}
 	}
 	if len(files) == 0 {
 		if !strings.ContainsAny(pattern, "*?[") {
-			return &Error{from, line, fmt.Sprintf("include %s: no such file", pattern)}
+			return &Error{at.file, at.line, fmt.Sprintf("include %s: no such file", pattern)}
 		}
-		lx.notices = append(lx.notices, Notice{File: from, Line: line, Msg: fmt.Sprintf("include %s matches no file", pattern)})
+		lx.notice(at, "include %s matches no file", pattern)
 		return nil
 	}
-	for _, f := range files { // filepath.Glob sorts, as glob(3) does
-		data, err := lx.fs.readFile(f)
-		if err != nil {
-			return &Error{from, line, fmt.Sprintf("include: %v", err)}
-		}
-		if err := lx.file(f, data); err != nil {
-			if _, ok := err.(*Error); ok {
-				return err
-			}
-			return &Error{from, line, err.Error()}
-		}
-	}
+	// filepath.Glob sorts, as glob(3) does.
+	lx.incs = append(lx.incs, &glob{files: files, at: at})
 	return nil
 }
 
-// splitLine splits one line into words, telling unquoted braces, after
-// dropping its comment.
-func splitLine(line string) (words []string, braces []bool, err error) {
-	return splitLineInto(nil, nil, line)
-}
-
-// splitLineInto is splitLine appending to words and braces.
-func splitLineInto(words []string, braces []bool, line string) ([]string, []bool, error) {
-	var cur strings.Builder
-	inWord := false
-	flush := func() {
-		if inWord {
-			words = append(words, cur.String())
-			braces = append(braces, false)
-			cur.Reset()
-			inWord = false
+// current is the name of the file being read (keepalived's directory).
+func (lx *lexer) current() string {
+	for i := len(lx.incs) - 1; i >= 0; i-- {
+		if c := lx.incs[i].cur; c != nil {
+			return c.name
 		}
 	}
-	for i := 0; i < len(line); i++ {
-		c := line[i]
+	return ""
+}
+
+// cutBrace keeps of buf the text up to its first unquoted brace, or that
+// brace alone when buf begins with it; the rest is read as the next line
+// (read_line's line_residue). Trailing blanks go.
+func (lx *lexer) cutBrace(buf string, at origin) string {
+	p := 0
+	if buf[0] != '{' && buf[0] != '}' {
+		p = -1
+		for i := 0; i < len(buf); i++ {
+			if buf[i] == '"' {
+				j := strings.IndexByte(buf[i+1:], '"')
+				if j < 0 {
+					break
+				}
+				i += j + 1
+				continue
+			}
+			if buf[i] == '{' || buf[i] == '}' {
+				p = i
+				break
+			}
+		}
+	}
+	if p >= 0 {
+		skip := 0
+		if p == 0 {
+			skip = 1 + len(buf[1:]) - len(strings.TrimLeft(buf[1:], " \t"))
+		}
+		if p+skip < len(buf) {
+			rest := strings.TrimRight(buf[p+skip:], " \t")
+			lx.residue, lx.residueAt = &rest, at
+			buf = buf[:p+skip]
+		}
+	}
+	return strings.TrimRight(buf, " \t")
+}
+
+// decomment is lib/parser.c decomment: it drops an unquoted '!' or '#'
+// and what follows, the '\' of "\!" and "\#" outside quotes, and leading
+// and trailing blanks. A '\' ending the line stays, just after the text
+// without its blanks (it continues a definition).
+func decomment(s string) string {
+	s = strings.TrimLeft(s, " \t")
+	if !strings.ContainsAny(s, "\\!#") {
+		return strings.TrimRight(s, " \t")
+	}
+	out := make([]byte, 0, len(s))
+	quote, cont := false, false
+	skip := -1 // where the comment starts in out
+loop:
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch {
 		case c == '"':
-			end := strings.IndexByte(line[i+1:], '"')
-			if end < 0 {
-				flush()
-				return words, braces, fmt.Errorf("unterminated quote: %s", line)
+			if skip < 0 {
+				quote = !quote
 			}
-			flush()
-			words = append(words, line[i+1:i+1+end])
-			braces = append(braces, false)
-			i += end + 1
-		case c == '\\' && i+1 < len(line) && (line[i+1] == '#' || line[i+1] == '!'):
-			cur.WriteByte(line[i+1])
-			inWord = true
+		case c == '\\':
+			switch {
+			case i+1 == len(s):
+				cont = true
+				break loop
+			case !quote && (s[i+1] == '#' || s[i+1] == '!'):
+				out = append(out, s[i+1])
+			default:
+				out = append(out, c, s[i+1])
+			}
 			i++
-		case c == '#' || c == '!':
-			flush()
-			return words, braces, nil
-		case c == '{' || c == '}':
-			flush()
-			words = append(words, string(c))
-			braces = append(braces, true)
-		case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f':
-			flush()
-		default:
-			cur.WriteByte(c)
-			inWord = true
+			continue
+		case !quote && skip < 0 && (c == '!' || c == '#'):
+			skip = len(out)
 		}
+		out = append(out, c)
 	}
-	flush()
-	return words, braces, nil
+	if skip >= 0 {
+		out = out[:skip]
+	}
+	s = strings.TrimRight(string(out), " \t")
+	if cont {
+		s += `\`
+	}
+	return s
 }
 
-// build cuts tokens into statements: the words of a line up to a brace,
-// and each brace alone.
-func build(toks []token) []*Stmt {
-	var out []*Stmt
-	var cur *Stmt
-	end := func() {
-		if cur != nil {
-			out = append(out, cur)
-			cur = nil
+// splitWords appends the words of line to words (lib/parser.c
+// alloc_strvec_r): blanks separate them, and a word beginning with '"'
+// runs to the next '"', without the quotes. An unmatched quote ends the
+// words, with an error.
+func splitWords(words []string, line string) ([]string, error) {
+	for {
+		line = strings.TrimLeft(line, " \t\f\n\r\v")
+		if line == "" {
+			return words, nil
 		}
-	}
-	for _, t := range toks {
-		switch {
-		case t.eol:
-			end()
-		case t.brace:
-			end()
-			out = append(out, &Stmt{File: t.file, Line: t.line, Brace: t.text[0], seq: len(out)})
-		default:
-			if cur == nil {
-				cur = &Stmt{File: t.file, Line: t.line, seq: len(out)}
+		if line[0] == '"' {
+			end := strings.IndexByte(line[1:], '"')
+			if end < 0 {
+				return words, fmt.Errorf("unterminated quote: %s", line)
 			}
-			cur.Words = append(cur.Words, t.text)
+			words = append(words, line[1:1+end])
+			line = line[2+end:]
+			continue
+		}
+		end := strings.IndexAny(line, " \t\f\n\r\v\"")
+		if end < 0 {
+			end = len(line)
+		}
+		words = append(words, line[:end])
+		line = line[end:]
+	}
+}
+
+// splitLine is one line of a file as keepalived's keywords get it: words,
+// braces alone, no comment.
+func splitLine(line string) ([]string, error) {
+	lx := &lexer{}
+	var words []string
+	var err error
+	for buf := decomment(line); buf != ""; {
+		buf = lx.cutBrace(buf, origin{})
+		if buf == "{" || buf == "}" {
+			words = append(words, buf)
+		} else if words, err = splitWords(words, buf); err != nil {
+			return words, err
+		}
+		buf = ""
+		if lx.residue != nil {
+			buf, lx.residue = *lx.residue, nil
 		}
 	}
-	end()
-	return out
+	return words, nil
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
