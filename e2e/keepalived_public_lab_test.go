@@ -31,8 +31,9 @@ func TestKeepalivedPublicCorpus(t *testing.T) {
 // extra words stay.
 var publicTimer = regexp.MustCompile(`(?m)^(\s*(?:delay_loop|delay_before_retry|connect_timeout|misc_timeout))\s+[0-9.]+\b`)
 
-// publicBlock opens a virtual_server block on its line.
-var publicBlock = regexp.MustCompile(`(?m)^(\s*virtual_server\s[^{\n]*\{)`)
+// publicBlock opens a virtual_server block on its line; the braces of a
+// definition's use (${NAME}) are no block.
+var publicBlock = regexp.MustCompile(`(?m)^(\s*virtual_server\s(?:[^{$\n]|\$\{[^}\n]*\}|\$)*\{)`)
 
 // quickPublic copies a public configuration and the directory of its
 // includes (its name without .conf) under oracleRun with quick timers:
