@@ -34,7 +34,7 @@ func TestImportCommand(t *testing.T) {
 		name, text, want string
 	}{
 		{"empty.conf", "vrrp_instance V { }\n", "empty.conf: no virtual server with real servers"},
-		{"define.conf", "$X=1\n", "define.conf:1: \"$X=1\""},
+		{"random.conf", "$X=1\nvirtual_server 192.0.2.${_RANDOM} 80 {\n", "random.conf:2: ${_RANDOM}"},
 		{"include.conf", "\n\ninclude missing.conf\n", "include.conf:3: include "},
 		{"two.conf", "virtual_server 192.0.2.1 80 {\n  real_server 10.0.0.1 80 {\n    FILE_CHECK { }\n  }\n  real_server 10.0.0.2 80 {\n    BFD_CHECK { }\n  }\n}\n", "two.conf:3: FILE_CHECK"},
 	} {
@@ -64,6 +64,14 @@ func TestImportCommand(t *testing.T) {
 	r = run(t, env, "", "import", "keepalived", filepath.Join(dir, "absent.conf"))
 	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "absent.conf") {
 		t.Errorf("absent file: %+v", r)
+	}
+	// --config-id is keepalived's -i: which @ID lines are read.
+	ids := write("ids.conf", "$A=10.0.0.1\n@lb1 $A=10.0.0.2\n@^lb1 $A=10.0.0.3\nvirtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server $A 80 {\n  }\n}\n")
+	for id, want := range map[string]string{"lb1": "10.0.0.2", "lb2": "10.0.0.3"} {
+		r = run(t, env, "", "import", "keepalived", "--config-id", id, ids)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "{address: "+want+",") {
+			t.Errorf("--config-id %s: %+v; want real server %s", id, r, want)
+		}
 	}
 	r = run(t, env, "", "import", "keepalived", "--help")
 	if r.code != exitOK || !strings.Contains(r.stdout, "\nExamples:\n  lvsctl import keepalived") {

@@ -16,7 +16,7 @@ function __fish_lvsctl_command
             continue
         end
         switch $t
-            case --journal-dir --drain-timeout --max-delete --checks --metrics-listen --wait --quiet
+            case --journal-dir --drain-timeout --max-delete --checks --metrics-listen --wait --quiet --config-id
                 set skip 1
             case '-*'
             case '*'
@@ -88,6 +88,7 @@ complete -c lvsctl -n '__fish_lvsctl_command_is top' -l reverse -d 'Reverse the 
 complete -c lvsctl -n '__fish_lvsctl_command_is withdraw' -l wait -x -a '0 1m 5m 10m' -d 'Then wait at most this long until the traffic moved'
 complete -c lvsctl -n '__fish_lvsctl_command_is withdraw' -l quiet -x -a '10s 30s 1m' -d 'Time without a new connection that counts as moved'
 complete -c lvsctl -n '__fish_lvsctl_import_is keepalived' -l lossy -d 'Convert what cannot be said exactly, with a warning each'
+complete -c lvsctl -n '__fish_lvsctl_import_is keepalived' -l config-id -x -d 'Read the @ID lines of this keepalived -i'
 
 # The rules file.
 complete -c lvsctl -n '__fish_lvsctl_command_is plan apply run' -F
