@@ -85,8 +85,11 @@ type defs struct {
 	// residue is what followed a brace on the line before.
 	residue   *string
 	residueAt origin
-	// inDef is the multi-line definition whose lines are being read.
-	inDef *def
+	// inDef is the multi-line definition whose lines are being read,
+	// begun at inDefAt.
+	inDef     *def
+	inDefName string
+	inDefAt   origin
 	// stopped: the last replace stopped short of maxLine.
 	stopped bool
 	told    map[told]bool
@@ -229,7 +232,7 @@ func (lx *lexer) expand(buf string, at origin) (string, error) {
 				return "", nil
 			}
 		}
-		if buf[0] == '$' && lx.define(buf) {
+		if buf[0] == '$' && lx.define(buf, at) {
 			return "", nil
 		}
 		if strings.HasPrefix(buf, "~SEQ") || strings.HasPrefix(buf, "~LST") {
@@ -271,7 +274,7 @@ func (lx *lexer) instance(buf string) string {
 
 // define reads a definition (lib/parser.c check_definition); false: buf
 // is no definition, and is read as a line of keywords.
-func (lx *lexer) define(buf string) bool {
+func (lx *lexer) define(buf string, at origin) bool {
 	if len(buf) < 2 || !isNameStart(buf[1]) {
 		return false
 	}
@@ -296,7 +299,7 @@ func (lx *lexer) define(buf string) bool {
 		if x.value = strings.TrimRight(v, " \t"); x.value != "" {
 			x.value += "\n"
 		}
-		lx.inDef = x
+		lx.inDef, lx.inDefName, lx.inDefAt = x, buf[1:eq], at
 	}
 	return true
 }

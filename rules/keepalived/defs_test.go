@@ -111,10 +111,11 @@ func TestReadLine(t *testing.T) {
 			"k.conf:2: k " + strings.Repeat("x", 600) + " $A"},
 	}, {
 		// check_definition and read_line: a '\' ending the line continues
-		// the definition, up to a line without it; its use, at the end of
-		// a line only, reads its lines there.
+		// the definition, up to a line without it or an empty line; its
+		// use, at the end of a line only, reads its lines there.
 		name: "multi-line", conf: "$M=a 1 \\\n  b { \\\n\n c }\n$N=  \\\n x\nk $M\nk $M 2\nk $N\n",
-		want: []string{"k.conf:4: c", "k.conf:4: }",
+		want: []string{"k.conf:3: an empty line ends the definition of $M (line 1) although its line before ends with '\\': keepalived reads the lines after it as they are",
+			"k.conf:4: c", "k.conf:4: }",
 			"k.conf:7: $M is a definition of several lines: keepalived reads them here, and what is said of them names this line",
 			"k.conf:7: k a 1", "k.conf:7: b", "k.conf:7: {",
 			"k.conf:8: $M: a definition of several lines is replaced only at the end of a line: keepalived keeps the text as written", "k.conf:8: k $M 2",
@@ -174,7 +175,8 @@ func TestReadLine(t *testing.T) {
 		// decomment: "\#" and "\!" outside quotes are the characters, a
 		// '\' ending a line that is no definition stays.
 		name: "comments and a final '\\'", conf: "k a\\#b \"c#\" # d\nk e \\\n",
-		want: []string{"k.conf:1: k a#b c#", `k.conf:2: k e\`},
+		want: []string{"k.conf:1: k a#b c#",
+			`k.conf:2: a '\' ending a line continues a definition only: keepalived reads it as a character of the line`, `k.conf:2: k e\`},
 	}, {
 		// read_line and check_include: an include line may come from a
 		// ~SEQ; each include is opened when read, so the last is read
@@ -231,5 +233,21 @@ virtual_server 192.0.2.1 80 {
 	}
 	if n := hasNotice(r, "bad: unknown keyword"); n == nil || n.Line != 8 {
 		t.Errorf("notice %+v, want one at line 8", n)
+	}
+}
+
+// TestIncludeBraces: keepalived globs include patterns with GLOB_BRACE
+// (lib/parser.c open_and_check_glob): each alternative in order, each
+// sorted.
+func TestIncludeBraces(t *testing.T) {
+	if got, want := braces("a{b,c{d,e}}f{1,2}"), []string{"abf1", "abf2", "acdf1", "acdf2", "acef1", "acef2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("braces = %q, want %q", got, want)
+	}
+	if got := braces("a{b"); !reflect.DeepEqual(got, []string{"a{b"}) {
+		t.Errorf("braces(a{b) = %q", got)
+	}
+	got, err := lines(t, "include {z,a}.conf\n", "", map[string]string{"z.conf": "k z\n", "a.conf": "k a\n"})
+	if want := []string{"z.conf:1: k z", "a.conf:1: k a"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }

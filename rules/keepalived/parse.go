@@ -212,6 +212,9 @@ func (lx *lexer) readLine() (string, origin, bool, error) {
 		if buf == "" {
 			continue
 		}
+		if buf[len(buf)-1] == '\\' && !lx.once(at, `\`) {
+			lx.notice(at, "a '\\' ending a line continues a definition only: keepalived reads it as a character of the line")
+		}
 		if pattern, ok := includeLine(buf); ok {
 			if err := lx.include(at, pattern); err != nil {
 				return "", origin{}, false, err
@@ -232,6 +235,9 @@ func (lx *lexer) fileLine() (string, origin, bool, error) {
 			raw := strings.TrimRight(f.lines[f.n], "\r\n")
 			f.n++
 			if raw == "" {
+				if lx.inDef != nil {
+					lx.notice(origin{f.name, f.n}, "an empty line ends the definition of $%s (line %d) although its line before ends with '\\': keepalived reads the lines after it as they are", lx.inDefName, lx.inDefAt.line)
+				}
 				lx.endDef()
 				continue
 			}
@@ -308,20 +314,59 @@ func (lx *lexer) include(at origin, pattern string) error {
 	if !filepath.IsAbs(pattern) {
 		pattern = filepath.Join(filepath.Dir(lx.current()), pattern)
 	}
-	files, err := lx.fs.glob(pattern)
-	if err != nil {
-		return &Error{at.file, at.line, fmt.Sprintf("include %s: %v", pattern, err)}
+	var files []string
+	for _, p := range braces(pattern) {
+		// filepath.Glob sorts, as glob(3) does for each alternative.
+		f, err := lx.fs.glob(p)
+		if err != nil {
+			return &Error{at.file, at.line, fmt.Sprintf("include %s: %v", pattern, err)}
+		}
+		files = append(files, f...)
 	}
 	if len(files) == 0 {
-		if !strings.ContainsAny(pattern, "*?[") {
+		if !strings.ContainsAny(pattern, "*?[{") {
 			return &Error{at.file, at.line, fmt.Sprintf("include %s: no such file", pattern)}
 		}
 		lx.notice(at, "include %s matches no file", pattern)
 		return nil
 	}
-	// filepath.Glob sorts, as glob(3) does.
 	lx.incs = append(lx.incs, &glob{files: files, at: at})
 	return nil
+}
+
+// braces expands the braces of a pattern as glob(3)'s GLOB_BRACE, which
+// keepalived asks for, does: "a{b,c{d,e}}f" is abf, acdf, acef, in that
+// order. A '{' without its '}' is a character.
+func braces(p string) []string {
+	open := strings.IndexByte(p, '{')
+	if open < 0 {
+		return []string{p}
+	}
+	depth := 0
+	cuts := []int{open}
+	for i := open; i < len(p); i++ {
+		switch p[i] {
+		case '{':
+			depth++
+		case ',':
+			if depth == 1 {
+				cuts = append(cuts, i)
+			}
+		case '}':
+			if depth--; depth == 0 {
+				var out []string
+				for k, c := range cuts {
+					end := i
+					if k+1 < len(cuts) {
+						end = cuts[k+1]
+					}
+					out = append(out, braces(p[:open]+p[c+1:end]+p[i+1:])...)
+				}
+				return out
+			}
+		}
+	}
+	return []string{p}
 }
 
 // current is the name of the file being read (keepalived's directory).
