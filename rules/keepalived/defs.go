@@ -33,8 +33,13 @@ const maxLine = 1024
 // keeps bringing itself back ($A=$A), where keepalived never ends.
 const maxReplacements = 10000
 
-// maxRepeats bounds the lines one ~SEQ or ~LST repeats.
-const maxRepeats = 1 << 20
+// maxRepeats bounds the lines one ~SEQ or ~LST repeats, maxMade those
+// all of them and the definitions of several lines make: a definition
+// that ends by using itself, or ~SEQs nested deep, read on without end.
+const (
+	maxRepeats = 1 << 20
+	maxMade    = 1 << 21
+)
 
 // def is one definition (lib/parser.c def_t).
 type def struct {
@@ -92,6 +97,7 @@ type defs struct {
 	inDefAt   origin
 	// stopped: the last replace stopped short of maxLine.
 	stopped bool
+	made    int // lines made by repeats and definitions
 	told    map[told]bool
 }
 

@@ -251,3 +251,16 @@ func TestIncludeBraces(t *testing.T) {
 		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }
+
+// TestEndlessLines: a definition of several lines that ends by using
+// itself makes lines without end in keepalived (lib/parser.c read_line
+// reads each line of its text, the last one using it again); so do ~SEQs
+// nested deep, for years. Parse stops with an error at the line.
+func TestEndlessLines(t *testing.T) {
+	for _, conf := range []string{"$M=k \\\n$M\n$M\n", "~SEQ(a, 999999) ~SEQ(b, 999999) k\n"} {
+		_, err := lines(t, conf, "", nil)
+		if err == nil || !strings.Contains(err.Error(), "make more than") {
+			t.Errorf("%q: err = %v", conf, err)
+		}
+	}
+}

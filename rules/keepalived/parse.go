@@ -189,14 +189,19 @@ func (lx *lexer) readLine() (string, origin, bool, error) {
 			lx.residue = nil
 		case len(lx.seqs) > lx.mlDepth:
 			buf, at = lx.seqLine()
+			lx.made++
 		case lx.ml != nil:
 			buf, at = lx.mlLine()
+			lx.made++
 		default:
 			var ok bool
 			var err error
 			if buf, at, ok, err = lx.fileLine(); err != nil || !ok {
 				return "", origin{}, false, err
 			}
+		}
+		if lx.made > maxMade {
+			return "", origin{}, false, &Error{at.file, at.line, fmt.Sprintf("~SEQ, ~LST and definitions of several lines make more than %d lines: lvsctl reads no more (keepalived reads on, maybe without end)", maxMade)}
 		}
 		if lx.inDef != nil {
 			lx.defLine(buf)
