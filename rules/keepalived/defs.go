@@ -31,13 +31,19 @@ const maxLine = 1024
 
 // maxReplacements bounds the replacements of one line: past it the text
 // keeps bringing itself back ($A=$A), where keepalived never ends.
-const maxReplacements = 10000
+// maxReplacementsAll bounds those of a file, each costing up to a line's
+// copy: a definition that brings itself back after a brace makes lines
+// without end, each replaced up to maxLine.
+var (
+	maxReplacements    = 10000
+	maxReplacementsAll = 1 << 22
+)
 
 // maxRepeats bounds the lines one ~SEQ or ~LST repeats, maxMade those
 // all of them and the definitions of several lines make: a definition
 // that ends by using itself, or ~SEQs nested deep, read on without end.
-const (
-	maxRepeats = 1 << 20
+var (
+	maxRepeats = int64(1 << 20)
 	maxMade    = 1 << 21
 )
 
@@ -97,8 +103,13 @@ type defs struct {
 	inDefAt   origin
 	// stopped: the last replace stopped short of maxLine.
 	stopped bool
-	made    int // lines made by repeats and definitions
-	told    map[told]bool
+	// made counts the lines made by repeats and definitions, replacements
+	// the replacements; replaced: the line being read had one, and so
+	// residueMade: the residue comes from one.
+	made, replacements    int
+	replaced, residueMade bool
+	parts                 int // the parts after a brace of the line being read
+	told                  map[told]bool
 }
 
 type told struct {
@@ -372,6 +383,10 @@ func (lx *lexer) replace(buf string, at origin, max int) (string, bool, error) {
 		if n++; n > maxReplacements {
 			return "", false, &Error{at.file, at.line, fmt.Sprintf("$%s brings itself back without end: keepalived never finishes reading this line", name)}
 		}
+		if lx.replacements++; lx.replacements > maxReplacementsAll {
+			return "", false, &Error{at.file, at.line, fmt.Sprintf("definitions are replaced more than %d times: lvsctl reads no more (keepalived reads on, maybe without end)", maxReplacementsAll)}
+		}
+		lx.replaced = true
 		found, next = true, ml
 		value := x.value
 		if x.std != nil {

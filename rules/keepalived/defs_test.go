@@ -254,13 +254,28 @@ func TestIncludeBraces(t *testing.T) {
 
 // TestEndlessLines: a definition of several lines that ends by using
 // itself makes lines without end in keepalived (lib/parser.c read_line
-// reads each line of its text, the last one using it again); so do ~SEQs
-// nested deep, for years. Parse stops with an error at the line.
+// reads each line of its text, the last one using it again); so does one
+// that brings itself back after a brace (read_line reads the text after a
+// brace as its next line), and ~SEQs nested deep, for years. Parse stops
+// with an error at the line.
 func TestEndlessLines(t *testing.T) {
-	for _, conf := range []string{"$M=k \\\n$M\n$M\n", "~SEQ(a, 999999) ~SEQ(b, 999999) k\n"} {
+	for conf, want := range map[string]string{
+		"$M=k \\\n$M\n$M\n":                   "k.conf:3: ~SEQ, ~LST and definitions of several lines make more than",
+		"~SEQ(a, 999999) ~SEQ(b, 999999) k\n": "k.conf:1: ~SEQ, ~LST and definitions of several lines make more than",
+		"$T={ $T\nk $T\n":                     "k.conf:2: a definition brings itself back after a brace without end",
+	} {
 		_, err := lines(t, conf, "", nil)
-		if err == nil || !strings.Contains(err.Error(), "make more than") {
-			t.Errorf("%q: err = %v", conf, err)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", conf, err, want)
 		}
+	}
+}
+
+// TestIncludeBracesBound: braces multiply the patterns (glob(3) would
+// read 2^40 here): past maxBraces the include is refused, at once.
+func TestIncludeBracesBound(t *testing.T) {
+	_, err := lines(t, "include "+strings.Repeat("{a,b}", 40)+"\n", "", nil)
+	if err == nil || !strings.Contains(err.Error(), "more than lvsctl reads (1024)") {
+		t.Errorf("err = %v", err)
 	}
 }

@@ -187,18 +187,28 @@ func (lx *lexer) readLine() (string, origin, bool, error) {
 		case lx.residue != nil:
 			buf, at = *lx.residue, lx.residueAt
 			lx.residue = nil
+			if lx.residueMade {
+				lx.made++
+			}
+			// Each part after a brace is shorter than its line, unless a
+			// replacement grows it: more parts than a line has characters
+			// is a definition bringing itself back after a brace.
+			if lx.parts++; lx.parts > maxLine {
+				return "", origin{}, false, &Error{at.file, at.line, "a definition brings itself back after a brace without end: keepalived never finishes reading this line"}
+			}
 		case len(lx.seqs) > lx.mlDepth:
 			buf, at = lx.seqLine()
-			lx.made++
+			lx.made, lx.parts = lx.made+1, 0
 		case lx.ml != nil:
 			buf, at = lx.mlLine()
-			lx.made++
+			lx.made, lx.parts = lx.made+1, 0
 		default:
 			var ok bool
 			var err error
 			if buf, at, ok, err = lx.fileLine(); err != nil || !ok {
 				return "", origin{}, false, err
 			}
+			lx.parts = 0
 		}
 		if lx.made > maxMade {
 			return "", origin{}, false, &Error{at.file, at.line, fmt.Sprintf("~SEQ, ~LST and definitions of several lines make more than %d lines: lvsctl reads no more (keepalived reads on, maybe without end)", maxMade)}
@@ -210,10 +220,14 @@ func (lx *lexer) readLine() (string, origin, bool, error) {
 		if buf == "" {
 			continue
 		}
+		lx.replaced = false
 		buf, err := lx.expand(buf, at)
 		if err != nil {
 			return "", origin{}, false, err
 		}
+		// What follows a brace that a replacement put in is made too: a
+		// definition may bring itself back after a brace, without end.
+		lx.residueMade = lx.replaced
 		if buf == "" {
 			continue
 		}
@@ -319,8 +333,12 @@ func (lx *lexer) include(at origin, pattern string) error {
 	if !filepath.IsAbs(pattern) {
 		pattern = filepath.Join(filepath.Dir(lx.current()), pattern)
 	}
+	alts := braces(pattern)
+	if len(alts) > maxBraces {
+		return &Error{at.file, at.line, fmt.Sprintf("include %s: its braces make %d patterns, more than lvsctl reads (%d)", pattern, len(alts), maxBraces)}
+	}
 	var files []string
-	for _, p := range braces(pattern) {
+	for _, p := range alts {
 		// filepath.Glob sorts, as glob(3) does for each alternative.
 		f, err := lx.fs.glob(p)
 		if err != nil {
@@ -338,6 +356,9 @@ func (lx *lexer) include(at origin, pattern string) error {
 	lx.incs = append(lx.incs, &glob{files: files, at: at})
 	return nil
 }
+
+// maxBraces bounds the patterns an include's braces make.
+const maxBraces = 1 << 10
 
 // braces expands the braces of a pattern as glob(3)'s GLOB_BRACE, which
 // keepalived asks for, does: "a{b,c{d,e}}f" is abf, acdf, acef, in that
@@ -366,6 +387,9 @@ func braces(p string) []string {
 						end = cuts[k+1]
 					}
 					out = append(out, braces(p[:open]+p[c+1:end]+p[i+1:])...)
+					if len(out) > maxBraces {
+						break // too many: include refuses them
+					}
 				}
 				return out
 			}
