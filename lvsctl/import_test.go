@@ -69,7 +69,7 @@ func TestImportCommand(t *testing.T) {
 	ids := write("ids.conf", "$A=10.0.0.1\n@lb1 $A=10.0.0.2\n@^lb1 $A=10.0.0.3\nvirtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server $A 80 {\n  }\n}\n")
 	for id, want := range map[string]string{"lb1": "10.0.0.2", "lb2": "10.0.0.3"} {
 		r = run(t, env, "", "import", "keepalived", "--config-id", id, ids)
-		if r.code != ExitOK || !strings.Contains(r.stdout, "{address: "+want+",") {
+		if r.code != exitOK || !strings.Contains(r.stdout, "{address: "+want+",") {
 			t.Errorf("--config-id %s: %+v; want real server %s", id, r, want)
 		}
 	}
