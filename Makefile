@@ -265,7 +265,8 @@ FUZZ_TARGETS := ./ipvsadm/cmdline:FuzzParse:40000 ./ipvsadm/cmdline:FuzzParseFas
 	./ipvs:FuzzNetlinkReplies:50000 ./ipvsadm/list:FuzzConnections:12000 \
 	./names:FuzzNameFiles:1500 ./ipvsadm:FuzzRestoreReader:25000 \
 	./ipvsadm/wrappers:FuzzRestoreScriptRefusal:35000 \
-	./ipvsadm:FuzzSaveRoundTrip:5000 ./lvsprep:FuzzDecodeState:10000
+	./ipvsadm:FuzzSaveRoundTrip:5000 ./lvsprep:FuzzDecodeState:10000 \
+	./rules/keepalived:FuzzParse:20000
 ## fuzz-short: every fuzz target for a fixed count of executions
 ## The short pass make test (so CI) runs: every target for the
 ## count of executions FUZZ_TARGETS gives it (a count has no deadline to race)
