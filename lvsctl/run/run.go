@@ -245,9 +245,11 @@ func Run(cfg Config) error {
 		case <-cfg.Reload:
 			cfg.notify("RELOADING=1")
 			if err := l.reload(); err != nil {
+				// Saved before it is logged: whoever reads the log line
+				// finds status already saying so.
 				l.refused, l.refusedAt = err.Error(), cfg.Now()
-				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
 				l.save()
+				fmt.Fprintf(l.log, "lvsctl run: reload refused, the table and checks stay as they were: %v\n", err)
 			}
 			cfg.notify("READY=1\nSTATUS=" + l.status())
 		case <-resync.C:
