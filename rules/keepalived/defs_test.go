@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// lines is what Parse gives for conf read as the file "k.conf" (includes
+// lines is what parse gives for conf read as the file "k.conf" (includes
 // from files): one "LINE: words" a statement, and "LINE: notice" for each
 // notice, in the order keepalived reads them.
 func lines(t *testing.T, conf, configID string, files map[string]string) ([]string, error) {
@@ -28,7 +28,7 @@ func lines(t *testing.T, conf, configID string, files map[string]string) ([]stri
 			return nil, nil
 		},
 	}
-	stmts, notes, err := Parse("k.conf", []byte(conf), fsys, configID)
+	stmts, notes, err := parse("k.conf", []byte(conf), fsys, configID)
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +256,7 @@ func TestIncludeBraces(t *testing.T) {
 // itself makes lines without end in keepalived (lib/parser.c read_line
 // reads each line of its text, the last one using it again); so does one
 // that brings itself back after a brace (read_line reads the text after a
-// brace as its next line), and ~SEQs nested deep, for years. Parse stops
+// brace as its next line), and ~SEQs nested deep, for years. parse stops
 // with an error at the line.
 func TestEndlessLines(t *testing.T) {
 	for conf, want := range map[string]string{

@@ -178,7 +178,7 @@ func (c *conv) finishVS(v *vsState) {
 
 // familyMismatch reports a group's member of the other family than its
 // real servers: lvsctl cannot serve it.
-func (c *conv) familyMismatch(s *desired.JSONService, at *Stmt) bool {
+func (c *conv) familyMismatch(s *desired.JSONService, at *stmt) bool {
 	for _, d := range s.Destinations {
 		a, _ := netip.ParseAddr(d.Address)
 		if (s.Family == "inet6") != a.Is6() && d.Method != "tunnel" {
@@ -431,7 +431,7 @@ func (c *conv) probeWay(v *vsState, r *rsState, k *chkState, method string, s *h
 }
 
 // markService is the virtual_server of firewall mark m, or nil.
-func (c *conv) markService(m uint32) *Stmt {
+func (c *conv) markService(m uint32) *stmt {
 	for _, v := range c.vss {
 		keys := v.keys
 		if g := c.groups[v.groupName]; v.groupName != "" && g != nil {

@@ -53,7 +53,7 @@ type Result struct {
 	Document desired.Document
 	// Sources holds, for each service, the virtual_server statement it
 	// comes from.
-	Sources []*Stmt
+	Sources []*stmt
 	// Notices are in the order keepalived reads the statements they
 	// concern, refusals included.
 	Notices []Notice
@@ -86,12 +86,12 @@ func Import(name string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ImportData(name, data, opt)
+	return importData(name, data, opt)
 }
 
-// ImportData is Import of data, the contents of the file name.
-func ImportData(name string, data []byte, opt Options) (*Result, error) {
-	stmts, notes, err := Parse(name, data, opt.FS, opt.ConfigID)
+// importData is Import of data, the contents of the file name.
+func importData(name string, data []byte, opt Options) (*Result, error) {
+	stmts, notes, err := parse(name, data, opt.FS, opt.ConfigID)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func ImportData(name string, data []byte, opt Options) (*Result, error) {
 		c.finishVS(v)
 	}
 	if len(c.res.Document.Services) == 0 {
-		c.refuse(&Stmt{File: name, seq: len(stmts)}, "no virtual server with real servers: nothing for lvsctl run to keep")
+		c.refuse(&stmt{File: name, seq: len(stmts)}, "no virtual server with real servers: nothing for lvsctl run to keep")
 	}
 	sort.SliceStable(c.res.Notices, func(i, j int) bool { return c.res.Notices[i].seq < c.res.Notices[j].seq })
 	var errs Errors
@@ -136,7 +136,7 @@ type conv struct {
 	group       *group
 }
 
-func (c *conv) add(s *Stmt, n Notice) {
+func (c *conv) add(s *stmt, n Notice) {
 	n.File, n.Line, n.Service, n.seq = s.File, s.Line, -1, s.seq
 	if c.vs != nil {
 		c.vs.notices = append(c.vs.notices, len(c.res.Notices))
@@ -145,19 +145,19 @@ func (c *conv) add(s *Stmt, n Notice) {
 }
 
 // note records something left out that does not change the table.
-func (c *conv) note(s *Stmt, format string, args ...any) {
+func (c *conv) note(s *stmt, format string, args ...any) {
 	c.add(s, Notice{Msg: fmt.Sprintf(format, args...)})
 }
 
 // notice records keepalived's reading of what is written where it differs
 // from a plain reading: an unknown keyword, an invalid value, a value it
 // takes otherwise, extra words.
-func (c *conv) notice(s *Stmt, format string, args ...any) {
+func (c *conv) notice(s *stmt, format string, args ...any) {
 	c.note(s, format, args...)
 }
 
 // lossy records a change of behaviour, or refuses it without Lossy.
-func (c *conv) lossy(s *Stmt, format string, args ...any) {
+func (c *conv) lossy(s *stmt, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if !c.opt.Lossy {
 		c.refuse(s, "%s (--lossy converts it anyway)", msg)
@@ -167,11 +167,11 @@ func (c *conv) lossy(s *Stmt, format string, args ...any) {
 }
 
 // refuse records what lvsctl cannot reproduce: Import fails.
-func (c *conv) refuse(s *Stmt, format string, args ...any) {
+func (c *conv) refuse(s *stmt, format string, args ...any) {
 	c.add(s, Notice{Refused: true, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *conv) skipped(s *Stmt, kind string) {
+func (c *conv) skipped(s *stmt, kind string) {
 	if !c.skippedKind[kind] {
 		c.skippedKind[kind] = true
 		c.note(s, "%s: skipped, and any other %s block (%s: not part of the IPVS table)", s.Words[0], kind, kind)
@@ -180,7 +180,7 @@ func (c *conv) skipped(s *Stmt, kind string) {
 
 // arg is a statement's i-th value; a missing one is "", as
 // lib/vector.c strvec_slot gives keepalived.
-func arg(s *Stmt, i int) string {
+func arg(s *stmt, i int) string {
 	if i < len(s.Words) {
 		return s.Words[i]
 	}
@@ -196,14 +196,14 @@ type vsKey struct {
 }
 
 type group struct {
-	at   *Stmt
+	at   *stmt
 	keys []vsKey
 }
 
 // vsState is a virtual_server as keepalived holds it while reading
 // (check_data.c alloc_vs sets the defaults).
 type vsState struct {
-	at        *Stmt
+	at        *stmt
 	dropped   bool
 	keys      []vsKey
 	groupName string
@@ -212,12 +212,12 @@ type vsState struct {
 	protocol  string
 	sched     string
 	flags     [3]bool // SCHED1..3
-	ops       *Stmt
+	ops       *stmt
 	method    string // "" until set
 	tun       *desired.JSONTunnel
 	pto       uint32
 	gran      string // netmask text, "" for none
-	granAt    *Stmt
+	granAt    *stmt
 	pe        string
 	retry     int64 // -1: unset
 	delayLoop int64
@@ -226,18 +226,18 @@ type vsState struct {
 	weight    int64
 	vhost     string
 	sorry     *rsState
-	sorryInh  *Stmt
+	sorryInh  *stmt
 	quorum    uint64
-	quorumAt  *Stmt
+	quorumAt  *stmt
 	hyst      uint64
-	hystAt    *Stmt
+	hystAt    *stmt
 	reals     []*rsState
 	notices   []int
 }
 
 // rsState is a real_server (check_data.c alloc_rs), or the sorry server.
 type rsState struct {
-	at        *Stmt
+	at        *stmt
 	addr      netip.Addr
 	port      uint16
 	method    string
@@ -255,7 +255,7 @@ type rsState struct {
 
 // chkState is one checker block.
 type chkState struct {
-	at        *Stmt
+	at        *stmt
 	kind      string
 	spec      health.Spec
 	retry     int64
@@ -267,14 +267,14 @@ type chkState struct {
 	reply     bool
 	dropped   bool
 	connIP    netip.Addr // connect_ip, unmapped; invalid when not given
-	connIPAt  *Stmt
+	connIPAt  *stmt
 	mark      uint32 // fwmark: SO_MARK on the probe's socket
-	markAt    *Stmt
+	markAt    *stmt
 	smtp      *smtpState // SMTP_CHECK's connections
 }
 
 type urlState struct {
-	at     *Stmt
+	at     *stmt
 	path   string
 	codes  []string
 	vhost  string
@@ -292,7 +292,7 @@ const (
 // startVS is check_parser.c vs_handler / check_data.c alloc_vs: IP [PORT],
 // fwmark N or group NAME; an address or mark keepalived cannot read drops
 // the whole block.
-func startVS(c *conv, s *Stmt) {
+func startVS(c *conv, s *stmt) {
 	v := &vsState{at: s, retry: -1, delayLoop: defaultDelayLoop, connTO: defaultConnTO, weight: 1, quorum: 1}
 	c.vs = v
 	c.vss = append(c.vss, v)
@@ -343,8 +343,8 @@ func familyOf(a netip.Addr) string {
 
 // vsKW returns a handler that runs only while the virtual server being
 // read is kept.
-func vsKW(f func(c *conv, v *vsState, s *Stmt)) func(c *conv, s *Stmt) {
-	return func(c *conv, s *Stmt) {
+func vsKW(f func(c *conv, v *vsState, s *stmt)) func(c *conv, s *stmt) {
+	return func(c *conv, s *stmt) {
 		if c.vs != nil && !c.vs.dropped {
 			f(c, c.vs, s)
 		}
@@ -383,7 +383,7 @@ var schedulers = map[string]bool{"rr": true, "wrr": true, "lc": true, "wlc": tru
 
 // lbAlgo is check_parser.c lbalgo_handler: the name is compared
 // case-sensitively with keepalived's list; another is ignored.
-func lbAlgo(c *conv, v *vsState, s *Stmt) {
+func lbAlgo(c *conv, v *vsState, s *stmt) {
 	w := arg(s, 1)
 	if !schedulers[w] {
 		c.notice(s, "%s %q: not a scheduler keepalived knows (names are lower case): ignored, the service keeps %s", s.Words[0], w, orDefault(v.sched, "wlc"))
@@ -403,7 +403,7 @@ func orDefault(v, d string) string {
 // the scheduler; sh-port and sh-fallback only while the scheduler read so
 // far is sh, mh-port and mh-fallback only while it is mh; hashed sets
 // nothing; ops is one-packet scheduling.
-func lbFlag(c *conv, v *vsState, s *Stmt) {
+func lbFlag(c *conv, v *vsState, s *stmt) {
 	kw := s.Words[0]
 	switch kw {
 	case "ops":
@@ -435,7 +435,7 @@ func lbFlag(c *conv, v *vsState, s *Stmt) {
 // fwdMethod is check_parser.c svr_forwarding_handler: NAT, DR or TUN,
 // case-sensitively; the method is set before the tunnel options are read,
 // and a bad option leaves the tunnel as it was.
-func (c *conv) fwdMethod(s *Stmt, method *string, tun **desired.JSONTunnel) {
+func (c *conv) fwdMethod(s *stmt, method *string, tun **desired.JSONTunnel) {
 	m := map[string]string{"NAT": "masq", "DR": "route", "TUN": "tunnel"}[arg(s, 1)]
 	if m == "" {
 		hint := ""
@@ -495,7 +495,7 @@ func methodName(m string) string {
 
 // persistenceTimeout is check_parser.c pto_handler: no value is 360 s;
 // otherwise 1 to 31 days, and anything else (0 included) is ignored.
-func persistenceTimeout(c *conv, v *vsState, s *Stmt) {
+func persistenceTimeout(c *conv, v *vsState, s *stmt) {
 	if len(s.Words) < 2 {
 		v.pto = persistDefault
 		return
@@ -516,7 +516,7 @@ func persistenceTimeout(c *conv, v *vsState, s *Stmt) {
 // virtual server's, else IPv4 when the value has a dot; IPv4 is read as an
 // address by getaddrinfo (so "24" is 0.0.0.24), IPv6 as a prefix length 1
 // to 128. It makes the service persistent (360 s) when it is not yet.
-func persistenceGranularity(c *conv, v *vsState, s *Stmt) {
+func persistenceGranularity(c *conv, v *vsState, s *stmt) {
 	w := arg(s, 1)
 	fam := v.family
 	if fam == "" {
@@ -555,7 +555,7 @@ func persistenceGranularity(c *conv, v *vsState, s *Stmt) {
 
 // protocol is check_parser.c proto_handler: TCP, UDP or SCTP in any case;
 // another is ignored.
-func protocol(c *conv, v *vsState, s *Stmt) {
+func protocol(c *conv, v *vsState, s *stmt) {
 	p := strings.ToLower(arg(s, 1))
 	if p != "tcp" && p != "udp" && p != "sctp" {
 		c.notice(s, "protocol %q: keepalived knows TCP, UDP and SCTP and ignores this: the protocol stays %s", arg(s, 1), strings.ToUpper(orDefault(v.protocol, "udp (keepalived's default)")))
@@ -565,7 +565,7 @@ func protocol(c *conv, v *vsState, s *Stmt) {
 }
 
 // ipFamily is check_parser.c ip_family_handler.
-func ipFamily(c *conv, v *vsState, s *Stmt) {
+func ipFamily(c *conv, v *vsState, s *stmt) {
 	w := arg(s, 1)
 	if w != "inet" && w != "inet6" {
 		c.notice(s, "ip_family %q: keepalived knows inet and inet6 and ignores this", w)
@@ -581,7 +581,7 @@ func ipFamily(c *conv, v *vsState, s *Stmt) {
 // timerInto reads one of the timers a virtual server, a real server and a
 // checker share (delay_loop, connect_timeout: at least 1 µs) into dst;
 // a value keepalived refuses leaves dst as it was.
-func (c *conv) timerInto(s *Stmt, dst *int64) {
+func (c *conv) timerInto(s *stmt, dst *int64) {
 	us, how := readTimer(arg(s, 1), 1, 0, true)
 	switch how {
 	case numBad:
@@ -597,7 +597,7 @@ func (c *conv) timerInto(s *Stmt, dst *int64) {
 // vs_retry_handler, rs_retry_handler: 1 or more, so 0 is ignored) or a
 // checker's (check_api.c retry_handler, and nb_get_retry of HTTP_GET and
 // SSL_GET: 0 or more) into dst.
-func (c *conv) retryInto(s *Stmt, lo uint64, lenient bool, dst *int64) {
+func (c *conv) retryInto(s *stmt, lo uint64, lenient bool, dst *int64) {
 	n, how := readUnsigned(arg(s, 1), lo, 1<<32-1, lenient)
 	switch how {
 	case numBad:
@@ -611,7 +611,7 @@ func (c *conv) retryInto(s *Stmt, lo uint64, lenient bool, dst *int64) {
 
 // sorryServer is check_data.c alloc_ssvr: a sorry server's method is the
 // virtual server's as read so far.
-func sorryServer(c *conv, v *vsState, s *Stmt) {
+func sorryServer(c *conv, v *vsState, s *stmt) {
 	r := c.newServer(v, s, "sorry_server")
 	if r != nil {
 		if v.sorry != nil {
@@ -623,7 +623,7 @@ func sorryServer(c *conv, v *vsState, s *Stmt) {
 
 // newServer reads IP [PORT] of a real or sorry server (check_data.c
 // alloc_rs, alloc_ssvr): a port of zeros is none.
-func (c *conv) newServer(v *vsState, s *Stmt, what string) *rsState {
+func (c *conv) newServer(v *vsState, s *stmt, what string) *rsState {
 	a, err := netip.ParseAddr(arg(s, 1))
 	if err != nil || a.Zone() != "" {
 		c.notice(s, "%s %q: not an IP address: keepalived skips this %s", what, arg(s, 1), what)
@@ -642,7 +642,7 @@ func (c *conv) newServer(v *vsState, s *Stmt, what string) *rsState {
 // startRS is check_parser.c rs_handler: the real server takes the
 // virtual server's method as read so far (or, when none is set yet, the
 // one it ends with).
-func startRS(c *conv, s *Stmt) {
+func startRS(c *conv, s *stmt) {
 	c.rs = nil
 	if c.vs == nil || c.vs.dropped {
 		return
@@ -673,8 +673,8 @@ func endRS(c *conv) {
 	v.reals = append(v.reals, r)
 }
 
-func rsKW(f func(c *conv, r *rsState, s *Stmt)) func(c *conv, s *Stmt) {
-	return func(c *conv, s *Stmt) {
+func rsKW(f func(c *conv, r *rsState, s *stmt)) func(c *conv, s *stmt) {
+	return func(c *conv, s *stmt) {
 		if c.rs != nil {
 			f(c, c.rs, s)
 		}
@@ -682,8 +682,8 @@ func rsKW(f func(c *conv, r *rsState, s *Stmt)) func(c *conv, s *Stmt) {
 }
 
 // threshold is check_parser.c uthreshold_handler and lthreshold_handler.
-func threshold(field func(r *rsState) *uint32) func(c *conv, r *rsState, s *Stmt) {
-	return func(c *conv, r *rsState, s *Stmt) {
+func threshold(field func(r *rsState) *uint32) func(c *conv, r *rsState, s *stmt) {
+	return func(c *conv, r *rsState, s *stmt) {
 		n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
 		switch how {
 		case numBad:
@@ -697,7 +697,7 @@ func threshold(field func(r *rsState) *uint32) func(c *conv, r *rsState, s *Stmt
 }
 
 // startCheck is a checker keyword (check_api.c queue_checker).
-func startCheck(c *conv, s *Stmt) {
+func startCheck(c *conv, s *stmt) {
 	c.chk = nil
 	if c.rs == nil {
 		return
@@ -728,8 +728,8 @@ func startCheck(c *conv, s *Stmt) {
 	c.rs.checks = append(c.rs.checks, k)
 }
 
-func chkKW(f func(c *conv, k *chkState, s *Stmt)) func(c *conv, s *Stmt) {
-	return func(c *conv, s *Stmt) {
+func chkKW(f func(c *conv, k *chkState, s *stmt)) func(c *conv, s *stmt) {
+	return func(c *conv, s *stmt) {
 		if c.chk != nil {
 			f(c, c.chk, s)
 		}
@@ -759,7 +759,7 @@ func endCheck(c *conv) {
 	}
 }
 
-func startURL(c *conv, s *Stmt) {
+func startURL(c *conv, s *stmt) {
 	c.url = nil
 	if c.chk != nil {
 		c.url = &urlState{at: s}
@@ -780,8 +780,8 @@ func endURL(c *conv) {
 	c.chk.urls = append(c.chk.urls, u)
 }
 
-func urlKW(f func(c *conv, u *urlState, s *Stmt)) func(c *conv, s *Stmt) {
-	return func(c *conv, s *Stmt) {
+func urlKW(f func(c *conv, u *urlState, s *stmt)) func(c *conv, s *stmt) {
+	return func(c *conv, s *stmt) {
 		if c.url != nil {
 			f(c, c.url, s)
 		}
@@ -793,7 +793,7 @@ func urlKW(f func(c *conv, u *urlState, s *Stmt)) func(c *conv, s *Stmt) {
 // MD5 with that one digest). The value must be 32 characters, which
 // strtoul reads two at a time in base 16: a pair may also be a blank, '+'
 // or '-' and one hex digit. One keepalived cannot read is ignored.
-func digest(c *conv, u *urlState, s *Stmt) {
+func digest(c *conv, u *urlState, s *stmt) {
 	w := arg(s, 1)
 	if u.digest != "" {
 		c.notice(s, "digest: a second one for this url: keepalived keeps the first")
@@ -843,7 +843,7 @@ func md5Pairs(w string) (string, bool) {
 
 // statusCodes is check_http.c status_code_handler: each value is a code
 // or a range of 100 to 599; a bad one is skipped.
-func statusCodes(c *conv, u *urlState, s *Stmt) {
+func statusCodes(c *conv, u *urlState, s *stmt) {
 	for _, w := range s.Words[1:] {
 		lo, rest, _ := strtoul(w)
 		hi := lo
@@ -863,14 +863,14 @@ func statusCodes(c *conv, u *urlState, s *Stmt) {
 }
 
 // startGroup is check_parser.c vsg_handler.
-func startGroup(c *conv, s *Stmt) {
+func startGroup(c *conv, s *stmt) {
 	c.group = &group{at: s}
 }
 
 // groupEntry is check_data.c alloc_vsg_entry: "IP [PORT]", "RANGE
 // [PORT]" or "fwmark N [inet|inet6]"; an entry keepalived cannot read is
 // skipped.
-func groupEntry(c *conv, owner, e *Stmt) {
+func groupEntry(c *conv, owner, e *stmt) {
 	g := c.group
 	if e.Words[0] == "fwmark" {
 		m, how := readUnsigned(arg(e, 1), 0, 1<<32-1, true)

@@ -50,11 +50,11 @@ func init() {
 	}
 
 	vsTimerKW := func(f func(v *vsState) *int64) *keyword {
-		return &keyword{run: vsKW(func(c *conv, v *vsState, s *Stmt) { c.timerInto(s, f(v)) }), args: 1}
+		return &keyword{run: vsKW(func(c *conv, v *vsState, s *stmt) { c.timerInto(s, f(v)) }), args: 1}
 	}
 	vsLevel.kws = map[string]*keyword{
 		"ip_family":               {run: vsKW(ipFamily), args: 1},
-		"retry":                   {run: vsKW(func(c *conv, v *vsState, s *Stmt) { c.retryInto(s, 1, false, &v.retry) }), args: 1},
+		"retry":                   {run: vsKW(func(c *conv, v *vsState, s *stmt) { c.retryInto(s, 1, false, &v.retry) }), args: 1},
 		"delay_before_retry":      ignored(whyRetryDelay, 1),
 		"warmup":                  ignored(whyWarmup, 1),
 		"connect_timeout":         vsTimerKW(func(v *vsState) *int64 { return &v.connTO }),
@@ -62,15 +62,15 @@ func init() {
 		"inhibit_on_failure":      {run: vsKW(vsInhibit), args: -1},
 		"lb_algo":                 {run: vsKW(lbAlgo), args: 1},
 		"lvs_sched":               {run: vsKW(lbAlgo), args: 1},
-		"lb_kind":                 {run: vsKW(func(c *conv, v *vsState, s *Stmt) { c.fwdMethod(s, &v.method, &v.tun) }), args: -1},
-		"lvs_method":              {run: vsKW(func(c *conv, v *vsState, s *Stmt) { c.fwdMethod(s, &v.method, &v.tun) }), args: -1},
+		"lb_kind":                 {run: vsKW(func(c *conv, v *vsState, s *stmt) { c.fwdMethod(s, &v.method, &v.tun) }), args: -1},
+		"lvs_method":              {run: vsKW(func(c *conv, v *vsState, s *stmt) { c.fwdMethod(s, &v.method, &v.tun) }), args: -1},
 		"persistence_engine":      {run: vsKW(persistenceEngine), args: 1},
 		"persistence_timeout":     {run: vsKW(persistenceTimeout), args: 1},
 		"persistence_granularity": {run: vsKW(persistenceGranularity), args: 1},
 		"protocol":                {run: vsKW(protocol), args: 1},
 		"ha_suspend":              ignored("it suspends checks while the director lacks the VIP; lvsctl always checks", 0),
 		"smtp_alert":              ignored(whyAlert, 1),
-		"virtualhost":             {run: vsKW(func(c *conv, v *vsState, s *Stmt) { v.vhost = vhost(c, s, v.vhost) }), args: 1},
+		"virtualhost":             {run: vsKW(func(c *conv, v *vsState, s *stmt) { v.vhost = vhost(c, s, v.vhost) }), args: 1},
 		"snmp_name":               ignored("", 1),
 		"alpha":                   ignored(whyAlpha, 0),
 		"omega":                   ignored(whyQuorumCmd, 0),
@@ -90,20 +90,20 @@ func init() {
 
 	rsLevel.kws = map[string]*keyword{
 		"weight":             {run: rsKW(rsWeight), args: 1},
-		"lvs_method":         {run: rsKW(func(c *conv, r *rsState, s *Stmt) { c.fwdMethod(s, &r.method, &r.tun) }), args: -1},
+		"lvs_method":         {run: rsKW(func(c *conv, r *rsState, s *stmt) { c.fwdMethod(s, &r.method, &r.tun) }), args: -1},
 		"uthreshold":         {run: rsKW(threshold(func(r *rsState) *uint32 { return &r.uthr })), args: 1},
 		"lthreshold":         {run: rsKW(threshold(func(r *rsState) *uint32 { return &r.lthr })), args: 1},
 		"inhibit_on_failure": {run: rsKW(rsInhibit), args: 1},
 		"notify_up":          ignored(whyNotify, -1),
 		"notify_down":        ignored(whyNotify, -1),
 		"alpha":              ignored(whyAlpha, 1),
-		"retry":              {run: rsKW(func(c *conv, r *rsState, s *Stmt) { c.retryInto(s, 1, false, &r.retry) }), args: 1},
+		"retry":              {run: rsKW(func(c *conv, r *rsState, s *stmt) { c.retryInto(s, 1, false, &r.retry) }), args: 1},
 		"delay_before_retry": ignored(whyRetryDelay, 1),
 		"warmup":             ignored(whyWarmup, 1),
-		"connect_timeout":    {run: rsKW(func(c *conv, r *rsState, s *Stmt) { c.timerInto(s, &r.connTO) }), args: 1},
-		"delay_loop":         {run: rsKW(func(c *conv, r *rsState, s *Stmt) { c.timerInto(s, &r.delayLoop) }), args: 1},
+		"connect_timeout":    {run: rsKW(func(c *conv, r *rsState, s *stmt) { c.timerInto(s, &r.connTO) }), args: 1},
+		"delay_loop":         {run: rsKW(func(c *conv, r *rsState, s *stmt) { c.timerInto(s, &r.delayLoop) }), args: 1},
 		"smtp_alert":         ignored(whyAlert, 1),
-		"virtualhost":        {run: rsKW(func(c *conv, r *rsState, s *Stmt) { r.vhost = vhost(c, s, r.vhost) }), args: 1},
+		"virtualhost":        {run: rsKW(func(c *conv, r *rsState, s *stmt) { r.vhost = vhost(c, s, r.vhost) }), args: 1},
 		"snmp_name":          ignored("", 1),
 	}
 
@@ -111,16 +111,16 @@ func init() {
 	// MISC_CHECK has no connection keywords.
 	common := func(conn bool) map[string]*keyword {
 		m := map[string]*keyword{
-			"retry":              {run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.retryInto(s, 0, true, &k.retry) }), args: 1},
+			"retry":              {run: chkKW(func(c *conv, k *chkState, s *stmt) { c.retryInto(s, 0, true, &k.retry) }), args: 1},
 			"delay_before_retry": ignored(whyRetryDelay, 1),
 			"warmup":             ignored(whyWarmup, 1),
-			"delay_loop":         {run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.delayLoop) }), args: 1},
+			"delay_loop":         {run: chkKW(func(c *conv, k *chkState, s *stmt) { c.timerInto(s, &k.delayLoop) }), args: 1},
 			"alpha":              ignored(whyAlpha, 1),
 			"log_all_failures":   ignored("", 1),
 		}
 		if conn {
 			m["connect_port"] = &keyword{run: chkKW(connectPort), args: 1}
-			m["connect_timeout"] = &keyword{run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.connTO) }), args: 1}
+			m["connect_timeout"] = &keyword{run: chkKW(func(c *conv, k *chkState, s *stmt) { c.timerInto(s, &k.connTO) }), args: 1}
 			m["connect_ip"] = &keyword{run: chkKW(connectIP), args: 1}
 			m["fwmark"] = &keyword{run: chkKW(checkMark), args: 1}
 			for _, kw := range []string{"bindto", "bind_port", "bind_if"} {
@@ -137,8 +137,8 @@ func init() {
 	}
 	http := func() map[string]*keyword {
 		return with(common(true), map[string]*keyword{
-			"nb_get_retry":  {run: chkKW(func(c *conv, k *chkState, s *Stmt) { c.retryInto(s, 0, true, &k.retry) }), args: 1},
-			"virtualhost":   {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.vhost = vhost(c, s, k.vhost) }), args: 1},
+			"nb_get_retry":  {run: chkKW(func(c *conv, k *chkState, s *stmt) { c.retryInto(s, 0, true, &k.retry) }), args: 1},
+			"virtualhost":   {run: chkKW(func(c *conv, k *chkState, s *stmt) { k.vhost = vhost(c, s, k.vhost) }), args: 1},
 			"http_protocol": {run: chkKW(notExpressible), args: 1},
 			"enable_sni":    ignored("lvsctl sends the virtualhost as the TLS server name whenever one is given", 1),
 			"fast_recovery": ignored("timing only: lvsctl checks all its URLs every interval", 1),
@@ -150,7 +150,7 @@ func init() {
 	checkLevel["SSL_GET"] = &level{name: "SSL_GET", kws: http()}
 	checkLevel["DNS_CHECK"] = &level{name: "DNS_CHECK", kws: with(common(true), map[string]*keyword{
 		"type": {run: chkKW(dnsType), args: 1},
-		"name": {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.spec.Query = arg(s, 1) }), args: 1},
+		"name": {run: chkKW(func(c *conv, k *chkState, s *stmt) { k.spec.Query = arg(s, 1) }), args: 1},
 	})}
 	checkLevel["UDP_CHECK"] = &level{name: "UDP_CHECK", kws: with(common(true), map[string]*keyword{
 		"payload":          {run: chkKW(payload), args: -1},
@@ -161,7 +161,7 @@ func init() {
 	checkLevel["MISC_CHECK"] = &level{name: "MISC_CHECK", kws: with(common(false), map[string]*keyword{
 		"misc_path":    {run: chkKW(miscPath), args: -1},
 		"misc_timeout": {run: chkKW(miscTimeout), args: 1},
-		"misc_dynamic": {run: chkKW(func(c *conv, k *chkState, s *Stmt) { k.spec.Dynamic = true }), args: 0},
+		"misc_dynamic": {run: chkKW(func(c *conv, k *chkState, s *stmt) { k.spec.Dynamic = true }), args: 0},
 		"user":         {run: chkKW(miscUser), args: 2},
 	})}
 	// check_ping.c: the common keywords; the ICMP socket is neither bound
@@ -179,7 +179,7 @@ func init() {
 		"connect_ip":      {run: hostKW(connectIP), args: 1},
 		"connect_port":    {run: hostKW(connectPort), args: 1},
 		"fwmark":          {run: hostKW(checkMark), args: 1},
-		"connect_timeout": {run: hostKW(func(c *conv, k *chkState, s *Stmt) { c.timerInto(s, &k.connTO) }), args: 1},
+		"connect_timeout": {run: hostKW(func(c *conv, k *chkState, s *stmt) { c.timerInto(s, &k.connTO) }), args: 1},
 	})}
 	for _, kw := range []string{"bindto", "bind_port", "bind_if"} {
 		smtpHost.kws[kw] = &keyword{run: chkKW(notExpressible), args: 1}
@@ -215,7 +215,7 @@ func init() {
 	}
 	for kind, a := range absent {
 		kind, why := kind, a.why
-		rsLevel.kws[kind] = &keyword{args: 0, sub: &level{name: kind, kws: a.kws}, run: func(c *conv, s *Stmt) {
+		rsLevel.kws[kind] = &keyword{args: 0, sub: &level{name: kind, kws: a.kws}, run: func(c *conv, s *stmt) {
 			if c.rs != nil {
 				c.lossy(s, "%s: %s; real server %s served unchecked", kind, why, c.rs.addr)
 			}
@@ -223,13 +223,13 @@ func init() {
 	}
 
 	urlLevel.kws = map[string]*keyword{
-		"path":        {run: urlKW(func(c *conv, u *urlState, s *Stmt) { u.path = arg(s, 1) }), args: 1},
+		"path":        {run: urlKW(func(c *conv, u *urlState, s *stmt) { u.path = arg(s, 1) }), args: 1},
 		"status_code": {run: urlKW(statusCodes), args: -1},
-		"virtualhost": {run: urlKW(func(c *conv, u *urlState, s *Stmt) { u.vhost = vhost(c, s, u.vhost) }), args: 1},
+		"virtualhost": {run: urlKW(func(c *conv, u *urlState, s *stmt) { u.vhost = vhost(c, s, u.vhost) }), args: 1},
 		"digest":      {run: urlKW(digest), args: 1},
 	}
 	for _, kw := range []string{"regex", "regex_no_match", "regex_options", "regex_stack", "regex_min_offset", "regex_max_offset"} {
-		urlLevel.kws[kw] = &keyword{run: urlKW(func(c *conv, u *urlState, s *Stmt) {
+		urlLevel.kws[kw] = &keyword{run: urlKW(func(c *conv, u *urlState, s *stmt) {
 			c.lossy(s, "%s: lvsctl checks a body by its digest only, not by a regex", s.Words[0])
 		}), args: -1}
 	}
@@ -238,7 +238,7 @@ func init() {
 // vhost is a virtualhost (check_parser.c vs_virtualhost_handler and the
 // real server's, check_http.c virtualhost_handler): a missing name is
 // ignored.
-func vhost(c *conv, s *Stmt, old string) string {
+func vhost(c *conv, s *stmt, old string) string {
 	if len(s.Words) < 2 {
 		c.notice(s, "virtualhost without a name: keepalived ignores it")
 		return old
@@ -248,7 +248,7 @@ func vhost(c *conv, s *Stmt, old string) string {
 
 // vsInhibit is check_parser.c vs_inhibit_handler: it reads no value, so
 // "inhibit_on_failure off" on a virtual server turns it on.
-func vsInhibit(c *conv, v *vsState, s *Stmt) {
+func vsInhibit(c *conv, v *vsState, s *stmt) {
 	if len(s.Words) > 1 {
 		c.notice(s, "inhibit_on_failure %s: on a virtual server keepalived reads no value and turns it on", strings.Join(s.Words[1:], " "))
 	}
@@ -257,7 +257,7 @@ func vsInhibit(c *conv, v *vsState, s *Stmt) {
 
 // rsInhibit is check_parser.c rs_inhibit_handler: no value or a
 // lower-case true/on/yes, false/off/no; another is ignored.
-func rsInhibit(c *conv, r *rsState, s *Stmt) {
+func rsInhibit(c *conv, r *rsState, s *stmt) {
 	if len(s.Words) < 2 {
 		r.inhibit = 1
 		return
@@ -274,7 +274,7 @@ func rsInhibit(c *conv, r *rsState, s *Stmt) {
 }
 
 // rsWeight is check_parser.c rs_weight_handler: 0 to 2^31-1.
-func rsWeight(c *conv, r *rsState, s *Stmt) {
+func rsWeight(c *conv, r *rsState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 0, weightMax, true)
 	switch how {
 	case numBad:
@@ -288,7 +288,7 @@ func rsWeight(c *conv, r *rsState, s *Stmt) {
 
 // vsWeight is check_parser.c vs_weight_handler: the weight of the real
 // servers that give none, 1 to 2^31-1.
-func vsWeight(c *conv, v *vsState, s *Stmt) {
+func vsWeight(c *conv, v *vsState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 1, weightMax, true)
 	switch how {
 	case numBad:
@@ -302,7 +302,7 @@ func vsWeight(c *conv, v *vsState, s *Stmt) {
 
 // persistenceEngine is check_parser.c pengine_handler: at most 15
 // characters are kept.
-func persistenceEngine(c *conv, v *vsState, s *Stmt) {
+func persistenceEngine(c *conv, v *vsState, s *stmt) {
 	w := arg(s, 1)
 	if len(w) > 15 {
 		c.notice(s, "persistence_engine %q: keepalived keeps its first 15 characters", w)
@@ -312,7 +312,7 @@ func persistenceEngine(c *conv, v *vsState, s *Stmt) {
 }
 
 // quorum is check_parser.c quorum_handler: an invalid value is 1.
-func quorum(c *conv, v *vsState, s *Stmt) {
+func quorum(c *conv, v *vsState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 1, 1<<32-1, true)
 	switch how {
 	case numBad:
@@ -325,7 +325,7 @@ func quorum(c *conv, v *vsState, s *Stmt) {
 }
 
 // hysteresis is check_parser.c hysteresis_handler.
-func hysteresis(c *conv, v *vsState, s *Stmt) {
+func hysteresis(c *conv, v *vsState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
 	if how == numBad {
 		c.notice(s, "hysteresis %q: keepalived ignores it", arg(s, 1))
@@ -336,7 +336,7 @@ func hysteresis(c *conv, v *vsState, s *Stmt) {
 
 // sorryInhibit is check_parser.c ssvri_handler: it needs a sorry_server
 // before it.
-func sorryInhibit(c *conv, v *vsState, s *Stmt) {
+func sorryInhibit(c *conv, v *vsState, s *stmt) {
 	if v.sorry == nil {
 		c.notice(s, "sorry_server_inhibit before any sorry_server: keepalived ignores it")
 		return
@@ -345,7 +345,7 @@ func sorryInhibit(c *conv, v *vsState, s *Stmt) {
 }
 
 // sorryMethod is check_parser.c ss_forwarding_handler.
-func sorryMethod(c *conv, v *vsState, s *Stmt) {
+func sorryMethod(c *conv, v *vsState, s *stmt) {
 	if v.sorry == nil {
 		c.notice(s, "sorry_server_lvs_method before any sorry_server: keepalived ignores it")
 		return
@@ -354,7 +354,7 @@ func sorryMethod(c *conv, v *vsState, s *Stmt) {
 }
 
 // connectPort is check_api.c co_port_handler: 1 to 65535.
-func connectPort(c *conv, k *chkState, s *Stmt) {
+func connectPort(c *conv, k *chkState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 1, 65535, true)
 	switch how {
 	case numBad:
@@ -370,7 +370,7 @@ func connectPort(c *conv, k *chkState, s *Stmt) {
 // address up to a '-' (else a '/') and keeps the port already set (the
 // real server's as written, or connect_port's). Whether lvsctl can probe
 // it is decided once the virtual server is read (probeWay).
-func connectIP(c *conv, k *chkState, s *Stmt) {
+func connectIP(c *conv, k *chkState, s *stmt) {
 	w := arg(s, 1)
 	if i := strings.IndexByte(w, '-'); i >= 0 {
 		w = w[:i]
@@ -391,7 +391,7 @@ func connectIP(c *conv, k *chkState, s *Stmt) {
 // checkMark is check_api.c co_fwmark_handler: the mark layer4.c
 // socket_bind_connect and udp_bind_connect set (SO_MARK) on the probe's
 // socket; 0 sets none.
-func checkMark(c *conv, k *chkState, s *Stmt) {
+func checkMark(c *conv, k *chkState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
 	switch how {
 	case numBad:
@@ -403,14 +403,14 @@ func checkMark(c *conv, k *chkState, s *Stmt) {
 	k.mark, k.markAt = uint32(n), s
 }
 
-func notExpressible(c *conv, k *chkState, s *Stmt) {
+func notExpressible(c *conv, k *chkState, s *stmt) {
 	c.lossy(s, "%s: not expressible in an lvsctl check; ignored", s.Words[0])
 }
 
 // dnsTypes are check_dns.c's record types (dns_type_lookup, any case).
 var dnsTypes = []string{"A", "NS", "CNAME", "SOA", "MX", "TXT", "AAAA"}
 
-func dnsType(c *conv, k *chkState, s *Stmt) {
+func dnsType(c *conv, k *chkState, s *stmt) {
 	w := strings.ToUpper(arg(s, 1))
 	for _, t := range dnsTypes {
 		if t == w {
@@ -422,7 +422,7 @@ func dnsType(c *conv, k *chkState, s *Stmt) {
 }
 
 // payload is check_udp.c payload_handler (a hex string).
-func payload(c *conv, k *chkState, s *Stmt) {
+func payload(c *conv, k *chkState, s *stmt) {
 	h, ok := hexString(s.Words[1:])
 	if !ok {
 		c.notice(s, "payload: not hexadecimal: keepalived ignores it")
@@ -433,7 +433,7 @@ func payload(c *conv, k *chkState, s *Stmt) {
 
 // requireReply is check_udp.c require_reply_handler: without a value any
 // reply passes.
-func requireReply(c *conv, k *chkState, s *Stmt) {
+func requireReply(c *conv, k *chkState, s *stmt) {
 	k.reply = true
 	if len(s.Words) < 2 {
 		return
@@ -452,7 +452,7 @@ func requireReply(c *conv, k *chkState, s *Stmt) {
 	c.note(s, "require_reply: keepalived compares the reply from its first byte, lvsctl finds the bytes anywhere in it")
 }
 
-func miscPath(c *conv, k *chkState, s *Stmt) {
+func miscPath(c *conv, k *chkState, s *stmt) {
 	argv, err := splitCommand(strings.Join(s.Words[1:], " "))
 	if err != nil {
 		c.refuse(s, "misc_path: %v", err)
@@ -462,7 +462,7 @@ func miscPath(c *conv, k *chkState, s *Stmt) {
 }
 
 // miscTimeout is check_misc.c misc_timeout_handler: whole seconds.
-func miscTimeout(c *conv, k *chkState, s *Stmt) {
+func miscTimeout(c *conv, k *chkState, s *stmt) {
 	n, how := readUnsigned(arg(s, 1), 0, (1<<32-1)/1_000_000, true)
 	switch how {
 	case numBad:
@@ -477,7 +477,7 @@ func miscTimeout(c *conv, k *chkState, s *Stmt) {
 	k.miscTO = int64(n) * 1_000_000
 }
 
-func miscUser(c *conv, k *chkState, s *Stmt) {
+func miscUser(c *conv, k *chkState, s *stmt) {
 	if len(s.Words) < 2 {
 		c.notice(s, "user without a name: keepalived ignores it")
 		return

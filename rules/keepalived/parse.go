@@ -26,11 +26,11 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 }
 
-// Stmt is one line as keepalived reads it: a line of the file is cut
+// stmt is one line as keepalived reads it: a line of the file is cut
 // before each unquoted brace and after it, so a statement holds either
 // words or one brace (lib/parser.c read_line keeps the text after a brace
 // for its next line).
-type Stmt struct {
+type stmt struct {
 	File  string
 	Line  int
 	Words []string
@@ -91,25 +91,13 @@ type glob struct {
 type lexer struct {
 	fs       FS
 	configID string
-	stmts    []*Stmt
+	stmts    []*stmt
 	notices  []Notice
 	incs     []*glob // the include stack, innermost last
 	defs             // $NAME definitions and ~SEQ / ~LST, defs.go
 }
 
-// ParseFile reads name and the files it includes into statements, in
-// the order keepalived reads them.
-// Notices report includes whose glob matched nothing (keepalived skips
-// them too).
-func ParseFile(name string, fsys FS, configID string) ([]*Stmt, []Notice, error) {
-	data, err := fsys.readFile(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return Parse(name, data, fsys, configID)
-}
-
-// Parse reads data, the contents of the file name, and the files it
+// parse reads data, the contents of the file name, and the files it
 // includes into statements, as keepalived 2.2.7's lib/parser.c read_line
 // hands them to its keywords.
 //
@@ -128,10 +116,10 @@ func ParseFile(name string, fsys FS, configID string) ([]*Stmt, []Notice, error)
 // Statements, errors and notices name the line of the file the text
 // comes from; a line of a ~SEQ or of a multi-line definition names the
 // line of the ~SEQ or of the definition's use.
-func Parse(name string, data []byte, fsys FS, configID string) ([]*Stmt, []Notice, error) {
+func parse(name string, data []byte, fsys FS, configID string) ([]*stmt, []Notice, error) {
 	// About one statement per 20 bytes of a typical file: sized once, as
 	// a configuration of 2,000 services has over 300,000.
-	lx := &lexer{fs: fsys, configID: configID, stmts: make([]*Stmt, 0, len(data)/20)}
+	lx := &lexer{fs: fsys, configID: configID, stmts: make([]*stmt, 0, len(data)/20)}
 	lx.defs.init()
 	lx.incs = []*glob{{cur: newInFile(name, data)}}
 	for {
@@ -160,7 +148,7 @@ func (lx *lexer) notice(at origin, format string, args ...any) {
 // without an unquoted brace, into a statement.
 func (lx *lexer) statement(line string, at origin) {
 	if line == "{" || line == "}" {
-		lx.stmts = append(lx.stmts, &Stmt{File: at.file, Line: at.line, Brace: line[0], seq: len(lx.stmts)})
+		lx.stmts = append(lx.stmts, &stmt{File: at.file, Line: at.line, Brace: line[0], seq: len(lx.stmts)})
 		return
 	}
 	words, err := splitWords(nil, line)
@@ -170,7 +158,7 @@ func (lx *lexer) statement(line string, at origin) {
 		lx.notice(at, "a quote without its end: keepalived reads the words before it and drops the rest of the line")
 	}
 	if len(words) > 0 {
-		lx.stmts = append(lx.stmts, &Stmt{File: at.file, Line: at.line, Words: words, seq: len(lx.stmts)})
+		lx.stmts = append(lx.stmts, &stmt{File: at.file, Line: at.line, Words: words, seq: len(lx.stmts)})
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzParse: Parse on any file, with an include beside it and any
+// FuzzParse: parse on any file, with an include beside it and any
 // instance, ends without a panic, twice the same, and every statement
 // names a line of the file its text comes from.
 func FuzzParse(f *testing.F) {
@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			return nil, nil
 		},
 	}
-	// Limits a thousandth of Parse's: an input that reaches one costs
+	// Limits a thousandth of parse's: an input that reaches one costs
 	// milliseconds, not seconds.
 	saved := []int{maxReplacements, maxReplacementsAll, int(maxRepeats), maxMade}
 	maxReplacements, maxReplacementsAll, maxRepeats, maxMade = 100, 1<<12, 1<<10, 1<<11
@@ -43,8 +43,8 @@ func FuzzParse(f *testing.F) {
 		maxReplacements, maxReplacementsAll, maxRepeats, maxMade = saved[0], saved[1], int64(saved[2]), saved[3]
 	})
 	f.Fuzz(func(t *testing.T, data []byte, id string) {
-		stmts, notes, err := Parse("k.conf", data, fsys, id)
-		stmts2, notes2, err2 := Parse("k.conf", data, fsys, id)
+		stmts, notes, err := parse("k.conf", data, fsys, id)
+		stmts2, notes2, err2 := parse("k.conf", data, fsys, id)
 		if !reflect.DeepEqual(stmts, stmts2) || !reflect.DeepEqual(notes, notes2) || (err == nil) != (err2 == nil) {
 			t.Fatalf("two parses differ")
 		}

@@ -3,7 +3,7 @@ package keepalived
 // pingIgnores is a connection keyword check_ping.c has no use for: its
 // ICMP socket (icmp_connect_thread) is neither bound nor marked, and an
 // echo request has no port.
-func pingIgnores(c *conv, k *chkState, s *Stmt) {
+func pingIgnores(c *conv, k *chkState, s *stmt) {
 	if s.Words[0] == "connect_port" {
 		c.note(s, "connect_port: a PING_CHECK sends ICMP echo, which has no port: keepalived does not use it")
 		return

@@ -11,7 +11,7 @@ import (
 type keyword struct {
 	// run handles the statement (nil: nothing but what the other fields
 	// say). It is called before the statement's block is read.
-	run func(c *conv, s *Stmt)
+	run func(c *conv, s *stmt)
 	// args is how many words after the keyword the handler reads; more
 	// are a notice (keepalived ignores them). -1: any number.
 	args int
@@ -21,7 +21,7 @@ type keyword struct {
 	end func(c *conv)
 	// values: the block holds one value a line (alloc_value_block, for
 	// virtual_server_group); run gets each value line through values.
-	values func(c *conv, owner, s *Stmt)
+	values func(c *conv, owner, s *stmt)
 	// skip: a block outside the IPVS table, read over with its braces
 	// counted (keepalived's skip_sublevel); the text names its kind.
 	skip string
@@ -43,7 +43,7 @@ type level struct {
 // braces are lines of their own.
 type reader struct {
 	c     *conv
-	stmts []*Stmt
+	stmts []*stmt
 	i     int
 }
 
@@ -51,7 +51,7 @@ type reader struct {
 // or the end. owner is the statement that opened it (nil at the top).
 // needOpen: the next line must be the block's '{'.
 // It returns whether a '}' closed the block.
-func (r *reader) block(lv *level, owner *Stmt, depth int, needOpen bool) bool {
+func (r *reader) block(lv *level, owner *stmt, depth int, needOpen bool) bool {
 	for r.i < len(r.stmts) {
 		s := r.stmts[r.i]
 		r.i++
@@ -119,7 +119,7 @@ func (r *reader) block(lv *level, owner *Stmt, depth int, needOpen bool) bool {
 // unknown reports a keyword keepalived does not know in lv. A block after
 // it is not skipped: keepalived reads its lines as lv's, and its '}'
 // closes lv.
-func (r *reader) unknown(lv *level, s *Stmt) {
+func (r *reader) unknown(lv *level, s *stmt) {
 	kw := s.Words[0]
 	if strings.ContainsFunc(kw, func(c rune) bool { return c > '~' || c < '!' }) {
 		kw = strconv.Quote(kw)
@@ -161,7 +161,7 @@ func (r *reader) skipBlock() {
 
 // valueBlock reads a block of values, one a line, up to the first '}'
 // (lib/parser.c alloc_value_block: no nesting).
-func (r *reader) valueBlock(owner *Stmt, each func(c *conv, owner, s *Stmt)) {
+func (r *reader) valueBlock(owner *stmt, each func(c *conv, owner, s *stmt)) {
 	first := true
 	for r.i < len(r.stmts) {
 		s := r.stmts[r.i]

@@ -70,7 +70,7 @@ func TestImportSize(t *testing.T) {
 func BenchmarkImportSize(b *testing.B) {
 	conf := []byte(bigConfig())
 	for b.Loop() {
-		if _, err := ImportData("keepalived.conf", conf, Options{}); err != nil {
+		if _, err := importData("keepalived.conf", conf, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -79,7 +79,7 @@ func BenchmarkImportSize(b *testing.B) {
 func BenchmarkImportWriteSize(b *testing.B) {
 	conf := []byte(bigConfig())
 	for b.Loop() {
-		r, err := ImportData("keepalived.conf", conf, Options{})
+		r, err := importData("keepalived.conf", conf, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

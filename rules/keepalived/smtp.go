@@ -27,7 +27,7 @@ type smtpState struct {
 // checker's are (connIP, spec.Port, mark, connTO); co.connTO -1 is none
 // given, which keepalived leaves at 0.
 type smtpHost struct {
-	at *Stmt
+	at *stmt
 	co chkState
 }
 
@@ -36,7 +36,7 @@ type smtpHost struct {
 // connection as set.
 func smtpCO(k *keyword) *keyword {
 	run := k.run
-	return &keyword{args: k.args, run: func(c *conv, s *Stmt) {
+	return &keyword{args: k.args, run: func(c *conv, s *stmt) {
 		run(c, s)
 		k := c.chk
 		if k == nil || k.smtp == nil {
@@ -66,7 +66,7 @@ func smtpCO(k *keyword) *keyword {
 }
 
 // heloName is check_smtp.c smtp_helo_name_handler: one word.
-func heloName(c *conv, k *chkState, s *Stmt) {
+func heloName(c *conv, k *chkState, s *stmt) {
 	if len(s.Words) < 2 {
 		c.notice(s, "helo_name without a name: keepalived ignores it")
 		return
@@ -82,7 +82,7 @@ func heloName(c *conv, k *chkState, s *Stmt) {
 }
 
 // startHost is check_smtp.c smtp_host_handler.
-func startHost(c *conv, k *chkState, s *Stmt) {
+func startHost(c *conv, k *chkState, s *stmt) {
 	if k.smtp != nil {
 		k.smtp.host = &smtpHost{at: s, co: chkState{connTO: -1}}
 	}
@@ -99,8 +99,8 @@ func endHost(c *conv) {
 
 // hostKW runs a checker's connection keyword handler on the host block
 // being read.
-func hostKW(f func(c *conv, k *chkState, s *Stmt)) func(c *conv, s *Stmt) {
-	return func(c *conv, s *Stmt) {
+func hostKW(f func(c *conv, k *chkState, s *stmt)) func(c *conv, s *stmt) {
+	return func(c *conv, s *stmt) {
 		if k := c.chk; k != nil && k.smtp != nil && k.smtp.host != nil {
 			f(c, &k.smtp.host.co, s)
 		}
