@@ -578,6 +578,22 @@ func ipFamily(c *conv, v *vsState, s *stmt) {
 	v.family = w
 }
 
+// unsigned reads the statement's argument as keepalived's
+// read_unsigned_func with ignore_error: a loose value is a notice saying
+// what keepalived reads; an invalid one a notice ending in bad, and ok
+// false.
+func (c *conv) unsigned(s *stmt, lo, hi uint64, bad string) (n uint64, ok bool) {
+	n, how := readUnsigned(arg(s, 1), lo, hi, true)
+	switch how {
+	case numBad:
+		c.notice(s, "%s %q: %s", s.Words[0], arg(s, 1), bad)
+		return 0, false
+	case numLoose:
+		c.notice(s, "%s %q: keepalived reads %d", s.Words[0], arg(s, 1), n)
+	}
+	return n, true
+}
+
 // timerInto reads one of the timers a virtual server, a real server and a
 // checker share (delay_loop, connect_timeout: at least 1 µs) into dst;
 // a value keepalived refuses leaves dst as it was.
@@ -684,15 +700,9 @@ func rsKW(f func(c *conv, r *rsState, s *stmt)) func(c *conv, s *stmt) {
 // threshold is check_parser.c uthreshold_handler and lthreshold_handler.
 func threshold(field func(r *rsState) *uint32) func(c *conv, r *rsState, s *stmt) {
 	return func(c *conv, r *rsState, s *stmt) {
-		n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
-		switch how {
-		case numBad:
-			c.notice(s, "%s %q: keepalived ignores it", s.Words[0], arg(s, 1))
-			return
-		case numLoose:
-			c.notice(s, "%s %q: keepalived reads %d", s.Words[0], arg(s, 1), n)
+		if n, ok := c.unsigned(s, 0, 1<<32-1, "keepalived ignores it"); ok {
+			*field(r) = uint32(n)
 		}
-		*field(r) = uint32(n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package keepalived
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 )
@@ -275,29 +276,17 @@ func rsInhibit(c *conv, r *rsState, s *stmt) {
 
 // rsWeight is check_parser.c rs_weight_handler: 0 to 2^31-1.
 func rsWeight(c *conv, r *rsState, s *stmt) {
-	n, how := readUnsigned(arg(s, 1), 0, weightMax, true)
-	switch how {
-	case numBad:
-		c.notice(s, "weight %q: keepalived takes 0 to %d and ignores this", arg(s, 1), weightMax)
-		return
-	case numLoose:
-		c.notice(s, "weight %q: keepalived reads %d", arg(s, 1), n)
+	if n, ok := c.unsigned(s, 0, weightMax, fmt.Sprintf("keepalived takes 0 to %d and ignores this", weightMax)); ok {
+		r.weight = int64(n)
 	}
-	r.weight = int64(n)
 }
 
 // vsWeight is check_parser.c vs_weight_handler: the weight of the real
 // servers that give none, 1 to 2^31-1.
 func vsWeight(c *conv, v *vsState, s *stmt) {
-	n, how := readUnsigned(arg(s, 1), 1, weightMax, true)
-	switch how {
-	case numBad:
-		c.notice(s, "weight %q: keepalived takes 1 to %d and ignores this", arg(s, 1), weightMax)
-		return
-	case numLoose:
-		c.notice(s, "weight %q: keepalived reads %d", arg(s, 1), n)
+	if n, ok := c.unsigned(s, 1, weightMax, fmt.Sprintf("keepalived takes 1 to %d and ignores this", weightMax)); ok {
+		v.weight = int64(n)
 	}
-	v.weight = int64(n)
 }
 
 // persistenceEngine is check_parser.c pengine_handler: at most 15
@@ -355,15 +344,9 @@ func sorryMethod(c *conv, v *vsState, s *stmt) {
 
 // connectPort is check_api.c co_port_handler: 1 to 65535.
 func connectPort(c *conv, k *chkState, s *stmt) {
-	n, how := readUnsigned(arg(s, 1), 1, 65535, true)
-	switch how {
-	case numBad:
-		c.notice(s, "connect_port %q: keepalived ignores it", arg(s, 1))
-		return
-	case numLoose:
-		c.notice(s, "connect_port %q: keepalived reads %d", arg(s, 1), n)
+	if n, ok := c.unsigned(s, 1, 65535, "keepalived ignores it"); ok {
+		k.spec.Port = int(n)
 	}
-	k.spec.Port = int(n)
 }
 
 // connectIP is check_api.c co_ip_handler: inet_stosockaddr reads the
@@ -392,15 +375,9 @@ func connectIP(c *conv, k *chkState, s *stmt) {
 // socket_bind_connect and udp_bind_connect set (SO_MARK) on the probe's
 // socket; 0 sets none.
 func checkMark(c *conv, k *chkState, s *stmt) {
-	n, how := readUnsigned(arg(s, 1), 0, 1<<32-1, true)
-	switch how {
-	case numBad:
-		c.notice(s, "fwmark %q: keepalived ignores it", arg(s, 1))
-		return
-	case numLoose:
-		c.notice(s, "fwmark %q: keepalived reads %d", arg(s, 1), n)
+	if n, ok := c.unsigned(s, 0, 1<<32-1, "keepalived ignores it"); ok {
+		k.mark, k.markAt = uint32(n), s
 	}
-	k.mark, k.markAt = uint32(n), s
 }
 
 func notExpressible(c *conv, k *chkState, s *stmt) {
