@@ -51,6 +51,39 @@ func TestReinterpretations(t *testing.T) {
 			}
 		},
 	}, {
+		// check_parser.c rs_weight_handler: read_unsigned_strvec with
+		// ignore_error takes the leading digits.
+		name: "real server weight with trailing text", line: 4, notice: `weight "5x": keepalived reads 5`,
+		conf: "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    weight 5x\n    TCP_CHECK { connect_port 80 }\n  }\n}\n",
+		check: func(t *testing.T, s desired.JSONService) {
+			if w := s.Destinations[0].Weight; w != 5 {
+				t.Errorf("weight %d, want 5", w)
+			}
+		},
+	}, {
+		// check_parser.c uthreshold_handler: read_unsigned_strvec with
+		// ignore_error takes the leading digits.
+		name: "uthreshold with trailing text", line: 4, notice: `uthreshold "100x": keepalived reads 100`,
+		conf: "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    uthreshold 100x\n    TCP_CHECK { connect_port 80 }\n  }\n}\n",
+		check: func(t *testing.T, s desired.JSONService) {
+			if u := s.Destinations[0].UpperThreshold; u != 100 {
+				t.Errorf("upper threshold %d, want 100", u)
+			}
+		},
+	}, {
+		// check_api.c co_port_handler: 1 to 65535, else ignored.
+		name: "connect_port 0", line: 4, notice: `connect_port "0": keepalived ignores it`,
+		conf: "virtual_server 192.0.2.1 80 {\n  protocol TCP\n  real_server 10.0.0.1 80 {\n    TCP_CHECK { connect_port 0 }\n  }\n}\n",
+		check: func(t *testing.T, s desired.JSONService) {
+			c := s.Check
+			if d := s.Destinations[0].Check; d != nil {
+				c = d
+			}
+			if c == nil || c.Type != "tcp" || c.Port != 0 {
+				t.Errorf("check %+v, want a tcp check of the real server's own port", c)
+			}
+		},
+	}, {
 		// check_parser.c svr_forwarding_handler compares with strcmp.
 		name: "lb_kind in lower case", conf: vs("  lb_kind dr\n"), line: 3, notice: "keepalived reads only upper case",
 		check: func(t *testing.T, s desired.JSONService) {
