@@ -907,53 +907,26 @@ func (res *ecmpResults) tables() string {
 // /proc/stat): user nice system idle iowait irq softirq steal.
 func cpuTimes(t *testing.T) []uint64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/stat")
+	c, err := readVMCounters()
 	if err != nil {
 		t.Fatal(err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	var v []uint64
-	for _, f := range strings.Fields(line)[1:] {
-		var x uint64
-		fmt.Sscan(f, &x)
-		v = append(v, x)
-	}
-	return v
+	return c.cpu
 }
 
-// softnetDrops is the packets the VM's CPU dropped because its input
-// backlog was full (the second column of /proc/net/softnet_stat, in hex).
+// softnetDrops is readSoftnetDrops, failing t on an error.
 func softnetDrops(t *testing.T) uint64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/net/softnet_stat")
+	n, err := readSoftnetDrops()
 	if err != nil {
 		t.Fatal(err)
-	}
-	var n uint64
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 1 {
-			var x uint64
-			fmt.Sscanf(f[1], "%x", &x)
-			n += x
-		}
 	}
 	return n
 }
 
 // cpuBusy is the share of CPU time not idle between two readings.
 func cpuBusy(a, b []uint64) float64 {
-	var total, idle uint64
-	for i := range min(len(a), len(b), 8) {
-		d := b[i] - a[i]
-		total += d
-		if i == 3 || i == 4 {
-			idle += d
-		}
-	}
-	if total == 0 {
-		return 0
-	}
-	return float64(total-idle) / float64(total)
+	return float64(vmCounters{cpu: a}.second(vmCounters{cpu: b}, time.Time{}).Busy) / 100
 }
 
 // sub runs a subtest with the lab's helpers failing that subtest, from the

@@ -43,6 +43,8 @@ const RoleEnv = "LVSKIT_E2E_ROLE"
 //	churn ADDR RATE TIMEOUT  RATE new connections a second, one line each
 //	                         (see churnConfig); prints {"ready":true}, then
 //	                         answers mark, report, quit on stdin
+//	stalls                   when the whole VM stood still (see stallWatch);
+//	                         prints {"ready":true,...}, then answers report, quit
 //	uprobe ADDR N BASEPORT TIMEOUT
 //	                         one datagram on each of N UDP flows from fixed
 //	                         ports (three tries); prints a probeResult as JSON
@@ -141,6 +143,9 @@ func runRole(role string, args []string, stdin io.Reader, stdout, stderr io.Writ
 			return err
 		}
 		return churnLoop(cfg, bufio.NewScanner(stdin), enc)
+	case role == "stalls" && len(args) == 0:
+		// The role's own process only: every thread goes real-time.
+		return stallLoop(realTime() == nil, bufio.NewScanner(stdin), enc)
 	case (role == "probe" || role == "uprobe") && len(args) == 4:
 		n, err1 := strconv.Atoi(args[1])
 		base, err2 := strconv.Atoi(args[2])
