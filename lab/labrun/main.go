@@ -11,7 +11,8 @@
 // and the source tree into one initramfs, and runs the tests of those files
 // in one boot per VM: -vms VMs (default one per CPU, at most four) run in
 // parallel and take packages from one shared queue. It streams their output
-// and prints a summary. With -- it runs one shell command in the lab with our
+// and prints a summary, which gives for each failed test when it ran and
+// whether the host stalled the VM meanwhile. With -- it runs one shell command in the lab with our
 // bin/ first on PATH and exits with the command's status. -arch arm64 boots
 // Debian's arm64 kernel and user space instead (tests cross-compiled, our
 // programs from -bin). See docs/lab.md.

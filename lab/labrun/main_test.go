@@ -1,12 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lvskit/lvskit/lab/vm"
 )
 
 func TestIsLabFile(t *testing.T) {
@@ -72,14 +76,15 @@ func TestTestCountReadsTopLevelResults(t *testing.T) {
 // TestTestCountKeepsFailedTestsLines: the summary repeats what each failed
 // test logged, its subtests' lines under their own names.
 func TestTestCountKeepsFailedTestsLines(t *testing.T) {
-	var c testCount
+	c := testCount{now: func() time.Time { return time.Date(2026, 12, 7, 7, 6, 17, 120e6, time.UTC) }}
 	c.feed([]byte("=== RUN   TestA\n    a_test.go:1: fine\n--- PASS: TestA (0s)\n=== RUN   TestB\n=== RUN   TestB/one\n" +
 		"    b_test.go:2: one broke\n=== RUN   TestB/two\n    b_test.go:3: two fine\n=== NAME  TestB\n    b_test.go:4: after both\n" +
 		"--- FAIL: TestB (0s)\n    --- FAIL: TestB/one (0s)\n    --- PASS: TestB/two (0s)\nFAIL\n"))
 	var b strings.Builder
-	c.writeFailures(&b, "pkg", true)
-	want := "--- lab: pkg TestB failed; its last lines:\n    b_test.go:4: after both\n" +
-		"--- lab: pkg TestB/one failed; its last lines:\n    b_test.go:2: one broke\n"
+	c.writeFailures(&b, "pkg", true, nil)
+	ran := "    lab: ran 07:06:17.120–07:06:17.120 (host time)\n"
+	want := "--- lab: pkg TestB failed; its last lines:\n" + ran + "    b_test.go:4: after both\n" +
+		"--- lab: pkg TestB/one failed; its last lines:\n" + ran + "    b_test.go:2: one broke\n"
 	if b.String() != want {
 		t.Errorf("failures:\n%s\nwant:\n%s", b.String(), want)
 	}
@@ -106,13 +111,14 @@ func TestTestCountTailsAPackageThatFailedOutsideTests(t *testing.T) {
 	}
 	c.feed([]byte("panic: test timed out after 10m0s\n"))
 	var b strings.Builder
-	c.writeFailures(&b, "pkg", true)
+	c.writeFailures(&b, "pkg", true, nil)
 	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
-	if len(lines) != keptLines+1 || lines[0] != "--- lab: pkg failed; its last lines:" || lines[keptLines] != "panic: test timed out after 10m0s" {
+	if len(lines) != keptLines+2 || lines[0] != "--- lab: pkg failed; its last lines:" || !strings.HasPrefix(lines[1], "    lab: ran ") ||
+		lines[keptLines+1] != "panic: test timed out after 10m0s" {
 		t.Errorf("failures of a package that panicked (%d lines):\n%s", len(lines), b.String())
 	}
 	b.Reset()
-	c.writeFailures(&b, "pkg", false)
+	c.writeFailures(&b, "pkg", false, nil)
 	if b.Len() != 0 {
 		t.Errorf("a package that passed prints %q", b.String())
 	}
@@ -122,9 +128,134 @@ func TestTestCountTailsAPackageThatFailedOutsideTests(t *testing.T) {
 		d.feed([]byte("=== RUN   TestB\n    b_test.go:2: broke\n--- FAIL: TestB (0s)\n"))
 	}
 	b.Reset()
-	d.writeFailures(&b, "pkg", true)
+	d.writeFailures(&b, "pkg", true, nil)
 	if n := strings.Count(b.String(), "--- lab: pkg TestB failed"); n != 1 {
 		t.Errorf("TestB, failed in 3 runs, shown %d times:\n%s", n, b.String())
+	}
+}
+
+// hostTime is 07:MM:SS.mmm of a fixed day, in host time.
+func hostTime(min, sec, ms int) time.Time {
+	return time.Date(2026, 12, 7, 7, min, sec, ms*1e6, time.UTC)
+}
+
+// TestFailuresShowTheHostsWaits: each failed test's lines start with its
+// span from its === RUN line to its result line, as the output came, and
+// the host's waiting windows that overlap it.
+func TestFailuresShowTheHostsWaits(t *testing.T) {
+	var clock time.Time
+	c := testCount{now: func() time.Time { return clock }}
+	for _, chunk := range []struct {
+		at   time.Time
+		text string
+	}{
+		{hostTime(6, 17, 120), "=== RUN   TestA\n"},
+		{hostTime(6, 30, 0), "    a_test.go:1: fine\n--- PASS: TestA (13s)\n=== RUN   Te"},
+		{hostTime(6, 30, 5), "stB\n    b_test.go:5: waiting\n"},
+		{hostTime(7, 7, 10), "    b_test.go:9: timed out\n--- FAIL: TestB (37s)\n=== RUN   TestC\n"},
+		{hostTime(7, 9, 500), "    c_test.go:1: broke\n--- FAIL: TestC (2s)\n=== RUN   TestD\n"},
+		{hostTime(7, 30, 0), "    d_test.go:1: broke\n--- FAIL: TestD (20s)\nFAIL\n"},
+	} {
+		clock = chunk.at
+		c.feed([]byte(chunk.text))
+	}
+	host := &vm.HostWaits{Windows: []vm.Wait{
+		{Start: hostTime(6, 20, 0), End: hostTime(6, 21, 0), Waited: 900 * time.Millisecond, Load: 3},
+		{Start: hostTime(6, 49, 800), End: hostTime(6, 53, 200), Waited: 2900 * time.Millisecond, Load: 7.9},
+		{Start: hostTime(7, 5, 0), End: hostTime(7, 8, 0), Waited: 2500 * time.Millisecond, Load: -1},
+	}, Count: 3}
+	var b strings.Builder
+	c.writeFailures(&b, "pkg", true, host)
+	want := "--- lab: pkg TestB failed; its last lines:\n" +
+		"    lab: ran 07:06:30.005–07:07:07.010 (host time); the host kept the VM's CPU waiting in it: " +
+		"07:06:49.80 for 3.4 s (waited 2.9 s, load 7.9); 07:07:05.00 for 3.0 s (waited 2.5 s)\n" +
+		"    b_test.go:5: waiting\n    b_test.go:9: timed out\n" +
+		"--- lab: pkg TestC failed; its last lines:\n" +
+		"    lab: ran 07:07:07.010–07:07:09.500 (host time); the host kept the VM's CPU waiting in it: 07:07:05.00 for 3.0 s (waited 2.5 s)\n" +
+		"    c_test.go:1: broke\n" +
+		"--- lab: pkg TestD failed; its last lines:\n" +
+		"    lab: ran 07:07:09.500–07:07:30.000 (host time); the host never kept the VM's CPU waiting 0.5 s or more in it\n" +
+		"    d_test.go:1: broke\n"
+	if b.String() != want {
+		t.Errorf("failures:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	// Sampling that broke: the windows up to then, and until when.
+	host.Err, host.Until = errors.New("bad schedstat"), hostTime(7, 0, 0)
+	if got, want := ranLine(c.failedSpans["TestD"], host), "ran 07:07:09.500–07:07:30.000 (host time); "+
+		"the host never kept the VM's CPU waiting 0.5 s or more in it (known until 07:07:00.00 only: bad schedstat)"; got != want {
+		t.Errorf("after sampling broke:\n%s\nwant:\n%s", got, want)
+	}
+	host.Until = time.Time{}
+	if got := ranLine(c.failedSpans["TestD"], host); !strings.HasSuffix(got, "; whether the host kept the VM's CPU waiting is not known (bad schedstat)") {
+		t.Errorf("never sampled: %s", got)
+	}
+}
+
+// TestPackageFailureSpansItsStep: a package that failed outside its tests
+// ran from its step's start to its end, or to its VM's end if it has none.
+func TestPackageFailureSpansItsStep(t *testing.T) {
+	var clock time.Time
+	c := testCount{now: func() time.Time { return clock }}
+	clock = hostTime(20, 0, 0)
+	c.stepBegan()
+	clock = hostTime(20, 1, 0)
+	c.feed([]byte("=== RUN   TestA\n    a_test.go:1: waiting\n"))
+	clock = hostTime(30, 1, 0)
+	c.feed([]byte("panic: test timed out after 10m0s\n"))
+	host := &vm.HostWaits{Windows: []vm.Wait{
+		{Start: hostTime(25, 0, 0), End: hostTime(25, 2, 0), Waited: 1900 * time.Millisecond, Load: 9.25},
+		{Start: hostTime(31, 0, 0), End: hostTime(31, 2, 0), Waited: 1500 * time.Millisecond, Load: 9.25},
+	}, Count: 2}
+	var b strings.Builder
+	c.writeFailures(&b, "pkg", true, host)
+	want := "--- lab: pkg failed; its last lines:\n    lab: ran from 07:20:00.000 (host time); the host kept the VM's CPU waiting in it: " +
+		"07:25:00.00 for 2.0 s (waited 1.9 s, load 9.2); 07:31:00.00 for 2.0 s (waited 1.5 s, load 9.2)\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("a package that died:\n%s\nwant it to start:\n%s", b.String(), want)
+	}
+	clock = hostTime(30, 2, 0)
+	c.stepEnded()
+	b.Reset()
+	c.writeFailures(&b, "pkg", true, host)
+	want = "--- lab: pkg failed; its last lines:\n    lab: ran 07:20:00.000–07:30:02.000 (host time); the host kept the VM's CPU waiting in it: " +
+		"07:25:00.00 for 2.0 s (waited 1.9 s, load 9.2)\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("a package that timed out:\n%s\nwant it to start:\n%s", b.String(), want)
+	}
+}
+
+// TestFailuresListAFewWaits: a test with many windows in it lists five and
+// counts the rest; a span past the kept windows says some were not kept.
+func TestFailuresListAFewWaits(t *testing.T) {
+	h := &vm.HostWaits{Count: 9}
+	for i := range 7 {
+		start := hostTime(10, 2*i, 0)
+		h.Windows = append(h.Windows, vm.Wait{Start: start, End: start.Add(time.Second), Waited: time.Second, Load: 2})
+	}
+	got := ranLine(span{hostTime(10, 0, 0), hostTime(11, 0, 0)}, h)
+	if strings.Count(got, " for 1.0 s (waited 1.0 s, load 2.0)") != 5 ||
+		!strings.HasSuffix(got, "07:10:08.00 for 1.0 s (waited 1.0 s, load 2.0); and 2 more (7.0 s waited in all) (windows after the first 7 were not kept)") {
+		t.Errorf("many windows: %s", got)
+	}
+}
+
+func TestVMWaitsLine(t *testing.T) {
+	longest := vm.Wait{Start: hostTime(6, 49, 800), End: hostTime(6, 53, 200), Waited: 2900 * time.Millisecond, Load: 7.9}
+	for _, c := range []struct {
+		h    vm.HostWaits
+		want string
+	}{
+		{vm.HostWaits{Until: hostTime(9, 0, 0)}, "the host never kept its CPU waiting 0.5 s or more"},
+		{vm.HostWaits{Count: 3, Total: 7200 * time.Millisecond, Longest: longest, Windows: []vm.Wait{longest}},
+			"the host kept its CPU waiting 0.5 s or more 3 time(s), 7.2 s in all; the longest 07:06:49.80 for 3.4 s (waited 2.9 s, load 7.9)"},
+		{vm.HostWaits{Err: errors.New("permission denied"), Until: hostTime(1, 2, 300)},
+			"the host never kept its CPU waiting 0.5 s or more (known until 07:01:02.30 only: permission denied)"},
+		{vm.HostWaits{Err: errors.New("permission denied")}, "whether the host kept its CPU waiting is not known (permission denied)"},
+	} {
+		if got := vmWaitsLine(&c.h); got != c.want {
+			t.Errorf("vmWaitsLine = %s\nwant          %s", got, c.want)
+		}
 	}
 }
 

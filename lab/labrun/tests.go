@@ -34,13 +34,16 @@ type testPkg struct {
 	buildErr   error
 	result     vm.StepResult
 	ran        bool
+	vm         int          // the VM that ran it, from 1; 0: none
 	output     bytes.Buffer // when output is not streamed live
 	count      testCount
 }
 
 // testCount counts the top-level test results a -test.v binary reports,
 // and keeps the last lines each test logged, so that the summary can
-// repeat the failures' own lines after thousands of others.
+// repeat the failures' own lines after thousands of others. It also notes
+// in host time when each test ran: from its "=== RUN" line to its result
+// line (a subtest's comes with its parent's).
 type testCount struct {
 	passed, failed, skipped int
 	partial                 []byte // an unfinished line
@@ -48,13 +51,34 @@ type testCount struct {
 	logs                    map[string][]string
 	failures                []string // failed tests, subtests included, in order
 	tail                    []string // the package's last lines, whatever test wrote them
+
+	now         func() time.Time // the clock lines are timed by; nil: time.Now
+	spans       map[string]span  // each test's last run
+	failedSpans map[string]span  // each failed test's last failed run
+	lines       span             // the package's first and last line
+	step        span             // the package's step in the VM
 }
+
+// span is a stretch of host time; a zero end is not known yet.
+type span struct{ start, end time.Time }
 
 // keptLines is how many of its last lines a test's log (and a package's
 // tail) keeps: enough for a failure's own report and the tables it logs.
 const keptLines = 60
 
+func (c *testCount) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// stepBegan and stepEnded note when the package's step began and ended.
+func (c *testCount) stepBegan() { c.step.start = c.clock() }
+func (c *testCount) stepEnded() { c.step.end = c.clock() }
+
 func (c *testCount) feed(p []byte) {
+	at := c.clock()
 	c.partial = append(c.partial, p...)
 	for {
 		i := bytes.IndexByte(c.partial, '\n')
@@ -71,7 +95,11 @@ func (c *testCount) feed(p []byte) {
 		case strings.HasPrefix(line, "--- SKIP: "):
 			c.skipped++
 		}
-		c.keep(line)
+		if c.lines.start.IsZero() {
+			c.lines.start = at
+		}
+		c.lines.end = at
+		c.keep(line, at)
 		c.tail = append(c.tail, line)
 		if len(c.tail) > 2*keptLines {
 			c.tail = slices.Clone(c.tail[len(c.tail)-keptLines:])
@@ -79,25 +107,47 @@ func (c *testCount) feed(p []byte) {
 	}
 }
 
-// keep files line under the test it belongs to (go test -v names the test
-// whose output follows in its === lines) and notes failed tests.
-func (c *testCount) keep(line string) {
+// keep files line, which came at host time at, under the test it belongs
+// to (go test -v names the test whose output follows in its === lines),
+// notes when tests start and end, and notes failed tests.
+func (c *testCount) keep(line string, at time.Time) {
 	for _, marker := range []string{"=== RUN   ", "=== NAME  ", "=== CONT  "} {
 		if name, ok := strings.CutPrefix(line, marker); ok {
 			c.current = strings.TrimSpace(name)
+			if marker == "=== RUN   " {
+				if c.spans == nil {
+					c.spans = map[string]span{}
+				}
+				c.spans[c.current] = span{start: at}
+			}
 			return
 		}
 	}
 	trimmed := strings.TrimLeft(line, " ")
-	if rest, ok := strings.CutPrefix(trimmed, "--- FAIL: "); ok {
+	for _, result := range []string{"--- PASS: ", "--- FAIL: ", "--- SKIP: "} {
+		rest, ok := strings.CutPrefix(trimmed, result)
+		if !ok {
+			continue
+		}
 		name, _, _ := strings.Cut(rest, " ")
-		if !slices.Contains(c.failures, name) { // -count runs a test again
-			c.failures = append(c.failures, name)
+		sp := c.spans[name]
+		sp.end = at
+		if c.spans != nil {
+			c.spans[name] = sp
+		}
+		if result == "--- FAIL: " {
+			if !slices.Contains(c.failures, name) { // -count runs a test again
+				c.failures = append(c.failures, name)
+			}
+			if c.failedSpans == nil {
+				c.failedSpans = map[string]span{}
+			}
+			c.failedSpans[name] = sp
 		}
 		return
 	}
 	if strings.HasPrefix(trimmed, "--- ") {
-		return // a passed or skipped subtest's result
+		return // another result line (BENCH)
 	}
 	if c.current == "" || !strings.HasPrefix(line, "    ") {
 		return
@@ -114,18 +164,28 @@ func (c *testCount) keep(line string) {
 
 // writeFailures prints the kept lines of each failed test that logged any;
 // for a package that failed with no failed test to show (a panic, the test
-// timeout, a crash of the binary), the package's own last lines.
-func (c *testCount) writeFailures(w io.Writer, pkg string, pkgFailed bool) {
+// timeout, a crash of the binary), the package's own last lines. A line
+// after each header gives when the test (or the package) ran in host time
+// and the windows of host, if not nil, that overlap it.
+func (c *testCount) writeFailures(w io.Writer, pkg string, pkgFailed bool, host *vm.HostWaits) {
 	shown := false
 	for _, name := range c.failures {
 		if lines := c.logs[name]; len(lines) > 0 {
-			fmt.Fprintf(w, "--- lab: %s %s failed; its last lines:\n%s\n", pkg, name, strings.Join(lines, "\n"))
+			sp := c.failedSpans[name]
+			if sp.start.IsZero() {
+				sp.start = c.lines.start // its === RUN line was not seen
+			}
+			fmt.Fprintf(w, "--- lab: %s %s failed; its last lines:\n    lab: %s\n%s\n", pkg, name, ranLine(sp, host), strings.Join(lines, "\n"))
 			shown = true
 		}
 	}
 	if pkgFailed && !shown && len(c.tail) > 0 {
 		tail := c.tail[max(0, len(c.tail)-keptLines):]
-		fmt.Fprintf(w, "--- lab: %s failed; its last lines:\n%s\n", pkg, strings.Join(tail, "\n"))
+		sp := c.step // with no end, it ran until its VM ended
+		if sp.start.IsZero() {
+			sp = c.lines
+		}
+		fmt.Fprintf(w, "--- lab: %s failed; its last lines:\n    lab: %s\n%s\n", pkg, ranLine(sp, host), strings.Join(tail, "\n"))
 	}
 }
 
@@ -166,8 +226,9 @@ func runTests(ctx context.Context, o options, patterns []string) int {
 type vmRuns struct {
 	boots   int
 	errs    []error
-	vmTime  time.Duration // the longest VM's
-	slowest time.Duration // the slowest boot to /init
+	vmTime  time.Duration   // the longest VM's
+	slowest time.Duration   // the slowest boot to /init
+	hosts   []*vm.HostWaits // by VM number - 1; nil for a VM that did not report
 }
 
 // runVMs boots o.vms VMs in parallel (0: one per CPU, at most
@@ -180,7 +241,7 @@ func runVMs(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, runna
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
-		r  vmRuns
+		r  = vmRuns{hosts: make([]*vm.HostWaits, vms)}
 	)
 	// Every VM carries every test binary and takes the next package from
 	// the shared queue whenever it is free.
@@ -198,10 +259,11 @@ func runVMs(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, runna
 		wg.Add(1)
 		go func(n int) {
 			defer wg.Done()
-			rep, err := bootVM(ctx, lab, files, o, runnable, vms == 1, &mu, next)
+			rep, err := bootVM(ctx, lab, files, o, runnable, n, vms == 1, &mu, next)
 			mu.Lock()
 			defer mu.Unlock()
 			if rep != nil {
+				r.hosts[n-1] = &rep.Host
 				r.boots += rep.Boots
 				r.vmTime = max(r.vmTime, rep.Wall)
 				r.slowest = max(r.slowest, rep.BootWall)
@@ -226,7 +288,7 @@ func summarize(pkgs []*testPkg, runs vmRuns, buildTime time.Duration, start time
 	var total testCount
 	for _, p := range pkgs {
 		failedRun := p.buildErr == nil && (!p.ran || !p.result.Finished || p.result.TimedOut || p.result.Code != 0)
-		p.count.writeFailures(os.Stdout, p.ImportPath, failedRun)
+		p.count.writeFailures(os.Stdout, p.ImportPath, failedRun, runs.host(p.vm))
 	}
 	fmt.Println("--- lab summary")
 	for _, p := range pkgs {
@@ -251,6 +313,11 @@ func summarize(pkgs []*testPkg, runs vmRuns, buildTime time.Duration, start time
 			}
 		}
 		fmt.Printf("%s\t%s\t%.2fs\t%d passed, %d failed\n", status, p.ImportPath, p.result.Duration.Seconds(), p.count.passed, p.count.failed)
+	}
+	for i, h := range runs.hosts {
+		if h != nil {
+			fmt.Printf("lab: VM %d: %s\n", i+1, vmWaitsLine(h))
+		}
 	}
 	for _, err := range runs.errs {
 		fmt.Fprintf(os.Stderr, "labrun: %v\n", err)
@@ -323,11 +390,11 @@ func soakEnv(env []string) []string {
 	return out
 }
 
-// bootVM boots one VM with every test binary of pkgs and runs the packages
-// that next hands it. With live set (a single VM), output streams to stdout
-// as it comes; otherwise each package's output is printed whole when it
-// ends, under mu.
-func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs []*testPkg, live bool, mu *sync.Mutex, next func() (int, bool)) (*vm.Report, error) {
+// bootVM boots VM number n with every test binary of pkgs and runs the
+// packages that next hands it. With live set (a single VM), output streams
+// to stdout as it comes; otherwise each package's output is printed whole
+// when it ends, under mu.
+func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs []*testPkg, n int, live bool, mu *sync.Mutex, next func() (int, bool)) (*vm.Report, error) {
 	run := vm.Run{Files: append([]vm.Entry(nil), files...), Timeout: o.timeout, Next: next}
 	run.Files = append(run.Files, vm.Entry{Path: guestTests, Dir: true, Mode: 0o755})
 	for _, p := range pkgs {
@@ -354,6 +421,8 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		mu.Lock()
 		defer mu.Unlock()
 		pkgs[i].ran = true
+		pkgs[i].vm = n
+		pkgs[i].count.stepBegan()
 		if live {
 			fmt.Fprintf(out, "=== lab: %s\n", pkgs[i].ImportPath)
 		}
@@ -372,6 +441,7 @@ func bootVM(ctx context.Context, lab *vm.Lab, files []vm.Entry, o options, pkgs 
 		mu.Lock()
 		defer mu.Unlock()
 		pkgs[i].result = r
+		pkgs[i].count.stepEnded()
 		if !live {
 			fmt.Fprintf(out, "=== lab: %s (%.1fs)\n", pkgs[i].ImportPath, r.Duration.Seconds())
 			out.Write(pkgs[i].output.Bytes())

@@ -168,7 +168,8 @@ func (a *Arch) guestCommand(p string, args ...string) (string, []string) {
 // qemuArgs are the emulator's options for a boot with memMiB of memory.
 func (a *Arch) qemuArgs(memMiB int, kernel, initrd, cmdline, console string) []string {
 	args := append([]string{"-accel", "tcg"}, a.machine...)
-	args = append(args, "-m", strconv.Itoa(memMiB), "-smp", "1",
+	// debug-threads names the vCPU thread, for the sampling of HostWaits.
+	args = append(args, "-name", "debug-threads=on", "-m", strconv.Itoa(memMiB), "-smp", "1",
 		"-nodefaults", "-no-user-config", "-display", "none", "-nic", "none", "-no-reboot",
 		"-kernel", kernel, "-initrd", initrd, "-append", cmdline)
 	return append(args, a.results(console)...)

@@ -11,6 +11,10 @@
 // steps in order and reports each step's output and exit status over a
 // second serial port that carries nothing else. A VM that does not reach
 // /init, dies, or stops reporting is an error, never a skipped test.
+//
+// While QEMU runs, its threads' scheduler statistics are sampled from /proc:
+// the report keeps the windows in which the host kept the vCPU thread
+// waiting (HostWaits), the host's evidence of a VM that stalled as a whole.
 package vm
 
 import (
@@ -173,7 +177,13 @@ type Report struct {
 	InitrdBytes  int64
 	OverlayBytes int64
 	Notes        []string // guest diagnostics
+	// Host holds the windows in which the host kept the VM's vCPU thread
+	// waiting on a run queue: the whole guest stood still meanwhile.
+	Host HostWaits
 }
+
+// procRoot is where the host's /proc is mounted.
+var procRoot = "/proc"
 
 // errBootHung marks an attempt whose guest never reached /init.
 var errBootHung = errors.New("the guest did not reach /init")
@@ -306,6 +316,7 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 		return fmt.Errorf("lab: start qemu: %w", err)
 	}
 	q := &qemuRun{cmd: cmd, started: time.Now()}
+	stopWaits := watchWaits(procRoot, cmd.Process.Pid, &rep.Host)
 	watchdog := time.AfterFunc(l.BootTimeout, func() {
 		q.mu.Lock()
 		b := q.booted
@@ -322,6 +333,7 @@ func (l *Lab) bootOnce(ctx context.Context, r Run, rep *Report, initrd, console 
 
 	l.readResults(q, wire.NewReader(stdout), r, rep, next)
 	waitErr := cmd.Wait()
+	stopWaits()
 	return l.attemptErr(q, waitErr, qerr.String(), rep, console)
 }
 
