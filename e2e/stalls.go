@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // The stall watch: when the whole VM stopped running. The lab's VM has one
@@ -214,27 +212,6 @@ func (w *stallWatch) report() stallReport {
 	r.Stalls = append([]stall(nil), r.Stalls...)
 	r.Seconds = append([]vmSecond(nil), r.Seconds...)
 	return r
-}
-
-// realTime puts every thread of this process at SCHED_FIFO stallPriority;
-// threads the Go runtime starts later inherit it from the thread that
-// starts them.
-func realTime() error {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: stallPriority}
-		if err := unix.SchedSetAttr(tid, &attr, 0); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("thread %d: %w", tid, err)
-		}
-	}
-	return nil
 }
 
 // stallLoop serves the stalls role, realTime telling whether the process
