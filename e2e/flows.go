@@ -37,7 +37,6 @@ func serveFlows(ctx context.Context, name string, ln net.Listener) error {
 	conns := map[net.Conn]bool{}
 	go func() {
 		<-ctx.Done()
-		ln.Close()
 		mu.Lock()
 		for c := range conns {
 			c.Close()
@@ -45,14 +44,7 @@ func serveFlows(ctx context.Context, name string, ln net.Listener) error {
 		mu.Unlock()
 	}()
 	defer wg.Wait()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	return acceptLoop(ctx, ln, func(c net.Conn) {
 		mu.Lock()
 		conns[c] = true
 		mu.Unlock()
@@ -75,7 +67,7 @@ func serveFlows(ctx context.Context, name string, ln net.Listener) error {
 				}
 			}
 		}()
-	}
+	})
 }
 
 // flowConfig is what the flow client holds open.

@@ -39,17 +39,7 @@ const ftpFile = "data.bin"
 // real servers do; behind a VS/NAT director that is the real server's
 // address, which the kernel's ip_vs_ftp helper must rewrite to the VIP.
 func serveFTP(ctx context.Context, name string, ln net.Listener, content []byte) error {
-	go func() { <-ctx.Done(); ln.Close() }()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		go ftpSession(name, c, content)
-	}
+	return acceptLoop(ctx, ln, func(c net.Conn) { go ftpSession(name, c, content) })
 }
 
 func ftpSession(name string, c net.Conn, content []byte) {

@@ -18,18 +18,9 @@ import (
 // greeting, as a server with a greeting delay does. It serves until ctx
 // ends.
 func serveSMTP(ctx context.Context, name string, ln net.Listener, pause time.Duration, refuse func() bool) error {
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	return acceptLoop(ctx, ln, func(c net.Conn) {
 		go converseSMTP(c, name, pause, refuse != nil && refuse())
-	}
+	})
 }
 
 func converseSMTP(c net.Conn, name string, pause time.Duration, refuse bool) {
