@@ -13,7 +13,9 @@ import (
 
 // The bird commands print a BIRD 2 configuration (lvsprep/birdconf) to
 // stdout and change nothing: they read the host only to find the default
-// router id. Every flag is checked before anything is printed.
+// router id and, for a director's --ipv6, whether BIRD will have an IPv6
+// next hop to give (a warning when not). Every flag is checked before
+// anything is printed.
 
 type birdCmds struct {
 	Director birdDirectorCmd `cmd:"" help:"A director's bird.conf: the addresses on --device (lvsctl run's VIPs) announced to the router, nothing imported."`
@@ -49,7 +51,7 @@ type birdConfig interface {
 	config(h *Host) (string, error)
 }
 
-func printBird(kctx *kong.Context, h *Host, out io.Writer) error {
+func printBird(kctx *kong.Context, h *Host, out, errOut io.Writer) error {
 	b, ok := kctx.Selected().Target.Addr().Interface().(birdConfig)
 	if !ok {
 		return fmt.Errorf("internal error: %q is not a bird command", kctx.Command())
@@ -58,8 +60,36 @@ func printBird(kctx *kong.Context, h *Host, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if d, ok := b.(*birdDirectorCmd); ok {
+		if w := d.ipv6Warning(h); w != "" {
+			fmt.Fprintf(errOut, "lvsprep: warning: %s\n", w)
+		}
+	}
 	_, err = io.WriteString(out, conf)
 	return err
+}
+
+// ipv6Warning says when --ipv6 cannot work on this host as it is: BIRD
+// gives an IPv6 route over the IPv4 session a next hop from the IPv6
+// addresses of the link to --router, link-local ones excepted, and with
+// none it refuses the route ("Missing next hop address").
+func (c *birdDirectorCmd) ipv6Warning(h *Host) string {
+	if !c.IPv6 || h.LinkIPv6 == nil || h.SourceAddr == nil {
+		return ""
+	}
+	router, err := parseIPv4("--router", c.Router)
+	if err != nil {
+		return ""
+	}
+	src, err := h.SourceAddr(router)
+	if err != nil {
+		return ""
+	}
+	iface, global, err := h.LinkIPv6(src)
+	if err != nil || global {
+		return ""
+	}
+	return fmt.Sprintf("%s, this host's link to --router %s, has no IPv6 address but link-local ones: BIRD will refuse every IPv6 VIP (\"Missing next hop address\") until it has one in the router's IPv6 prefix", iface, router)
 }
 
 // parseAS accepts an AS number in plain notation, 1 to 4294967295.

@@ -148,12 +148,18 @@ func inNS(ns string, args ...string) []string {
 // lvsprepBird runs lvsprep bird in ns and returns the configuration.
 func (l *birdLab) lvsprepBird(ns string, args ...string) string {
 	l.t.Helper()
+	return l.lvsprepBirdResult(ns, args...).Stdout
+}
+
+// lvsprepBirdResult is lvsprepBird with its stderr too.
+func (l *birdLab) lvsprepBirdResult(ns string, args ...string) labtest.Result {
+	l.t.Helper()
 	cmd := inNS(ns, append([]string{lvsprepBin, "bird"}, args...)...)
 	r := labtest.Run(l.t, "", cmd[0], cmd[1:]...)
 	if r.Code != 0 {
 		l.t.Fatalf("%s: exit %d: %s%s", strings.Join(cmd, " "), r.Code, r.Stdout, r.Stderr)
 	}
-	return r.Stdout
+	return r
 }
 
 // start runs BIRD in the foreground with conf in ns. It logs to a buffer
@@ -294,11 +300,15 @@ func TestLabBirdAnnounce(t *testing.T) {
 	}
 	l.start("router", "", router)
 	for _, d := range l.dirs {
-		conf := l.lvsprepBird(d.ns, "director", "--router", birdRouter4, "--router-as", "65000", "--as", "65001", "--ipv6")
-		if !strings.Contains(conf, "router id "+d.addr4+";") {
-			t.Fatalf("%s's configuration:\n%s", d.ns, conf)
+		r := l.lvsprepBirdResult(d.ns, "director", "--router", birdRouter4, "--router-as", "65000", "--as", "65001", "--ipv6")
+		if !strings.Contains(r.Stdout, "router id "+d.addr4+";") {
+			t.Fatalf("%s's configuration:\n%s", d.ns, r.Stdout)
 		}
-		l.start(d.ns, d.ns, conf)
+		// Only dir3, with link-local IPv6 addresses alone, is warned.
+		if warned := strings.Contains(r.Stderr, "has no IPv6 address but link-local ones"); warned != (d.ns == dir3.ns) || (!warned && r.Stderr != "") {
+			t.Errorf("%s: lvsprep bird director --ipv6 said %q", d.ns, r.Stderr)
+		}
+		l.start(d.ns, d.ns, r.Stdout)
 	}
 
 	start := time.Now()

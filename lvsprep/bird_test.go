@@ -133,3 +133,44 @@ func TestBirdRouterIDUnreachable(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, %q", code, out, errOut, want)
 	}
 }
+
+// TestBirdDirectorIPv6NextHop: with --ipv6, a link to --router with only
+// link-local IPv6 addresses gets a warning naming it, and the
+// configuration is printed all the same; a global address, or no --ipv6,
+// gets none.
+func TestBirdDirectorIPv6NextHop(t *testing.T) {
+	for _, tc := range []struct {
+		ipv6, global bool
+		warn         bool
+	}{{true, false, true}, {true, true, false}, {false, false, false}} {
+		th := newTestHost(t)
+		var asked netip.Addr
+		th.LinkIPv6 = func(a netip.Addr) (string, bool, error) { asked = a; return "eth1", tc.global, nil }
+		args := []string{"bird", "director", "--router", "10.0.0.254", "--router-as", "65000", "--as", "65001"}
+		if tc.ipv6 {
+			args = append(args, "--ipv6")
+		}
+		out, errOut, code := th.run(args...)
+		want := ""
+		if tc.warn {
+			want = "lvsprep: warning: eth1, this host's link to --router 10.0.0.254, has no IPv6 address but link-local ones: BIRD will refuse every IPv6 VIP (\"Missing next hop address\") until it has one in the router's IPv6 prefix\n"
+		}
+		if code != 0 || errOut != want || !strings.Contains(out, "router id 10.0.0.1;\n") {
+			t.Errorf("--ipv6 %v, global %v: exit %d, stderr %q, stdout %q; want 0, %q", tc.ipv6, tc.global, code, errOut, out, want)
+		}
+		if tc.ipv6 && asked != netip.MustParseAddr("10.0.0.1") {
+			t.Errorf("asked for the link of %v, want the source address 10.0.0.1", asked)
+		}
+	}
+}
+
+// TestLinkIPv6 reads this machine's interfaces: 127.0.0.1 is on lo, an
+// address no interface holds is an error.
+func TestLinkIPv6(t *testing.T) {
+	if iface, _, err := linkIPv6(netip.MustParseAddr("127.0.0.1")); err != nil || iface != "lo" {
+		t.Errorf("127.0.0.1: %q, %v; want lo", iface, err)
+	}
+	if _, _, err := linkIPv6(netip.MustParseAddr("192.0.2.77")); err == nil {
+		t.Error("192.0.2.77: no error")
+	}
+}

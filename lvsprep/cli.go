@@ -481,7 +481,7 @@ func dispatch(c *cli, kctx *kong.Context, r *runner) error {
 		if c.Undo || c.DryRun {
 			return usagef("bird takes neither --undo nor --dry-run: it changes nothing")
 		}
-		return printBird(kctx, r.h, r.out)
+		return printBird(kctx, r.h, r.out, r.errOut)
 	}
 	checking := strings.HasPrefix(cmd, "check ")
 	if checking && (c.Undo || c.DryRun) {
