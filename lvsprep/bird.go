@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/alecthomas/kong"
@@ -74,7 +75,7 @@ func printBird(kctx *kong.Context, h *Host, out, errOut io.Writer) error {
 // addresses of the link to --router, link-local ones excepted, and with
 // none it refuses the route ("Missing next hop address").
 func (c *birdDirectorCmd) ipv6Warning(h *Host) string {
-	if !c.IPv6 || h.LinkIPv6 == nil || h.SourceAddr == nil {
+	if !c.IPv6 || h.Links == nil || h.SourceAddr == nil {
 		return ""
 	}
 	router, err := parseIPv4("--router", c.Router)
@@ -85,11 +86,21 @@ func (c *birdDirectorCmd) ipv6Warning(h *Host) string {
 	if err != nil {
 		return ""
 	}
-	iface, global, err := h.LinkIPv6(src)
-	if err != nil || global {
+	names, err := h.Links.Names()
+	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%s, this host's link to --router %s, has no IPv6 address but link-local ones: BIRD will refuse every IPv6 VIP (\"Missing next hop address\") until it has one in the router's IPv6 prefix", iface, router)
+	for _, dev := range names {
+		addrs, err := h.Links.Addrs(dev)
+		if err != nil || !slices.ContainsFunc(addrs, func(p netip.Prefix) bool { return p.Addr() == src }) {
+			continue
+		}
+		if slices.ContainsFunc(addrs, func(p netip.Prefix) bool { a := p.Addr(); return a.Is6() && !a.IsLinkLocalUnicast() }) {
+			return ""
+		}
+		return fmt.Sprintf("%s, this host's link to --router %s, has no IPv6 address but link-local ones: BIRD will refuse every IPv6 VIP (\"Missing next hop address\") until it has one in the router's IPv6 prefix", dev, router)
+	}
+	return ""
 }
 
 // parseAS accepts an AS number in plain notation, 1 to 4294967295.

@@ -1,7 +1,6 @@
 package lvsprep
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -40,9 +39,6 @@ type Host struct {
 	// SourceAddr returns the address this host sends from to reach an
 	// address, from its routing table; it sends nothing.
 	SourceAddr func(to netip.Addr) (netip.Addr, error)
-	// LinkIPv6 returns the interface that holds the local address a and
-	// whether it has an IPv6 address that is not link-local.
-	LinkIPv6 func(a netip.Addr) (iface string, global bool, err error)
 
 	ipt map[netfilter.Family]netfilter.IPTables
 }
@@ -78,7 +74,6 @@ func RealHost(mods netfilter.Modules) *Host {
 		UID:        os.Geteuid(),
 		Identity:   netnsid.Current,
 		SourceAddr: sourceAddr,
-		LinkIPv6:   linkIPv6,
 	}
 }
 
@@ -100,31 +95,4 @@ func sourceAddr(to netip.Addr) (netip.Addr, error) {
 	}
 	defer c.Close()
 	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap(), nil
-}
-
-func linkIPv6(a netip.Addr) (string, bool, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return "", false, err
-	}
-	for _, ifc := range ifs {
-		addrs, err := ifc.Addrs()
-		if err != nil {
-			continue
-		}
-		holds, global := false, false
-		for _, x := range addrs {
-			p, err := netip.ParsePrefix(x.String())
-			if err != nil {
-				continue
-			}
-			ip := p.Addr()
-			holds = holds || ip == a
-			global = global || ip.Is6() && !ip.Is4In6() && !ip.IsLinkLocalUnicast() && !ip.IsLoopback()
-		}
-		if holds {
-			return ifc.Name, global, nil
-		}
-	}
-	return "", false, fmt.Errorf("no interface holds %s", a)
 }
