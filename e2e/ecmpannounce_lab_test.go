@@ -521,10 +521,7 @@ func (s *stallProc) report(t *testing.T) stallReport {
 
 // annStalled: a failed new connection is the VM's, not the directors',
 // when the whole VM stood still for at least this much of its annOpen
-// (stallWatch). That leaves it less than the 2 s to the end of its
-// annOpen that a SYN sent again after a loss takes to be answered, and a
-// stall hides nothing a director does: a director that drops new
-// connections fails those outside the stalls too.
+// (stallWatch; why a second: docs/decisions/0018-lab-host-starvation.md).
 const annStalled = time.Second
 
 // lateFailures counts the failures that started more than d after mark

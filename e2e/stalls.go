@@ -24,9 +24,9 @@ import (
 // guest's kernel not letting anything run) for that long.
 const (
 	stallTick = 10 * time.Millisecond
-	// stallMin is well above the wake-up lateness of a busy but running
-	// VM (tens of milliseconds) and well below the timeouts the tests
-	// measure against (a second and more).
+	// stallMin: a busy VM that still runs wakes the watch sooner, and the
+	// timeouts the tests measure are a second and more
+	// (docs/decisions/0018-lab-host-starvation.md).
 	stallMin = 200 * time.Millisecond
 	// stallCap bounds the stalls kept; the rest are counted.
 	stallCap = 1000
