@@ -387,7 +387,7 @@ func (l *annLab) diagnose(t *testing.T, since time.Time) {
 		t.Logf("%s: BIRD's log:\n%s", h, tail(string(b), 20))
 	}
 	st := l.stalls.report(t)
-	t.Logf("the VM stood still (stall watch, %v or more) since the scenario's start: %v (%d more not kept)", stallMin, st.since(since), st.Dropped)
+	t.Logf("the VM stood still (stall watch, %v or more) since the scenario's start: %v (%d more not kept)", stallMin, st.overlapping(since, time.Now()), st.Dropped)
 	l.logConnTables(t, nil)
 }
 
@@ -539,8 +539,8 @@ func (r churnReport) lateFailures(mark time.Time, d time.Duration, st stallRepor
 			continue
 		}
 		stalled = append(stalled, ms)
-		for _, s := range st.since(start) {
-			if s.AtMS <= start.Add(annOpen).UnixMilli() && !seen[s] {
+		for _, s := range st.overlapping(start, start.Add(annOpen)) {
+			if !seen[s] {
 				seen[s] = true
 				stalls = append(stalls, s)
 			}

@@ -246,21 +246,35 @@ func stallLoop(realTime bool, in *bufio.Scanner, out *json.Encoder) error {
 	return in.Err()
 }
 
+// span is when the stall began and ended.
+func (s stall) span() (start, end time.Time) {
+	start = time.UnixMilli(s.AtMS)
+	return start, start.Add(time.Duration(s.MS) * time.Millisecond)
+}
+
+// overlapping is the stalls in r that overlap the span from..to.
+func (r stallReport) overlapping(from, to time.Time) []stall {
+	var out []stall
+	for _, s := range r.Stalls {
+		if start, end := s.span(); end.After(from) && start.Before(to) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // stalledFor is how long the stalls in r overlap the span from..to.
 func (r stallReport) stalledFor(from, to time.Time) time.Duration {
 	var d time.Duration
-	for _, s := range r.Stalls {
-		start := time.UnixMilli(s.AtMS)
-		end := start.Add(time.Duration(s.MS) * time.Millisecond)
+	for _, s := range r.overlapping(from, to) {
+		start, end := s.span()
 		if start.Before(from) {
 			start = from
 		}
 		if end.After(to) {
 			end = to
 		}
-		if end.After(start) {
-			d += end.Sub(start)
-		}
+		d += end.Sub(start)
 	}
 	return d
 }
@@ -298,15 +312,4 @@ func (r stallReport) summary() string {
 		out += fmt.Sprintf(" (%.1f s in all, the longest at %v)", float64(total)/1000, longest)
 	}
 	return out + fmt.Sprintf(", its CPU 95%% busy or more in %d of %d seconds", busy, len(r.Seconds))
-}
-
-// since is the stalls that ended at or after t.
-func (r stallReport) since(t time.Time) []stall {
-	var out []stall
-	for _, s := range r.Stalls {
-		if s.AtMS+s.MS >= t.UnixMilli() {
-			out = append(out, s)
-		}
-	}
-	return out
 }

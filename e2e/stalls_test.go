@@ -74,8 +74,8 @@ func TestStalledFor(t *testing.T) {
 	if got := r.stalledFor(base, base.Add(3*time.Second)); got != 850*time.Millisecond {
 		t.Errorf("stalled for %v in the span, want 850ms", got)
 	}
-	if got := r.since(base.Add(3 * time.Second)); len(got) != 2 || got[0].MS != 400 {
-		t.Errorf("since the span's end: %+v, want the last two", got)
+	if got := r.overlapping(base.Add(3*time.Second), base.Add(time.Hour)); len(got) != 2 || got[0].MS != 400 {
+		t.Errorf("from the span's end on: %+v, want the last two", got)
 	}
 }
 
